@@ -1,0 +1,43 @@
+#pragma once
+// Output files appear whole or not at all: everything is written to a temporary name beside the target and
+// renamed into place only after every file of a run was written (the brief: never partial output files).
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace chopsim {
+
+/// A set of files written together. Each is created under a temporary name; commit() renames them all.
+/// If the object is destroyed without commit(), the temporary files are removed.
+class AtomicOutputSet {
+ public:
+  AtomicOutputSet() = default;
+  AtomicOutputSet(const AtomicOutputSet&) = delete;
+  AtomicOutputSet& operator=(const AtomicOutputSet&) = delete;
+  ~AtomicOutputSet();
+
+  /// Reserves `final_path` and returns the temporary path to write it under (in the same directory,
+  /// so the rename is atomic). The directory must exist.
+  std::filesystem::path stage(const std::filesystem::path& final_path);
+
+  /// Renames every staged file into place. Throws OutputError if a temporary file is missing.
+  void commit();
+
+ private:
+  struct Staged {
+    std::filesystem::path temporary;
+    std::filesystem::path final_path;
+  };
+  std::vector<Staged> staged_;
+  bool committed_ = false;
+};
+
+/// Writes `content` to `path` through a temporary file and a rename.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+/// Opens `path` for writing and throws OutputError naming the file if that fails.
+std::ofstream open_for_writing(const std::filesystem::path& path);
+
+}  // namespace chopsim

@@ -1,0 +1,86 @@
+#pragma once
+// Collectives as NCCL/RCCL run them: an algorithm decomposes a collective into steps of point-to-point
+// transfers for each member; the engine executes the transfers over the simulated network.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chopsim/common/registry.hpp"
+
+namespace chopsim {
+
+class Topology;
+
+/// Size conventions for `bytes` (as nccl-tests reports them):
+/// all_reduce: the buffer S each member holds; all_gather: the gathered output (n shards);
+/// reduce_scatter: the input (n shards); all_to_all: what one member sends in total (n equal parts,
+/// one kept); broadcast: the buffer; send_recv: the message.
+enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+[[nodiscard]] std::string_view to_string(CollectiveKind kind);
+
+/// One point-to-point transfer seen from one member. `peer` is a member index (position in the group).
+struct Transfer {
+  int peer = 0;
+  double bytes = 0.0;
+  int channel = 0;  ///< parallel rings/trees use different channels; transfers match per (peer, channel)
+};
+
+/// The member posts all sends and receives of a step at once, waits for all of them, then waits
+/// `latency_s` (protocol/synchronisation cost not carried by the network model) before the next step.
+struct CollectiveStep {
+  std::vector<Transfer> sends;
+  std::vector<Transfer> receives;
+  double latency_s = 0.0;
+};
+
+struct CollectivePlan {
+  std::string algorithm;  ///< e.g. "ring", "tree", "pairwise", "hierarchical_ring"
+  std::vector<CollectiveStep> steps;
+};
+
+/// A collective call as the engine sees it.
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes = 0.0;
+  std::span<const int> members;  ///< global ranks in group order
+};
+
+/// Parameters of the collective model (configs: `collectives:` in a run, defaults in docs/configs.md).
+struct CollectiveParams {
+  /// Algorithm per kind; "auto" lets the model choose by size and span as NCCL's tuner does.
+  std::string all_reduce = "auto";    ///< ring | tree | hierarchical | auto
+  std::string all_gather = "auto";    ///< ring | hierarchical | auto
+  std::string reduce_scatter = "auto";  ///< ring | hierarchical | auto
+  std::string all_to_all = "pairwise";  ///< pairwise
+  /// Software latency per algorithm step (kernel-level synchronisation, protocol), seconds.
+  /// NCCL's tuning model uses a few microseconds per step for the Simple protocol.
+  double step_latency_s = 2e-6;
+  /// Rings/channels used in parallel over full-mesh nodes (xGMI): traffic is split evenly.
+  int mesh_channels = 0;  ///< 0: as many as the mesh allows
+  /// Execute a ring as one pipelined step per member (bandwidth term 2(n-1)/n*S/B as concurrent flows,
+  /// latency term added as step latency) instead of 2(n-1) synchronised steps. Same alpha-beta time,
+  /// far fewer events at scale.
+  bool pipelined_rings = true;
+};
+
+class CollectiveModel {
+ public:
+  virtual ~CollectiveModel() = default;
+  /// The steps member `me` (index into call.members) executes. Every member of a call gets matching
+  /// plans: for each send to peer p on channel c there is one receive at p from `me` on channel c, in
+  /// the same order.
+  [[nodiscard]] virtual CollectivePlan plan(const CollectiveCall& call, int me, const Topology& topology) const = 0;
+  /// Closed-form alpha-beta time of the call on an idle network (for checks and reports).
+  [[nodiscard]] virtual double estimate_time_s(const CollectiveCall& call, const Topology& topology) const = 0;
+  [[nodiscard]] virtual const CollectiveParams& params() const = 0;
+};
+
+using CollectiveModelRegistry = Registry<CollectiveModel, const CollectiveParams&>;
+/// "nccl": NCCL/RCCL-like choice of ring, tree, hierarchical and pairwise algorithms.
+void register_builtin_collective_models(CollectiveModelRegistry& registry);
+
+}  // namespace chopsim

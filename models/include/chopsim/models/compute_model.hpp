@@ -1,0 +1,45 @@
+#pragma once
+// How long a kernel takes on one GPU. The engine owns time and asks "duration of this kernel at this clock".
+
+#include <memory>
+#include <string_view>
+
+#include "chopsim/common/registry.hpp"
+#include "chopsim/models/hardware.hpp"
+
+namespace chopsim {
+
+/// The work of one kernel: what the compute model needs to know about it.
+struct KernelWork {
+  KernelClass kernel_class = KernelClass::other;
+  Precision precision = Precision::bf16;
+  double flops = 0.0;  ///< floating-point operations
+  double bytes = 0.0;  ///< HBM bytes read plus written
+};
+
+/// A kernel's duration split into the parts the loss breakdown reports.
+struct KernelTiming {
+  double duration_s = 0.0;  ///< what the kernel takes: max(compute, memory) + launch overhead
+  double ideal_s = 0.0;     ///< at peak roofline (eta = 1) and the boost clock, no launch overhead
+  double launch_s = 0.0;    ///< launch overhead included in duration_s
+  bool memory_bound = false;
+};
+
+class ComputeModel {
+ public:
+  virtual ~ComputeModel() = default;
+  /// Timing of `work` with the core clock at `clock_hz` (HBM bandwidth does not scale with the core clock).
+  [[nodiscard]] virtual KernelTiming timing(const KernelWork& work, double clock_hz) const = 0;
+  [[nodiscard]] virtual const ComputeParams& params() const = 0;
+  /// Shorthand: timing(work, clock_hz).duration_s.
+  [[nodiscard]] double duration_s(const KernelWork& work, double clock_hz) const {
+    return timing(work, clock_hz).duration_s;
+  }
+};
+
+using ComputeModelRegistry = Registry<ComputeModel, const ComputeParams&>;
+/// "roofline": duration = max(F / (peak(f) * eta_c(F)), B / (BW * eta_m)) + launch overhead,
+/// with peak(f) = peak_boost * f / f_boost.
+void register_builtin_compute_models(ComputeModelRegistry& registry);
+
+}  // namespace chopsim

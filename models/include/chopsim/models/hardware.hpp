@@ -1,0 +1,90 @@
+#pragma once
+// What a GPU can do: peak rates, clocks, memory, power envelope and links (configs/hardware/*.yaml),
+// and the kernel classes and precisions the compute model distinguishes.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace chopsim {
+
+/// Arithmetic precision of a kernel. fp32 is the vector (non-tensor-core) rate; tf32, bf16, fp16 and fp8 are
+/// dense tensor/matrix-core rates.
+enum class Precision : std::uint8_t { fp32, tf32, bf16, fp16, fp8 };
+inline constexpr std::size_t kPrecisionCount = 5;
+
+[[nodiscard]] std::string_view to_string(Precision precision);
+[[nodiscard]] std::optional<Precision> precision_from_string(std::string_view name);
+/// Storage size of one element: 4 for fp32/tf32, 2 for bf16/fp16, 1 for fp8.
+[[nodiscard]] double bytes_per_element(Precision precision);
+
+/// Kernel classes, shared by the compute model, the workload and (later) the trace classifier.
+enum class KernelClass : std::uint8_t {
+  gemm,           ///< matrix multiplications (cuBLAS/hipBLASLt/CUTLASS)
+  attention,      ///< fused flash-style attention
+  elementwise,    ///< activations, residual adds, rotary embedding, dropout
+  norm,           ///< RMSNorm / LayerNorm
+  reduction,      ///< softmax/cross-entropy, sums
+  communication,  ///< NCCL/RCCL kernels
+  memcpy,         ///< copies and memsets
+  optimizer,      ///< fused AdamW and similar
+  other,
+};
+inline constexpr std::size_t kKernelClassCount = 9;
+
+[[nodiscard]] std::string_view to_string(KernelClass kernel_class);
+[[nodiscard]] std::optional<KernelClass> kernel_class_from_string(std::string_view name);
+
+/// The fraction of a roofline limit a kernel class reaches (0 < eta <= 1).
+struct KernelEfficiency {
+  double compute = 1.0;  ///< of the peak FLOP/s at the current clock, when compute-bound
+  double memory = 1.0;   ///< of the peak HBM bandwidth, when memory-bound
+  /// Shape dependence of `compute`: a kernel of F FLOPs reaches compute * F / (F + half_efficiency_flops).
+  /// 0 means no shape dependence. Small GEMMs cannot fill the GPU; this saturating curve is what the
+  /// calibration issue fits per class.
+  double half_efficiency_flops = 0.0;
+};
+
+/// Parameters of a compute model (per GPU). Units: FLOP/s, bytes/s, hertz, seconds.
+struct ComputeParams {
+  /// Dense peak rate per precision at `boost_clock_hz`; 0 = the GPU has no such unit.
+  std::array<double, kPrecisionCount> peak_flops_per_s{};
+  double hbm_bandwidth_bytes_per_s = 0.0;
+  double boost_clock_hz = 0.0;  ///< clock at which the peak rates hold
+  std::array<KernelEfficiency, kKernelClassCount> efficiency{};
+  double launch_overhead_s = 0.0;  ///< added to every kernel (launch, tail, inter-kernel gap)
+  /// Fraction by which compute kernels slow down while a communication kernel shares the GPU
+  /// (NCCL/RCCL kernels take SMs/CUs and HBM bandwidth). 0.1 = compute runs at 90 % speed.
+  double comm_compute_slowdown = 0.0;
+};
+
+/// One GPU model (a GCD for MI250/MI250X, which show each die as a GPU).
+struct HardwareSpec {
+  std::string name;    ///< e.g. "H100-SXM5-80GB"
+  std::string vendor;  ///< "nvidia" or "amd"
+  ComputeParams compute;
+  double min_clock_hz = 0.0;  ///< lowest core clock the governor may use
+  double hbm_capacity_bytes = 0.0;
+  double tdp_w = 0.0;        ///< board power limit (W)
+  double idle_power_w = 0.0;  ///< power with no kernel running (W)
+  /// One intra-node link (NVLink, xGMI), one direction. Links per GPU says how many; an NVSwitch node
+  /// gives each GPU links_per_gpu * link_bandwidth to the switch, a full mesh one link per peer.
+  double intra_node_link_bandwidth_bytes_per_s = 0.0;
+  int intra_node_links_per_gpu = 0;
+  double intra_node_link_latency_s = 0.0;
+  /// PCIe link between GPU and its NIC (one direction).
+  double pcie_bandwidth_bytes_per_s = 0.0;
+  double nic_bandwidth_bytes_per_s = 0.0;  ///< one NIC, one direction
+  double nic_latency_s = 0.0;              ///< NIC + first-hop latency
+  int dies_per_package = 1;                ///< 2 on MI250/MI250X: pairs of GPUs share a package
+  /// Die-to-die bandwidth inside a package (one direction); 0 when dies_per_package == 1.
+  double in_package_link_bandwidth_bytes_per_s = 0.0;
+  /// Memory a framework cannot use: CUDA/HIP context, communicator buffers, allocator reserve (bytes).
+  double memory_reserved_bytes = 0.0;
+  /// Allocator fragmentation as a fraction of the allocated total (the brief: a stated allowance).
+  double memory_fragmentation_fraction = 0.0;
+};
+
+}  // namespace chopsim

@@ -1,0 +1,40 @@
+#pragma once
+// Peak memory per GPU: weights, gradients, optimizer states by sharding stage, activations by
+// recomputation policy and in-flight micro-batches, plus a stated allowance.
+
+#include <string>
+#include <vector>
+
+#include "chopsim/models/hardware.hpp"
+#include "chopsim/models/parallelism.hpp"
+#include "chopsim/models/transformer.hpp"
+
+namespace chopsim {
+
+/// Bytes on one GPU at its peak.
+struct MemoryBreakdown {
+  int pp_stage = 0;                  ///< the stage this breakdown is for
+  double weights_bytes = 0.0;        ///< resident (sharded) weights, compute precision
+  double gathered_weights_bytes = 0.0;  ///< FSDP: unsharded units in flight (current + prefetched)
+  double gradients_bytes = 0.0;
+  double optimizer_bytes = 0.0;      ///< fp32 master weights + Adam moments
+  double activations_bytes = 0.0;    ///< stored for backward, all in-flight micro-batches
+  double transient_bytes = 0.0;      ///< largest temporary buffer (logits, attention workspace)
+  double reserved_bytes = 0.0;       ///< runtime context and communicator buffers (hardware file)
+  double fragmentation_bytes = 0.0;  ///< allocator allowance (hardware file fraction of the rest)
+  double total_bytes = 0.0;
+  double capacity_bytes = 0.0;
+
+  [[nodiscard]] bool fits() const { return total_bytes <= capacity_bytes; }
+};
+
+/// Peak memory of a GPU in pipeline stage `pp_stage`.
+[[nodiscard]] MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                                    const TrainingSpec& training, const HardwareSpec& hardware,
+                                                    int pp_stage);
+
+/// The stage with the largest peak (the one that runs out of memory first).
+[[nodiscard]] MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                                   const TrainingSpec& training, const HardwareSpec& hardware);
+
+}  // namespace chopsim

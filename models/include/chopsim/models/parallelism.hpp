@@ -1,0 +1,124 @@
+#pragma once
+// How a training run is split over GPUs (parallelism) and what one iteration processes (training),
+// and the mapping from global rank to its position in every parallel group.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "chopsim/models/hardware.hpp"
+
+namespace chopsim {
+
+enum class PipelineSchedule : std::uint8_t {
+  one_f_one_b,  ///< PipeDream-flush 1F1B (Narayanan et al., SC'21)
+  interleaved,  ///< interleaved 1F1B with `virtual_stages` model chunks per pipeline rank
+};
+
+enum class RecomputePolicy : std::uint8_t {
+  none,       ///< keep all activations
+  selective,  ///< recompute attention internals only (Korthikanti et al. 2022); free with flash attention
+  full,       ///< keep each layer's input, recompute the whole layer forward during backward
+};
+
+struct ParallelismSpec {
+  int dp = 1;  ///< data-parallel replicas (including the FSDP shard dimension)
+  int tp = 1;  ///< tensor parallel
+  int pp = 1;  ///< pipeline stages
+  int cp = 1;  ///< context parallel (sequence split across ranks for attention)
+  int ep = 1;  ///< expert parallel (MoE); carved out of dp*cp as in Megatron-Core
+  bool sequence_parallel = false;  ///< Megatron SP: TP all-reduce becomes reduce-scatter + all-gather
+  PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved schedule)
+  /// Sharding of training state across the data group: 0 plain DP, 1 optimizer states (ZeRO-1 /
+  /// distributed optimizer), 2 + gradients, 3 + weights (FSDP FULL_SHARD / ZeRO-3).
+  int zero_stage = 0;
+  /// Hybrid sharding (FSDP HYBRID_SHARD, ZeRO++ hpZ): shard within groups of this many data ranks and
+  /// replicate across groups. 0 = shard over the whole data group.
+  int shard_group_size = 0;
+
+  [[nodiscard]] int world_size() const { return dp * tp * pp * cp; }
+};
+
+/// Which communication may run concurrently with compute (false: compute waits for it).
+struct OverlapSpec {
+  bool dp = true;    ///< gradient all-reduce / reduce-scatter overlapped with backward
+  bool fsdp = true;  ///< FSDP parameter all-gather prefetch and gradient reduce-scatter on side streams
+  bool tp = false;   ///< TP/SP collectives overlapped with GEMMs (userbuffers / TE comm overlap)
+  bool pp = true;    ///< pipeline send/recv on their own streams
+  bool cp = true;    ///< context-parallel KV exchange overlapped with attention
+  bool ep = false;   ///< MoE all-to-all overlapped with expert compute
+};
+
+struct TrainingSpec {
+  int global_batch = 1;  ///< sequences per iteration (optimizer step)
+  int micro_batch = 1;   ///< sequences per micro-batch on one data-parallel rank
+  int seq_len = 2048;    ///< tokens per sequence
+  Precision precision = Precision::bf16;  ///< matmul precision (weights and activations in bf16 for fp8 runs)
+  RecomputePolicy recompute = RecomputePolicy::none;
+  OverlapSpec overlap;
+  int fsdp_prefetch = 1;  ///< FSDP units gathered ahead of the one computing
+  double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
+  /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
+  double moe_capacity_factor = 1.0;
+
+  /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
+  [[nodiscard]] int micro_batches(const ParallelismSpec& parallelism) const {
+    return global_batch / (parallelism.dp * micro_batch);
+  }
+  [[nodiscard]] double tokens_per_iteration() const {
+    return static_cast<double>(global_batch) * static_cast<double>(seq_len);
+  }
+};
+
+/// The groups a rank communicates in.
+enum class GroupRole : std::uint8_t {
+  tp,              ///< tensor (and sequence) parallel
+  cp,              ///< context parallel
+  dp,              ///< data parallel (same tp, cp, pp coordinates)
+  data,            ///< dp x cp: dense gradients are reduced over it
+  pp,              ///< pipeline (same tp, cp, dp): stage order
+  ep,              ///< expert parallel: consecutive blocks of `ep` ranks in the data group
+  expert_data,     ///< ranks holding the same experts: data group / ep (expert gradients reduced here)
+  shard,           ///< FSDP/ZeRO shard group inside the data group (size shard_group_size)
+  replicate,       ///< hybrid sharding: same shard position across shard groups
+  world,
+};
+[[nodiscard]] std::string_view to_string(GroupRole role);
+
+/// Position of a rank along each parallel dimension.
+struct RankCoordinates {
+  int tp = 0;
+  int cp = 0;
+  int dp = 0;
+  int pp = 0;
+};
+
+/// Megatron-LM rank order: tp varies fastest, then cp, then dp, then pp
+/// (rank = tp + TP*(cp + CP*(dp + DP*pp))), so TP groups sit inside a node.
+class RankLayout {
+ public:
+  RankLayout() = default;
+  explicit RankLayout(const ParallelismSpec& parallelism);
+
+  [[nodiscard]] int world_size() const { return world_size_; }
+  [[nodiscard]] RankCoordinates coordinates(int rank) const;
+  [[nodiscard]] int rank_of(const RankCoordinates& coordinates) const;
+
+  /// Members of `rank`'s group for `role`, in group order.
+  [[nodiscard]] std::vector<int> group(int rank, GroupRole role) const;
+  /// Position of `rank` inside its own group for `role`.
+  [[nodiscard]] int index_in_group(int rank, GroupRole role) const;
+  /// A number that is equal for exactly the ranks sharing a group for `role` (0 <= id < world_size).
+  [[nodiscard]] int group_id(int rank, GroupRole role) const;
+  [[nodiscard]] int group_size(GroupRole role) const;
+
+  [[nodiscard]] const ParallelismSpec& parallelism() const { return parallelism_; }
+
+ private:
+  ParallelismSpec parallelism_{};
+  int world_size_ = 0;
+  int shard_size_ = 1;
+};
+
+}  // namespace chopsim

@@ -1,0 +1,54 @@
+#pragma once
+// Architecture of a decoder-only transformer (configs/models/*.yaml) and its parameter and FLOP counts.
+
+#include <string>
+
+namespace chopsim {
+
+enum class MlpKind { swiglu, gelu };
+enum class NormKind { rmsnorm, layernorm };
+
+struct TransformerSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;      ///< model width h
+  int ffn_hidden = 0;  ///< MLP inner width f (per expert for MoE)
+  int heads = 0;       ///< query heads a
+  int kv_heads = 0;    ///< key/value heads (GQA); == heads for multi-head attention
+  int vocab = 0;
+  int experts = 1;     ///< > 1 makes every layer's MLP a mixture of experts
+  int top_k = 1;       ///< experts each token is routed to
+  MlpKind mlp = MlpKind::swiglu;
+  NormKind norm = NormKind::rmsnorm;
+  bool tied_embeddings = false;  ///< output head shares the input embedding matrix
+  bool causal = true;            ///< causal attention (flash kernels skip the masked half)
+
+  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] bool is_moe() const { return experts > 1; }
+};
+
+/// Parameter counts (elements, not bytes).
+struct ParameterCount {
+  double embedding = 0;          ///< input embedding V*h
+  double output_head = 0;        ///< V*h if untied, else 0
+  double attention_per_layer = 0;  ///< QKV (with GQA) + output projection
+  double mlp_per_layer = 0;        ///< all experts' MLPs of one layer (dense: one MLP)
+  double mlp_active_per_layer = 0; ///< the MLP weights one token touches (top_k experts)
+  double router_per_layer = 0;     ///< MoE router h*E
+  double norms_per_layer = 0;
+  double final_norm = 0;
+  double total = 0;        ///< every parameter
+  double per_layer = 0;    ///< every parameter of one layer
+  /// Matrix parameters one token multiplies through, counting the output head once
+  /// (the N of the 6*N FLOPs-per-token rule).
+  double active_matmul = 0;
+};
+
+[[nodiscard]] ParameterCount count_parameters(const TransformerSpec& model);
+
+/// Model FLOPs per token of one training step (forward + backward = 3x forward), in the convention of
+/// Megatron-LM (Narayanan et al., SC'21) and llm-foundry: 6*N_active plus attention 12*L*h*s,
+/// attention counted without causal masking. Recomputation is not counted (this is MFU, not HFU).
+[[nodiscard]] double model_training_flops_per_token(const TransformerSpec& model, int seq_len);
+
+}  // namespace chopsim

@@ -1,0 +1,92 @@
+#pragma once
+// One training iteration as per-rank programs: ordered ops on streams, like CUDA streams.
+// An op starts when the op before it on its stream has finished and its cross-stream dependencies
+// (events) have completed. Ranks in the same pipeline stage run the same program; groups are named by
+// role and resolved per rank through the RankLayout, so a 16k-GPU workload stores pp programs, not 16k.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chopsim/models/collective.hpp"
+#include "chopsim/models/hardware.hpp"
+#include "chopsim/models/parallelism.hpp"
+#include "chopsim/models/transformer.hpp"
+
+namespace chopsim {
+
+enum class OpKind : std::uint8_t {
+  compute,     ///< a kernel: flops and bytes
+  collective,  ///< a collective over `group`: bytes per CollectiveKind's convention
+  send,        ///< point-to-point to the pipeline neighbour `peer_offset` away
+  recv,        ///< point-to-point from the pipeline neighbour `peer_offset` away
+};
+[[nodiscard]] std::string_view to_string(OpKind kind);
+
+/// What exposed communication is charged to in the time breakdown.
+enum class CommCategory : std::uint8_t { none, tp, cp, dp, fsdp, pp, ep };
+inline constexpr std::size_t kCommCategoryCount = 7;
+[[nodiscard]] std::string_view to_string(CommCategory category);
+
+enum class Pass : std::uint8_t { forward, backward, recompute, optimizer, other };
+[[nodiscard]] std::string_view to_string(Pass pass);
+
+/// Wait until op `op` of stream `stream` of the same rank (same iteration) has completed.
+struct OpDependency {
+  std::uint16_t stream = 0;
+  std::uint32_t op = 0;
+};
+
+struct Op {
+  OpKind kind = OpKind::compute;
+  KernelClass kernel_class = KernelClass::other;  ///< communication for non-compute ops
+  Precision precision = Precision::bf16;
+  CommCategory category = CommCategory::none;
+  Pass pass = Pass::other;
+  CollectiveKind collective = CollectiveKind::all_reduce;  ///< kind == collective
+  GroupRole group = GroupRole::world;                      ///< kind == collective: whose group
+  std::int8_t peer_offset = 0;  ///< send/recv: +1 next pipeline stage, -1 previous (modulo pp)
+  std::uint32_t tag = 0;        ///< send/recv: equal on the matching send and recv of a pair of ranks
+  std::uint32_t name = 0;       ///< index into Workload::names
+  std::int32_t layer = -1;      ///< global transformer layer, -1 for none
+  std::int32_t micro_batch = -1;
+  double flops = 0.0;  ///< compute: FLOPs
+  double bytes = 0.0;  ///< compute: HBM bytes moved; communication: message size
+  std::uint32_t first_dependency = 0;  ///< into Program::dependencies
+  std::uint32_t dependency_count = 0;
+};
+
+struct Stream {
+  std::string name;  ///< "compute", "fsdp_ag", "pp_send", ...
+  std::vector<Op> ops;
+};
+
+struct Program {
+  std::vector<Stream> streams;
+  std::vector<OpDependency> dependencies;
+
+  [[nodiscard]] std::size_t op_count() const;
+};
+
+struct Workload {
+  RankLayout layout;
+  std::vector<std::string> names;              ///< op names; Op::name indexes this
+  std::vector<Program> programs;               ///< one per pipeline stage
+  std::vector<std::uint32_t> program_of_rank;  ///< world_size entries
+  double tokens_per_iteration = 0.0;
+  /// Model FLOPs of one iteration over the whole cluster (model_training_flops_per_token * tokens).
+  double model_flops_per_iteration = 0.0;
+
+  [[nodiscard]] const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
+  [[nodiscard]] std::string_view name(const Op& op) const { return names[op.name]; }
+  /// Executed FLOPs of one iteration summed over every rank (hardware FLOPs, recomputation included).
+  [[nodiscard]] double executed_flops_per_iteration() const;
+};
+
+/// Builds the programs of one training iteration. Inputs must have passed config validation
+/// (divisibility of heads, layers, batch); violations throw ModelError.
+[[nodiscard]] Workload build_workload(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                      const TrainingSpec& training);
+
+}  // namespace chopsim

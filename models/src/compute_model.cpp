@@ -1,0 +1,71 @@
+#include "chopsim/models/compute_model.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+namespace {
+
+/// The roofline model (Williams, Waterman, Patterson, CACM 2009) with per-class efficiencies:
+/// a kernel is limited either by arithmetic (FLOPs / achievable FLOP/s) or by HBM traffic
+/// (bytes / achievable bandwidth), whichever takes longer, plus a fixed launch overhead.
+/// Only the arithmetic limit scales with the core clock; HBM runs on its own clock.
+class RooflineModel final : public ComputeModel {
+ public:
+  explicit RooflineModel(const ComputeParams& params) : params_(params) {
+    if (params_.boost_clock_hz <= 0.0) throw ModelError("roofline: boost_clock_hz must be positive");
+    if (params_.hbm_bandwidth_bytes_per_s <= 0.0) throw ModelError("roofline: hbm_bandwidth must be positive");
+  }
+
+  KernelTiming timing(const KernelWork& work, double clock_hz) const override {
+    const auto& efficiency = params_.efficiency[static_cast<std::size_t>(work.kernel_class)];
+    const double peak_at_boost = peak_for(work.precision);
+    const double clock_ratio = clock_hz > 0.0 ? clock_hz / params_.boost_clock_hz : 1.0;
+
+    double compute_eta = efficiency.compute;
+    if (efficiency.half_efficiency_flops > 0.0 && work.flops > 0.0)
+      compute_eta *= work.flops / (work.flops + efficiency.half_efficiency_flops);
+
+    const double compute_s =
+        work.flops > 0.0 ? work.flops / (peak_at_boost * clock_ratio * std::max(compute_eta, 1e-9)) : 0.0;
+    const double memory_s =
+        work.bytes > 0.0 ? work.bytes / (params_.hbm_bandwidth_bytes_per_s * std::max(efficiency.memory, 1e-9)) : 0.0;
+
+    const double ideal_compute_s = work.flops > 0.0 ? work.flops / peak_at_boost : 0.0;
+    const double ideal_memory_s = work.bytes > 0.0 ? work.bytes / params_.hbm_bandwidth_bytes_per_s : 0.0;
+
+    KernelTiming timing;
+    timing.memory_bound = memory_s > compute_s;
+    timing.launch_s = params_.launch_overhead_s;
+    timing.duration_s = std::max(compute_s, memory_s) + params_.launch_overhead_s;
+    timing.ideal_s = std::max(ideal_compute_s, ideal_memory_s);
+    return timing;
+  }
+
+  const ComputeParams& params() const override { return params_; }
+
+ private:
+  double peak_for(Precision precision) const {
+    double peak = params_.peak_flops_per_s[static_cast<std::size_t>(precision)];
+    // A GPU without fp8 (or tf32) units runs such kernels at the next wider precision it has.
+    if (peak <= 0.0 && precision == Precision::fp8) peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)];
+    if (peak <= 0.0 && precision == Precision::tf32) peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::fp32)];
+    if (peak <= 0.0)
+      throw ModelError("roofline: no peak FLOP/s for precision " + std::string(to_string(precision)));
+    return peak;
+  }
+
+  ComputeParams params_;
+};
+
+}  // namespace
+
+void register_builtin_compute_models(ComputeModelRegistry& registry) {
+  registry.add("roofline", "max(FLOPs / (peak(f) * eta_compute), bytes / (HBM BW * eta_memory)) + launch overhead",
+               [](const ComputeParams& params) { return std::make_unique<RooflineModel>(params); });
+}
+
+}  // namespace chopsim

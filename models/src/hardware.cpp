@@ -1,0 +1,43 @@
+#include "chopsim/models/hardware.hpp"
+
+#include <array>
+#include <utility>
+
+namespace chopsim {
+
+namespace {
+constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+constexpr std::array<std::string_view, kKernelClassCount> kKernelClassNames = {
+    "gemm", "attention", "elementwise", "norm", "reduction", "communication", "memcpy", "optimizer", "other"};
+}  // namespace
+
+std::string_view to_string(Precision precision) { return kPrecisionNames[static_cast<std::size_t>(precision)]; }
+
+std::optional<Precision> precision_from_string(std::string_view name) {
+  for (std::size_t i = 0; i < kPrecisionNames.size(); ++i)
+    if (kPrecisionNames[i] == name) return static_cast<Precision>(i);
+  return std::nullopt;
+}
+
+double bytes_per_element(Precision precision) {
+  switch (precision) {
+    case Precision::fp32:
+    case Precision::tf32: return 4.0;
+    case Precision::bf16:
+    case Precision::fp16: return 2.0;
+    case Precision::fp8: return 1.0;
+  }
+  return 4.0;
+}
+
+std::string_view to_string(KernelClass kernel_class) {
+  return kKernelClassNames[static_cast<std::size_t>(kernel_class)];
+}
+
+std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
+  for (std::size_t i = 0; i < kKernelClassNames.size(); ++i)
+    if (kKernelClassNames[i] == name) return static_cast<KernelClass>(i);
+  return std::nullopt;
+}
+
+}  // namespace chopsim
