@@ -32,7 +32,9 @@ void AtomicOutputSet::commit() {
   for (const auto& file : staged_) {
     std::error_code error;
     std::filesystem::rename(file.temporary, file.final_path, error);
-    if (error) throw OutputError("cannot rename " + file.temporary.string() + " to " + file.final_path.string() + ": " + error.message());
+    if (error)
+      throw OutputError("cannot rename " + file.temporary.string() + " to " + file.final_path.string() + ": " +
+                        error.message());
   }
   committed_ = true;
 }

@@ -51,10 +51,11 @@ class RooflineModel final : public ComputeModel {
   double peak_for(Precision precision) const {
     double peak = params_.peak_flops_per_s[static_cast<std::size_t>(precision)];
     // A GPU without fp8 (or tf32) units runs such kernels at the next wider precision it has.
-    if (peak <= 0.0 && precision == Precision::fp8) peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)];
-    if (peak <= 0.0 && precision == Precision::tf32) peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::fp32)];
-    if (peak <= 0.0)
-      throw ModelError("roofline: no peak FLOP/s for precision " + std::string(to_string(precision)));
+    if (peak <= 0.0 && precision == Precision::fp8)
+      peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)];
+    if (peak <= 0.0 && precision == Precision::tf32)
+      peak = params_.peak_flops_per_s[static_cast<std::size_t>(Precision::fp32)];
+    if (peak <= 0.0) throw ModelError("roofline: no peak FLOP/s for precision " + std::string(to_string(precision)));
     return peak;
   }
 

@@ -22,10 +22,13 @@ std::optional<Precision> precision_from_string(std::string_view name) {
 double bytes_per_element(Precision precision) {
   switch (precision) {
     case Precision::fp32:
-    case Precision::tf32: return 4.0;
+    case Precision::tf32:
+      return 4.0;
     case Precision::bf16:
-    case Precision::fp16: return 2.0;
-    case Precision::fp8: return 1.0;
+    case Precision::fp16:
+      return 2.0;
+    case Precision::fp8:
+      return 1.0;
   }
   return 4.0;
 }

@@ -34,7 +34,9 @@ class Registry {
     if (!inserted) throw ModelError(kind_ + " '" + it->first + "' registered twice");
   }
 
-  [[nodiscard]] bool contains(std::string_view name) const { return entries_.find(std::string(name)) != entries_.end(); }
+  [[nodiscard]] bool contains(std::string_view name) const {
+    return entries_.find(std::string(name)) != entries_.end();
+  }
 
   /// Builds the implementation called `name`; throws UnknownNameError listing the valid names.
   [[nodiscard]] std::unique_ptr<Interface> create(std::string_view name, Args... args) const {

@@ -37,7 +37,7 @@ struct RunReport {
   int gpus = 0;
   MemoryBreakdown memory;
   bool out_of_memory = false;
-  bool simulated = false;  ///< false when skipped for lack of memory
+  bool simulated = false;                 ///< false when skipped for lack of memory
   double iteration_time_s = 0.0;          ///< mean over the simulated iterations
   std::vector<double> iteration_times_s;  ///< each iteration
   double tokens_per_s = 0.0;

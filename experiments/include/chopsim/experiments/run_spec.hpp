@@ -16,8 +16,8 @@
 namespace chopsim {
 
 struct RunSpec {
-  std::string name;                  ///< run name (defaults to the config file's stem)
-  std::filesystem::path source;      ///< the run config file, empty for runs built in code
+  std::string name;              ///< run name (defaults to the config file's stem)
+  std::filesystem::path source;  ///< the run config file, empty for runs built in code
   TransformerSpec model;
   HardwareSpec hardware;
   ClusterSpec cluster;
@@ -26,9 +26,9 @@ struct RunSpec {
   std::string compute_model = "roofline";  ///< name in the compute model registry
   std::string collective_model = "nccl";   ///< name in the collective model registry
   CollectiveParams collectives;
-  std::string engine = "simgrid";          ///< name in the engine registry
+  std::string engine = "simgrid";  ///< name in the engine registry
   EngineOptions engine_options;
-  int iterations = 1;                      ///< iterations simulated back to back
+  int iterations = 1;  ///< iterations simulated back to back
 };
 
 }  // namespace chopsim

@@ -52,8 +52,8 @@ struct CollectiveCall {
 /// Parameters of the collective model (configs: `collectives:` in a run, defaults in docs/configs.md).
 struct CollectiveParams {
   /// Algorithm per kind; "auto" lets the model choose by size and span as NCCL's tuner does.
-  std::string all_reduce = "auto";    ///< ring | tree | hierarchical | auto
-  std::string all_gather = "auto";    ///< ring | hierarchical | auto
+  std::string all_reduce = "auto";      ///< ring | tree | hierarchical | auto
+  std::string all_gather = "auto";      ///< ring | hierarchical | auto
   std::string reduce_scatter = "auto";  ///< ring | hierarchical | auto
   std::string all_to_all = "pairwise";  ///< pairwise
   /// Software latency per algorithm step (kernel-level synchronisation, protocol), seconds.

@@ -67,7 +67,7 @@ struct HardwareSpec {
   ComputeParams compute;
   double min_clock_hz = 0.0;  ///< lowest core clock the governor may use
   double hbm_capacity_bytes = 0.0;
-  double tdp_w = 0.0;        ///< board power limit (W)
+  double tdp_w = 0.0;         ///< board power limit (W)
   double idle_power_w = 0.0;  ///< power with no kernel running (W)
   /// One intra-node link (NVLink, xGMI), one direction. Links per GPU says how many; an NVSwitch node
   /// gives each GPU links_per_gpu * link_bandwidth to the switch, a full mesh one link per peer.

@@ -13,8 +13,8 @@ namespace chopsim {
 
 /// Bytes on one GPU at its peak.
 struct MemoryBreakdown {
-  int pp_stage = 0;                  ///< the stage this breakdown is for
-  double weights_bytes = 0.0;        ///< resident (sharded) weights, compute precision
+  int pp_stage = 0;                     ///< the stage this breakdown is for
+  double weights_bytes = 0.0;           ///< resident (sharded) weights, compute precision
   double gathered_weights_bytes = 0.0;  ///< FSDP: unsharded units in flight (current + prefetched)
   double gradients_bytes = 0.0;
   double optimizer_bytes = 0.0;      ///< fp32 master weights + Adam moments

@@ -22,11 +22,11 @@ enum class RecomputePolicy : std::uint8_t {
 };
 
 struct ParallelismSpec {
-  int dp = 1;  ///< data-parallel replicas (including the FSDP shard dimension)
-  int tp = 1;  ///< tensor parallel
-  int pp = 1;  ///< pipeline stages
-  int cp = 1;  ///< context parallel (sequence split across ranks for attention)
-  int ep = 1;  ///< expert parallel (MoE); carved out of dp*cp as in Megatron-Core
+  int dp = 1;                      ///< data-parallel replicas (including the FSDP shard dimension)
+  int tp = 1;                      ///< tensor parallel
+  int pp = 1;                      ///< pipeline stages
+  int cp = 1;                      ///< context parallel (sequence split across ranks for attention)
+  int ep = 1;                      ///< expert parallel (MoE); carved out of dp*cp as in Megatron-Core
   bool sequence_parallel = false;  ///< Megatron SP: TP all-reduce becomes reduce-scatter + all-gather
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved schedule)
@@ -51,13 +51,13 @@ struct OverlapSpec {
 };
 
 struct TrainingSpec {
-  int global_batch = 1;  ///< sequences per iteration (optimizer step)
-  int micro_batch = 1;   ///< sequences per micro-batch on one data-parallel rank
-  int seq_len = 2048;    ///< tokens per sequence
+  int global_batch = 1;                   ///< sequences per iteration (optimizer step)
+  int micro_batch = 1;                    ///< sequences per micro-batch on one data-parallel rank
+  int seq_len = 2048;                     ///< tokens per sequence
   Precision precision = Precision::bf16;  ///< matmul precision (weights and activations in bf16 for fp8 runs)
   RecomputePolicy recompute = RecomputePolicy::none;
   OverlapSpec overlap;
-  int fsdp_prefetch = 1;  ///< FSDP units gathered ahead of the one computing
+  int fsdp_prefetch = 1;                        ///< FSDP units gathered ahead of the one computing
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
   /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
   double moe_capacity_factor = 1.0;
@@ -73,15 +73,15 @@ struct TrainingSpec {
 
 /// The groups a rank communicates in.
 enum class GroupRole : std::uint8_t {
-  tp,              ///< tensor (and sequence) parallel
-  cp,              ///< context parallel
-  dp,              ///< data parallel (same tp, cp, pp coordinates)
-  data,            ///< dp x cp: dense gradients are reduced over it
-  pp,              ///< pipeline (same tp, cp, dp): stage order
-  ep,              ///< expert parallel: consecutive blocks of `ep` ranks in the data group
-  expert_data,     ///< ranks holding the same experts: data group / ep (expert gradients reduced here)
-  shard,           ///< FSDP/ZeRO shard group inside the data group (size shard_group_size)
-  replicate,       ///< hybrid sharding: same shard position across shard groups
+  tp,           ///< tensor (and sequence) parallel
+  cp,           ///< context parallel
+  dp,           ///< data parallel (same tp, cp, pp coordinates)
+  data,         ///< dp x cp: dense gradients are reduced over it
+  pp,           ///< pipeline (same tp, cp, dp): stage order
+  ep,           ///< expert parallel: consecutive blocks of `ep` ranks in the data group
+  expert_data,  ///< ranks holding the same experts: data group / ep (expert gradients reduced here)
+  shard,        ///< FSDP/ZeRO shard group inside the data group (size shard_group_size)
+  replicate,    ///< hybrid sharding: same shard position across shard groups
   world,
 };
 [[nodiscard]] std::string_view to_string(GroupRole role);

@@ -16,11 +16,11 @@ namespace chopsim {
 
 enum class VertexKind : std::uint8_t { gpu, switch_, nic, router };
 enum class LinkClass : std::uint8_t {
-  nvlink,       ///< GPU <-> NVSwitch
-  xgmi,         ///< AMD Infinity Fabric GPU <-> GPU (also in-package die-to-die)
-  pcie,         ///< GPU <-> NIC or host
-  nic,          ///< NIC <-> first fabric switch
-  fabric,       ///< switch <-> switch
+  nvlink,  ///< GPU <-> NVSwitch
+  xgmi,    ///< AMD Infinity Fabric GPU <-> GPU (also in-package die-to-die)
+  pcie,    ///< GPU <-> NIC or host
+  nic,     ///< NIC <-> first fabric switch
+  fabric,  ///< switch <-> switch
 };
 [[nodiscard]] std::string_view to_string(LinkClass link_class);
 

@@ -16,8 +16,8 @@ struct TransformerSpec {
   int heads = 0;       ///< query heads a
   int kv_heads = 0;    ///< key/value heads (GQA); == heads for multi-head attention
   int vocab = 0;
-  int experts = 1;     ///< > 1 makes every layer's MLP a mixture of experts
-  int top_k = 1;       ///< experts each token is routed to
+  int experts = 1;  ///< > 1 makes every layer's MLP a mixture of experts
+  int top_k = 1;    ///< experts each token is routed to
   MlpKind mlp = MlpKind::swiglu;
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;  ///< output head shares the input embedding matrix
@@ -29,16 +29,16 @@ struct TransformerSpec {
 
 /// Parameter counts (elements, not bytes).
 struct ParameterCount {
-  double embedding = 0;          ///< input embedding V*h
-  double output_head = 0;        ///< V*h if untied, else 0
-  double attention_per_layer = 0;  ///< QKV (with GQA) + output projection
-  double mlp_per_layer = 0;        ///< all experts' MLPs of one layer (dense: one MLP)
-  double mlp_active_per_layer = 0; ///< the MLP weights one token touches (top_k experts)
-  double router_per_layer = 0;     ///< MoE router h*E
+  double embedding = 0;             ///< input embedding V*h
+  double output_head = 0;           ///< V*h if untied, else 0
+  double attention_per_layer = 0;   ///< QKV (with GQA) + output projection
+  double mlp_per_layer = 0;         ///< all experts' MLPs of one layer (dense: one MLP)
+  double mlp_active_per_layer = 0;  ///< the MLP weights one token touches (top_k experts)
+  double router_per_layer = 0;      ///< MoE router h*E
   double norms_per_layer = 0;
   double final_norm = 0;
-  double total = 0;        ///< every parameter
-  double per_layer = 0;    ///< every parameter of one layer
+  double total = 0;      ///< every parameter
+  double per_layer = 0;  ///< every parameter of one layer
   /// Matrix parameters one token multiplies through, counting the output head once
   /// (the N of the 6*N FLOPs-per-token rule).
   double active_matmul = 0;

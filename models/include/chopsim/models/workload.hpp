@@ -51,8 +51,8 @@ struct Op {
   std::uint32_t name = 0;       ///< index into Workload::names
   std::int32_t layer = -1;      ///< global transformer layer, -1 for none
   std::int32_t micro_batch = -1;
-  double flops = 0.0;  ///< compute: FLOPs
-  double bytes = 0.0;  ///< compute: HBM bytes moved; communication: message size
+  double flops = 0.0;                  ///< compute: FLOPs
+  double bytes = 0.0;                  ///< compute: HBM bytes moved; communication: message size
   std::uint32_t first_dependency = 0;  ///< into Program::dependencies
   std::uint32_t dependency_count = 0;
 };

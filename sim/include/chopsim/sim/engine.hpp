@@ -44,7 +44,7 @@ struct OpEvent {
   double time_s = 0.0;
   double start_s = 0.0;  ///< for end events: when the op started
   std::uint32_t rank = 0;
-  std::uint32_t op = 0;         ///< index in its stream
+  std::uint32_t op = 0;  ///< index in its stream
   std::uint32_t iteration = 0;
   std::uint16_t stream = 0;
   bool is_end = false;
@@ -58,10 +58,10 @@ class SimulationObserver {
 };
 
 struct SimulationStats {
-  double makespan_s = 0.0;               ///< end of the last op of the last iteration
-  std::vector<double> iteration_end_s;   ///< per iteration, the latest end over all ranks
-  std::uint64_t activities = 0;          ///< engine activities (executions, transfers, waits) started
-  std::uint64_t op_events = 0;           ///< events sent to the observer
+  double makespan_s = 0.0;              ///< end of the last op of the last iteration
+  std::vector<double> iteration_end_s;  ///< per iteration, the latest end over all ranks
+  std::uint64_t activities = 0;         ///< engine activities (executions, transfers, waits) started
+  std::uint64_t op_events = 0;          ///< events sent to the observer
 };
 
 class Engine {
