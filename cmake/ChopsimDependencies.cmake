@@ -6,7 +6,7 @@ find_package(Boost 1.74 REQUIRED)  # Boost.Graph is header-only
 find_package(yaml-cpp REQUIRED)    # target `yaml-cpp` (no namespace in 0.7)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(TBB REQUIRED)
-find_package(HDF5 REQUIRED COMPONENTS CXX)
+find_package(HDF5 REQUIRED COMPONENTS C CXX)
 find_package(Threads REQUIRED)
 if(CHOPSIM_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -1,1 +1,282 @@
-// placeholder
+// Output files of a run: timeline.json (Chrome/Perfetto trace), ops.h5 (HDF5 op table), summary.json.
+
+#include <H5Cpp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/json_writer.hpp"
+#include "chopsim/common/units.hpp"
+#include "observers.hpp"
+
+namespace chopsim::detail {
+
+std::string format_bytes(double bytes) {
+  static constexpr std::array<const char*, 5> kSuffix = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  double value = bytes;
+  while (value >= 1024.0 && unit + 1 < kSuffix.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  std::array<char, 32> text{};
+  if (unit == 0)
+    std::snprintf(text.data(), text.size(), "%.0f %s", value, kSuffix[unit]);
+  else
+    std::snprintf(text.data(), text.size(), "%.1f %s", value, kSuffix[unit]);
+  return text.data();
+}
+
+namespace {
+const Op& op_of(const Workload& workload, const OpEvent& event) {
+  return workload.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
+}
+
+std::string_view category_label(const Op& op) {
+  return op.kind == OpKind::compute ? std::string_view("compute") : to_string(op.category);
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// timeline.json
+
+struct TimelineWriter::State {
+  const Workload& workload;
+  std::ofstream file;
+  JsonWriter json;
+  bool finished = false;
+
+  State(const Workload& w, const std::filesystem::path& path) : workload(w), file(open_for_writing(path)), json(file, 0) {}
+};
+
+TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node)
+    : state_(std::make_unique<State>(workload, path)) {
+  auto& json = state_->json;
+  json.begin_object();
+  json.field("displayTimeUnit", "ns");
+  json.key("traceEvents").begin_array();
+  const int world = workload.layout.world_size();
+  for (int rank = 0; rank < world; ++rank) {
+    const auto coordinates = workload.layout.coordinates(rank);
+    const std::string label = "GPU " + std::to_string(rank) + " (node " + std::to_string(rank / std::max(gpus_per_node, 1)) +
+                              ", pp " + std::to_string(coordinates.pp) + ", dp " + std::to_string(coordinates.dp) +
+                              ", tp " + std::to_string(coordinates.tp) + ")";
+    json.begin_object().field("name", "process_name").field("ph", "M").field("pid", rank);
+    json.key("args").begin_object().field("name", label).end_object().end_object();
+    json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
+    json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
+    const auto& streams = workload.program(rank).streams;
+    for (std::size_t s = 0; s < streams.size(); ++s) {
+      json.begin_object().field("name", "thread_name").field("ph", "M").field("pid", rank).field("tid", static_cast<int>(s));
+      json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
+    }
+  }
+}
+
+TimelineWriter::~TimelineWriter() = default;
+
+void TimelineWriter::on_op_event(const OpEvent& event) {
+  if (!event.is_end) return;
+  auto& json = state_->json;
+  const Op& op = op_of(state_->workload, event);
+  std::string name(state_->workload.name(op));
+  if (op.kind != OpKind::compute) name += " " + format_bytes(op.bytes);
+  json.begin_object();
+  json.field("name", name);
+  json.field("cat", category_label(op));
+  json.field("ph", "X");
+  json.field("ts", event.start_s * 1e6);  // Chrome traces count microseconds
+  json.field("dur", (event.time_s - event.start_s) * 1e6);
+  json.field("pid", static_cast<std::uint64_t>(event.rank));
+  json.field("tid", static_cast<std::uint64_t>(event.stream));
+  json.key("args").begin_object();
+  json.field("iteration", static_cast<std::uint64_t>(event.iteration));
+  if (op.layer >= 0) json.field("layer", op.layer);
+  if (op.micro_batch >= 0) json.field("micro_batch", op.micro_batch);
+  json.field("pass", to_string(op.pass));
+  if (op.kind == OpKind::compute) {
+    json.field("class", to_string(op.kernel_class));
+    json.field("flops", op.flops);
+    json.field("bytes", op.bytes);
+  } else {
+    json.field("kind", op.kind == OpKind::collective ? to_string(op.collective) : to_string(op.kind));
+    json.field("group", op.kind == OpKind::collective ? to_string(op.group) : std::string_view("pp"));
+    json.field("bytes", op.bytes);
+  }
+  json.end_object();
+  json.end_object();
+}
+
+void TimelineWriter::finish() {
+  if (state_->finished) return;
+  state_->json.end_array();
+  state_->json.end_object();
+  state_->file << '\n';
+  state_->file.close();
+  if (!state_->file) throw OutputError("cannot write the timeline file");
+  state_->finished = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ops.h5
+
+namespace {
+constexpr std::size_t kNameLength = 40;
+constexpr std::size_t kShortLength = 16;
+constexpr hsize_t kChunkRows = 65536;
+
+/// One row of /ops. Fixed-length strings read in h5py as bytes (decode with .astype(str)).
+struct OpRow {
+  std::uint32_t rank;
+  std::uint32_t iteration;
+  char stream[kShortLength];
+  char name[kNameLength];
+  char kind[kShortLength];
+  char kernel_class[kShortLength];
+  char category[kShortLength];
+  char pass[kShortLength];
+  std::int32_t layer;
+  std::int32_t micro_batch;
+  double start_s;
+  double duration_s;
+  double flops;
+  double bytes;
+};
+
+void copy_fixed(char* destination, std::size_t size, std::string_view text) {
+  std::memset(destination, 0, size);
+  std::memcpy(destination, text.data(), std::min(size, text.size()));
+}
+
+H5::CompType op_row_type() {
+  H5::CompType type(sizeof(OpRow));
+  const H5::StrType name_type(H5::PredType::C_S1, kNameLength);
+  const H5::StrType short_type(H5::PredType::C_S1, kShortLength);
+  type.insertMember("rank", HOFFSET(OpRow, rank), H5::PredType::NATIVE_UINT32);
+  type.insertMember("iteration", HOFFSET(OpRow, iteration), H5::PredType::NATIVE_UINT32);
+  type.insertMember("stream", HOFFSET(OpRow, stream), short_type);
+  type.insertMember("name", HOFFSET(OpRow, name), name_type);
+  type.insertMember("kind", HOFFSET(OpRow, kind), short_type);
+  type.insertMember("class", HOFFSET(OpRow, kernel_class), short_type);
+  type.insertMember("category", HOFFSET(OpRow, category), short_type);
+  type.insertMember("pass", HOFFSET(OpRow, pass), short_type);
+  type.insertMember("layer", HOFFSET(OpRow, layer), H5::PredType::NATIVE_INT32);
+  type.insertMember("micro_batch", HOFFSET(OpRow, micro_batch), H5::PredType::NATIVE_INT32);
+  type.insertMember("start_s", HOFFSET(OpRow, start_s), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("duration_s", HOFFSET(OpRow, duration_s), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("flops", HOFFSET(OpRow, flops), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("bytes", HOFFSET(OpRow, bytes), H5::PredType::NATIVE_DOUBLE);
+  return type;
+}
+
+void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value) {
+  const H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(value.size(), 1));
+  auto attribute = object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  attribute.write(type, value.empty() ? std::string(" ") : value);
+}
+}  // namespace
+
+struct OpsTableWriter::State {
+  const Workload& workload;
+  std::filesystem::path path;
+  H5::H5File file;
+  H5::CompType row_type;
+  H5::DataSet dataset;
+  std::vector<OpRow> buffer;
+  hsize_t rows_written = 0;
+  bool finished = false;
+};
+
+OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path, const std::string& run_name) {
+  H5::Exception::dontPrint();
+  try {
+    // Object timestamps off: the same run must give byte-identical files.
+    H5::FileCreatPropList file_properties;
+    state_ = std::make_unique<State>(State{workload, path, H5::H5File(path.string(), H5F_ACC_TRUNC, file_properties),
+                                           op_row_type(), H5::DataSet(), {}, 0, false});
+    const hsize_t initial[1] = {0};
+    const hsize_t maximum[1] = {H5S_UNLIMITED};
+    H5::DataSpace space(1, initial, maximum);
+    H5::DSetCreatPropList properties;
+    const hsize_t chunk[1] = {kChunkRows};
+    properties.setChunk(1, chunk);
+    properties.setShuffle();
+    properties.setDeflate(4);
+    H5Pset_obj_track_times(properties.getId(), 0);
+    state_->dataset = state_->file.createDataSet("ops", state_->row_type, space, properties);
+    write_string_attribute(state_->dataset, "description",
+                           "one row per executed op; times in seconds from the start of the simulation; "
+                           "flops in FLOP, bytes in bytes (HBM traffic for compute, message size for communication)");
+    write_string_attribute(state_->dataset, "run", run_name);
+    state_->buffer.reserve(kChunkRows);
+  } catch (const H5::Exception& error) {
+    throw OutputError("cannot create " + path.string() + ": " + error.getDetailMsg());
+  }
+}
+
+OpsTableWriter::~OpsTableWriter() = default;
+
+namespace {
+void flush_rows(H5::DataSet& dataset, const H5::CompType& type, std::vector<OpRow>& rows, hsize_t& written) {
+  if (rows.empty()) return;
+  const hsize_t new_size[1] = {written + rows.size()};
+  dataset.extend(new_size);
+  H5::DataSpace file_space = dataset.getSpace();
+  const hsize_t offset[1] = {written};
+  const hsize_t count[1] = {rows.size()};
+  file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
+  H5::DataSpace memory_space(1, count);
+  dataset.write(rows.data(), type, memory_space, file_space);
+  written += rows.size();
+  rows.clear();
+}
+}  // namespace
+
+void OpsTableWriter::on_op_event(const OpEvent& event) {
+  if (!event.is_end) return;
+  const auto& workload = state_->workload;
+  const Op& op = op_of(workload, event);
+  OpRow row{};
+  row.rank = event.rank;
+  row.iteration = event.iteration;
+  copy_fixed(row.stream, kShortLength, workload.program(static_cast<int>(event.rank)).streams[event.stream].name);
+  copy_fixed(row.name, kNameLength, workload.name(op));
+  copy_fixed(row.kind, kShortLength, op.kind == OpKind::collective ? to_string(op.collective) : to_string(op.kind));
+  copy_fixed(row.kernel_class, kShortLength, to_string(op.kernel_class));
+  copy_fixed(row.category, kShortLength, category_label(op));
+  copy_fixed(row.pass, kShortLength, to_string(op.pass));
+  row.layer = op.layer;
+  row.micro_batch = op.micro_batch;
+  row.start_s = event.start_s;
+  row.duration_s = event.time_s - event.start_s;
+  row.flops = op.flops;
+  row.bytes = op.bytes;
+  state_->buffer.push_back(row);
+  if (state_->buffer.size() >= kChunkRows) {
+    try {
+      flush_rows(state_->dataset, state_->row_type, state_->buffer, state_->rows_written);
+    } catch (const H5::Exception& error) {
+      throw OutputError("cannot write " + state_->path.string() + ": " + error.getDetailMsg());
+    }
+  }
+}
+
+void OpsTableWriter::finish() {
+  if (state_->finished) return;
+  try {
+    flush_rows(state_->dataset, state_->row_type, state_->buffer, state_->rows_written);
+    state_->dataset.close();
+    state_->file.close();
+  } catch (const H5::Exception& error) {
+    throw OutputError("cannot write " + state_->path.string() + ": " + error.getDetailMsg());
+  }
+  state_->finished = true;
+}
+
+}  // namespace chopsim::detail

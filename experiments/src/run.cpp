@@ -1,1 +1,300 @@
-// placeholder
+#include "chopsim/experiments/run.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/json_writer.hpp"
+#include "chopsim/common/units.hpp"
+#include "chopsim/models/topology.hpp"
+#include "observers.hpp"
+
+namespace chopsim {
+
+namespace {
+
+constexpr std::string_view kVersion = "0.1.0";
+
+std::string_view schedule_name(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::interleaved ? "interleaved" : "1f1b";
+}
+
+std::string_view recompute_name(RecomputePolicy policy) {
+  switch (policy) {
+    case RecomputePolicy::none: return "none";
+    case RecomputePolicy::selective: return "selective";
+    case RecomputePolicy::full: return "full";
+  }
+  return "none";
+}
+
+/// "dp8 zero3", "tp8 sp pp4 (1f1b) dp2", ...
+std::string parallelism_label(const ParallelismSpec& p) {
+  std::string label;
+  auto add = [&label](const std::string& part) {
+    if (!label.empty()) label += ' ';
+    label += part;
+  };
+  if (p.tp > 1) add("tp" + std::to_string(p.tp) + (p.sequence_parallel ? "+sp" : ""));
+  if (p.pp > 1) {
+    std::string pp = "pp" + std::to_string(p.pp);
+    if (p.pp_schedule == PipelineSchedule::interleaved) pp += "x" + std::to_string(p.virtual_stages) + " (interleaved)";
+    add(pp);
+  }
+  if (p.cp > 1) add("cp" + std::to_string(p.cp));
+  if (p.ep > 1) add("ep" + std::to_string(p.ep));
+  add("dp" + std::to_string(p.dp));
+  if (p.zero_stage > 0) add("zero" + std::to_string(p.zero_stage));
+  if (p.shard_group_size > 0) add("shard" + std::to_string(p.shard_group_size));
+  return label;
+}
+
+double peak_flops(const RunSpec& run) {
+  return run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(run.training.precision)];
+}
+
+}  // namespace
+
+RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  RunReport report;
+  report.name = run.name;
+  report.gpus = run.cluster.gpu_count();
+  report.memory = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
+  report.out_of_memory = !report.memory.fits();
+
+  AtomicOutputSet outputs;
+  const bool write_files = !options.output_dir.empty();
+  if (write_files) {
+    std::error_code error;
+    std::filesystem::create_directories(options.output_dir, error);
+    if (error) throw OutputError("cannot create output directory " + options.output_dir.string() + ": " + error.message());
+  }
+
+  if (!report.out_of_memory || options.simulate_when_out_of_memory) {
+    const Workload workload = build_workload(run.model, run.parallelism, run.training);
+    const Topology topology =
+        build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
+    const auto compute = registries.compute.create(run.compute_model, run.hardware.compute);
+    const auto collectives = registries.collective.create(run.collective_model, run.collectives);
+    const auto engine = registries.engine.create(run.engine, run.engine_options);
+
+    detail::FanOutObserver observers;
+    detail::BreakdownObserver breakdown(workload);
+    observers.add(breakdown);
+    std::unique_ptr<detail::TimelineWriter> timeline;
+    std::unique_ptr<detail::OpsTableWriter> ops_table;
+    if (write_files) {
+      timeline = std::make_unique<detail::TimelineWriter>(workload, outputs.stage(options.output_dir / "timeline.json"),
+                                                          run.cluster.gpus_per_node);
+      ops_table = std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
+      observers.add(*timeline);
+      observers.add(*ops_table);
+    }
+
+    SimulationInput input;
+    input.workload = &workload;
+    input.topology = &topology;
+    input.compute = compute.get();
+    input.collectives = collectives.get();
+    input.iterations = run.iterations;
+    report.stats = engine->run(input, observers);
+    report.simulated = true;
+
+    double previous_end = 0.0;
+    for (double end : report.stats.iteration_end_s) {
+      report.iteration_times_s.push_back(end - previous_end);
+      previous_end = end;
+    }
+    const int iterations = std::max(run.iterations, 1);
+    report.iteration_time_s = report.stats.makespan_s / iterations;
+    report.breakdown = breakdown.finish(report.stats.makespan_s, iterations);
+    if (report.iteration_time_s > 0.0) {
+      report.tokens_per_s = workload.tokens_per_iteration / report.iteration_time_s;
+      report.model_tflops_per_gpu = workload.model_flops_per_iteration / report.iteration_time_s / report.gpus / units::kTera;
+      report.hardware_tflops_per_gpu =
+          workload.executed_flops_per_iteration() / report.iteration_time_s / report.gpus / units::kTera;
+      const double peak = peak_flops(run);
+      if (peak > 0.0) report.mfu = report.model_tflops_per_gpu * units::kTera / peak;
+    }
+    if (timeline) timeline->finish();
+    if (ops_table) ops_table->finish();
+  }
+
+  if (write_files) {
+    std::ostringstream summary;
+    detail::write_summary_json(summary, run, report);
+    const auto staged = outputs.stage(options.output_dir / "summary.json");
+    auto file = open_for_writing(staged);
+    file << summary.str();
+    file.close();
+    if (!file) throw OutputError("cannot write " + staged.string());
+    outputs.commit();
+    for (const char* name : {"summary.json", "timeline.json", "ops.h5"})
+      if (std::filesystem::exists(options.output_dir / name)) report.files_written.push_back(options.output_dir / name);
+  }
+  report.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return report;
+}
+
+namespace detail {
+
+void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& report) {
+  JsonWriter json(out);
+  json.begin_object();
+  json.field("chopsim_version", kVersion);
+  json.field("status", report.out_of_memory ? "out_of_memory" : "ok");
+
+  json.key("run").begin_object();
+  json.field("name", run.name);
+  json.field("model", run.model.name);
+  json.field("hardware", run.hardware.name);
+  json.field("cluster", run.cluster.name);
+  json.field("nodes", run.cluster.nodes);
+  json.field("gpus", report.gpus);
+  json.key("parallelism").begin_object();
+  json.field("dp", run.parallelism.dp).field("tp", run.parallelism.tp).field("pp", run.parallelism.pp);
+  json.field("cp", run.parallelism.cp).field("ep", run.parallelism.ep);
+  json.field("sequence_parallel", run.parallelism.sequence_parallel);
+  json.field("pp_schedule", schedule_name(run.parallelism.pp_schedule));
+  json.field("virtual_stages", run.parallelism.virtual_stages);
+  json.field("zero_stage", run.parallelism.zero_stage);
+  json.field("shard_group_size", run.parallelism.shard_group_size);
+  json.end_object();
+  json.key("training").begin_object();
+  json.field("global_batch", run.training.global_batch).field("micro_batch", run.training.micro_batch);
+  json.field("seq_len", run.training.seq_len).field("precision", to_string(run.training.precision));
+  json.field("recompute", recompute_name(run.training.recompute));
+  json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
+  json.field("tokens_per_iteration", run.training.tokens_per_iteration());
+  json.end_object();
+  json.field("iterations", run.iterations);
+  json.end_object();
+
+  if (report.simulated) {
+    json.field("iteration_time_s", report.iteration_time_s);
+    json.key("iteration_times_s").begin_array();
+    for (double t : report.iteration_times_s) json.value(t);
+    json.end_array();
+    json.field("tokens_per_s", report.tokens_per_s);
+    json.field("tokens_per_s_per_gpu", report.gpus > 0 ? report.tokens_per_s / report.gpus : 0.0);
+    json.field("tflops_per_gpu", report.model_tflops_per_gpu);
+    json.field("hardware_tflops_per_gpu", report.hardware_tflops_per_gpu);
+    json.field("mfu", report.mfu);
+    json.field("peak_tflops_per_gpu", peak_flops(run) / units::kTera);
+  }
+
+  const auto& memory = report.memory;
+  json.key("memory").begin_object();
+  json.field("peak_bytes_per_gpu", memory.total_bytes);
+  json.field("capacity_bytes", memory.capacity_bytes);
+  json.field("fits", memory.fits());
+  json.field("peak_stage", memory.pp_stage);
+  json.key("breakdown_bytes").begin_object();
+  json.field("weights", memory.weights_bytes);
+  json.field("gathered_weights", memory.gathered_weights_bytes);
+  json.field("gradients", memory.gradients_bytes);
+  json.field("optimizer", memory.optimizer_bytes);
+  json.field("activations", memory.activations_bytes);
+  json.field("transient", memory.transient_bytes);
+  json.field("reserved", memory.reserved_bytes);
+  json.field("fragmentation", memory.fragmentation_bytes);
+  json.end_object();
+  json.end_object();
+
+  if (report.simulated) {
+    const auto& b = report.breakdown;
+    json.key("breakdown_s").begin_object();
+    json.field("compute", b.compute_s);
+    for (std::size_t c = 1; c < kCommCategoryCount; ++c)
+      json.field("exposed_comm_" + std::string(to_string(static_cast<CommCategory>(c))), b.exposed_comm_s[c]);
+    json.field("pipeline_bubble", b.pipeline_bubble_s);
+    json.field("idle", b.idle_s);
+    json.end_object();
+    json.key("simulation").begin_object();
+    json.field("engine", run.engine);
+    json.field("network_model", run.engine_options.network_model);
+    json.field("makespan_s", report.stats.makespan_s);
+    json.field("activities", report.stats.activities);
+    json.field("op_events", report.stats.op_events);
+    json.end_object();
+  }
+  json.end_object();
+}
+
+}  // namespace detail
+
+namespace {
+std::string fixed(double value, int decimals) {
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), "%.*f", decimals, value);
+  return text.data();
+}
+
+std::string with_thousands(double value) {
+  std::string digits = fixed(value, 0);
+  std::string out;
+  const std::size_t start = (!digits.empty() && digits[0] == '-') ? 1 : 0;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string gib(double bytes) { return fixed(bytes / units::kGiB, 1); }
+}  // namespace
+
+void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& report) {
+  out << "chopsim run " << run.name << ": " << run.model.name << " on " << report.gpus << " x " << run.hardware.name << " ("
+      << run.cluster.nodes << (run.cluster.nodes == 1 ? " node" : " nodes") << ", " << run.cluster.node_topology;
+  if (run.cluster.nodes > 1) out << " + " << run.cluster.fabric.kind;
+  out << "), " << parallelism_label(run.parallelism) << "\n";
+  out << "  global batch " << run.training.global_batch << " x " << run.training.seq_len << " tokens, micro-batch "
+      << run.training.micro_batch << " (" << run.training.micro_batches(run.parallelism) << " per pipeline), "
+      << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute) << "\n\n";
+
+  const auto& m = report.memory;
+  out << "  peak memory / GPU   " << gib(m.total_bytes) << " GiB of " << gib(m.capacity_bytes) << " GiB"
+      << (m.fits() ? "" : "  -> OUT OF MEMORY") << "\n";
+  out << "    weights " << gib(m.weights_bytes + m.gathered_weights_bytes) << ", gradients " << gib(m.gradients_bytes)
+      << ", optimizer " << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << ", transient "
+      << gib(m.transient_bytes) << ", reserved+fragmentation " << gib(m.reserved_bytes + m.fragmentation_bytes)
+      << " GiB (stage " << m.pp_stage << ")\n";
+  if (!report.simulated) {
+    out << "\n  not simulated: the run does not fit in GPU memory (pass --simulate-oom to simulate it anyway)\n";
+    return;
+  }
+  out << "\n  iteration time      " << fixed(report.iteration_time_s, 4) << " s";
+  if (report.iteration_times_s.size() > 1) out << " (mean of " << report.iteration_times_s.size() << " iterations)";
+  out << "\n";
+  out << "  throughput          " << with_thousands(report.tokens_per_s) << " tokens/s ("
+      << with_thousands(report.tokens_per_s / report.gpus) << " per GPU)\n";
+  out << "  model TFLOP/s / GPU " << fixed(report.model_tflops_per_gpu, 1) << "   MFU " << fixed(100.0 * report.mfu, 1)
+      << " % of " << fixed(peak_flops(run) / units::kTera, 1) << " TFLOP/s " << to_string(run.training.precision) << "\n";
+  out << "\n  time per iteration, mean over GPUs:\n";
+  const auto& b = report.breakdown;
+  const double total = std::max(b.total_s(), 1e-300);
+  auto line = [&](const std::string& label, double seconds) {
+    std::string padded = label;
+    padded.resize(24, ' ');
+    out << "    " << padded << fixed(seconds, 4) << " s  " << fixed(100.0 * seconds / total, 1) << " %\n";
+  };
+  line("compute", b.compute_s);
+  for (std::size_t c = 1; c < kCommCategoryCount; ++c)
+    if (b.exposed_comm_s[c] > 0.0)
+      line("exposed " + std::string(to_string(static_cast<CommCategory>(c))) + " comm", b.exposed_comm_s[c]);
+  if (run.parallelism.pp > 1) line("pipeline bubble", b.pipeline_bubble_s);
+  line("idle", b.idle_s);
+  out << "\n  simulated " << with_thousands(static_cast<double>(report.stats.op_events / 2)) << " ops ("
+      << with_thousands(static_cast<double>(report.stats.activities)) << " engine activities) in "
+      << fixed(report.wall_time_s, 2) << " s wall time\n";
+  for (const auto& file : report.files_written) out << "  wrote " << file.string() << "\n";
+}
+
+}  // namespace chopsim

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs chopsim's build and test dependencies from Debian 12's packages.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libsimgrid-dev          # discrete-event engine and network models (SimGrid 3.32)
+  libboost-graph-dev      # topology graphs
+  libyaml-cpp-dev         # configs
+  libeigen3-dev           # calibration fits
+  libtbb-dev              # parallel sweeps
+  libhdf5-dev             # op tables and trace stores
+  libgtest-dev            # tests
+  python3                 # scripts/check_outputs.py reads the outputs back
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+echo "setup: installing ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,74 @@
+#include "chopsim/common/atomic_output.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+namespace {
+
+std::filesystem::path fresh_directory(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("chopsim_atomic_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(AtomicOutputSet, NothingAppearsUntilCommit) {
+  const auto dir = fresh_directory("commit");
+  {
+    AtomicOutputSet set;
+    const auto temporary = set.stage(dir / "summary.json");
+    auto out = open_for_writing(temporary);
+    out << "{}";
+    out.close();
+    EXPECT_FALSE(std::filesystem::exists(dir / "summary.json"));
+    set.commit();
+  }
+  EXPECT_EQ(read(dir / "summary.json"), "{}");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
+}
+
+TEST(AtomicOutputSet, AbandonedSetLeavesNoFiles) {
+  const auto dir = fresh_directory("abandon");
+  {
+    AtomicOutputSet set;
+    auto out = open_for_writing(set.stage(dir / "timeline.json"));
+    out << "partial";
+  }  // e.g. the engine threw before commit
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(AtomicOutputSet, CommitFailsWhenAStagedFileWasNeverWritten) {
+  const auto dir = fresh_directory("missing");
+  AtomicOutputSet set;
+  (void)set.stage(dir / "ops.h5");
+  EXPECT_THROW(set.commit(), OutputError);
+}
+
+TEST(WriteFileAtomically, ReplacesExistingContent) {
+  const auto dir = fresh_directory("replace");
+  write_file_atomically(dir / "a.txt", "first");
+  write_file_atomically(dir / "a.txt", "second");
+  EXPECT_EQ(read(dir / "a.txt"), "second");
+}
+
+TEST(OpenForWriting, NamesTheFileWhenItCannotBeOpened) {
+  try {
+    (void)open_for_writing("/nonexistent-dir/x.json");
+    FAIL() << "expected OutputError";
+  } catch (const OutputError& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent-dir/x.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace chopsim

@@ -1,0 +1,95 @@
+// The roofline's two limits (Williams et al., CACM 2009): compute-bound kernels take F / (peak * eta),
+// memory-bound kernels B / (BW * eta), and only the compute limit moves with the core clock.
+
+#include "chopsim/models/compute_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace chopsim {
+namespace {
+
+ComputeParams h100_like() {
+  ComputeParams params;
+  params.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] = 989.4e12;  // H100 SXM dense bf16
+  params.peak_flops_per_s[static_cast<std::size_t>(Precision::fp32)] = 66.9e12;
+  params.hbm_bandwidth_bytes_per_s = 3.35e12;
+  params.boost_clock_hz = 1.98e9;
+  for (auto& e : params.efficiency) e = {1.0, 1.0, 0.0};
+  return params;
+}
+
+std::unique_ptr<ComputeModel> roofline(const ComputeParams& params) {
+  ComputeModelRegistry registry("compute model");
+  register_builtin_compute_models(registry);
+  return registry.create("roofline", params);
+}
+
+TEST(Roofline, ComputeBoundKernelTakesFlopsOverPeak) {
+  const auto model = roofline(h100_like());
+  // 8192^3 GEMM: 2*M*N*K FLOPs, 3 bf16 matrices -> arithmetic intensity ~2700 FLOP/byte, far above the ridge (~295).
+  const double n = 8192;
+  const KernelWork gemm{KernelClass::gemm, Precision::bf16, 2 * n * n * n, 3 * n * n * 2};
+  const auto timing = model->timing(gemm, 1.98e9);
+  EXPECT_FALSE(timing.memory_bound);
+  EXPECT_DOUBLE_EQ(timing.duration_s, gemm.flops / 989.4e12);
+  EXPECT_DOUBLE_EQ(timing.ideal_s, timing.duration_s);
+}
+
+TEST(Roofline, MemoryBoundKernelTakesBytesOverBandwidth) {
+  const auto model = roofline(h100_like());
+  const KernelWork add{KernelClass::elementwise, Precision::fp32, 1e9, 12e9};  // 1 FLOP per 12 bytes
+  const auto timing = model->timing(add, 1.98e9);
+  EXPECT_TRUE(timing.memory_bound);
+  EXPECT_DOUBLE_EQ(timing.duration_s, 12e9 / 3.35e12);
+}
+
+TEST(Roofline, OnlyTheComputeLimitScalesWithClock) {
+  const auto model = roofline(h100_like());
+  const KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6};
+  const KernelWork copy{KernelClass::memcpy, Precision::bf16, 0, 1e9};
+  EXPECT_NEAR(model->duration_s(gemm, 0.99e9) / model->duration_s(gemm, 1.98e9), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(model->duration_s(copy, 0.99e9), model->duration_s(copy, 1.98e9));
+}
+
+TEST(Roofline, EfficienciesAndLaunchOverheadApply) {
+  auto params = h100_like();
+  params.efficiency[static_cast<std::size_t>(KernelClass::gemm)] = {0.7, 0.8, 0.0};
+  params.launch_overhead_s = 5e-6;
+  const auto model = roofline(params);
+  const KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6};
+  const auto timing = model->timing(gemm, 1.98e9);
+  EXPECT_DOUBLE_EQ(timing.duration_s, 1e12 / (989.4e12 * 0.7) + 5e-6);
+  EXPECT_DOUBLE_EQ(timing.launch_s, 5e-6);
+  EXPECT_DOUBLE_EQ(timing.ideal_s, 1e12 / 989.4e12);
+}
+
+TEST(Roofline, SmallGemmsReachLessOfThePeak) {
+  auto params = h100_like();
+  params.efficiency[static_cast<std::size_t>(KernelClass::gemm)] = {0.8, 1.0, 1e10};
+  const auto model = roofline(params);
+  const KernelWork small{KernelClass::gemm, Precision::bf16, 1e10, 1};
+  const KernelWork large{KernelClass::gemm, Precision::bf16, 1e14, 1};
+  // At F = half_efficiency_flops the efficiency is half of its maximum.
+  EXPECT_NEAR(small.flops / model->duration_s(small, 1.98e9), 0.4 * 989.4e12, 1e3);
+  EXPECT_GT(large.flops / model->duration_s(large, 1.98e9), 0.79 * 989.4e12);
+}
+
+TEST(Roofline, MissingPrecisionFallsBackOrFails) {
+  auto params = h100_like();
+  const auto model = roofline(params);
+  // No fp8 rate given: fp8 kernels run at the bf16 rate.
+  const KernelWork fp8{KernelClass::gemm, Precision::fp8, 1e12, 1};
+  EXPECT_DOUBLE_EQ(model->duration_s(fp8, 1.98e9), 1e12 / 989.4e12);
+  const KernelWork fp16{KernelClass::gemm, Precision::fp16, 1e12, 1};
+  EXPECT_THROW((void)model->duration_s(fp16, 1.98e9), ModelError);
+}
+
+TEST(Roofline, RejectsParametersWithoutBandwidthOrClock) {
+  ComputeParams params;
+  ComputeModelRegistry registry("compute model");
+  register_builtin_compute_models(registry);
+  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+}
+
+}  // namespace
+}  // namespace chopsim
