@@ -6,14 +6,18 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "chopsim/common/atomic_output.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/validation.hpp"
 
 namespace {
 
@@ -31,6 +35,9 @@ commands:
       --iterations N   simulate N iterations back to back (overrides the config)
       --configs DIR    look up hardware/, models/ and clusters/ by name under DIR
       --simulate-oom   simulate even when the run does not fit in GPU memory
+  validate [--data DIR] [--configs DIR] [--out FILE] [--jobs N]
+      Predict every measured case in DIR/validation (default ../shared/data) and write the
+      predicted-vs-measured table to FILE (default docs/validation.md).
   describe
       List the registered models, topologies and engines.
   help, --help       Show this text.
@@ -44,11 +51,23 @@ struct Arguments {
   std::optional<std::string> out_dir;
   std::optional<int> iterations;
   std::optional<std::string> configs_dir;
+  std::optional<std::string> data_dir;
+  std::optional<int> jobs;
   bool simulate_oom = false;
 };
 
 chopsim::InputError argument_error(const std::string& problem, const std::string& fix) {
   return chopsim::InputError(chopsim::SourceLocation{"command line", 0, 0}, "", problem, fix);
+}
+
+int positive_integer(const std::string& flag, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(value, &used);
+    if (used == value.size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw argument_error(flag + " expects a positive integer, found '" + value + "'", "write e.g. " + flag + " 2");
 }
 
 Arguments parse_arguments(const std::vector<std::string>& args) {
@@ -62,15 +81,11 @@ Arguments parse_arguments(const std::vector<std::string>& args) {
     if (arg == "--out" || arg == "-o") {
       parsed.out_dir = next_value(arg);
     } else if (arg == "--iterations") {
-      const std::string value = next_value(arg);
-      try {
-        std::size_t used = 0;
-        const int n = std::stoi(value, &used);
-        if (used != value.size() || n < 1) throw std::invalid_argument(value);
-        parsed.iterations = n;
-      } catch (const std::exception&) {
-        throw argument_error("--iterations expects a positive integer, found '" + value + "'", "write e.g. --iterations 3");
-      }
+      parsed.iterations = positive_integer(arg, next_value(arg));
+    } else if (arg == "--jobs" || arg == "-j") {
+      parsed.jobs = positive_integer(arg, next_value(arg));
+    } else if (arg == "--data") {
+      parsed.data_dir = next_value(arg);
     } else if (arg == "--configs") {
       parsed.configs_dir = next_value(arg);
     } else if (arg == "--simulate-oom") {
@@ -100,6 +115,28 @@ int command_run(const Arguments& args) {
   const auto report = chopsim::run_simulation(run, registries, options);
   chopsim::print_run_summary(std::cout, run, report);
   return report.out_of_memory ? kExitOutOfMemory : kExitOk;
+}
+
+int command_validate(const Arguments& args) {
+  if (!args.positional.empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
+  const std::filesystem::path data_dir = args.data_dir.value_or("../shared/data");
+  const std::filesystem::path configs_dir = args.configs_dir.value_or("configs");
+  const std::filesystem::path out = args.out_dir.value_or("docs/validation.md");
+  if (!std::filesystem::is_directory(data_dir / "validation"))
+    throw argument_error("no measured data at " + (data_dir / "validation").string(),
+                         "pass --data with the path of the shared data folder (../shared/data from the project root)");
+  const auto registries = chopsim::ModelRegistries::with_builtins();
+  const auto cases = chopsim::load_validation_cases(data_dir, configs_dir, registries);
+  const int jobs = args.jobs.value_or(static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+  std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
+  const auto results = chopsim::run_validation(cases, registries, jobs);
+  std::ostringstream page;
+  chopsim::write_validation_markdown(page, results);
+  chopsim::write_file_atomically(out, page.str());
+  int failed = 0;
+  for (const auto& result : results) failed += result.ok ? 0 : 1;
+  std::cout << "wrote " << out.string() << " (" << results.size() << " cases, " << failed << " not predicted)\n";
+  return kExitOk;
 }
 
 int command_describe() {
@@ -136,8 +173,9 @@ int main(int argc, char** argv) {
     }
     const Arguments parsed = parse_arguments({args.begin() + 1, args.end()});
     if (command == "run") return command_run(parsed);
+    if (command == "validate") return command_validate(parsed);
     if (command == "describe") return command_describe();
-    throw argument_error("unknown command '" + command + "'", "use one of: run, describe, help");
+    throw argument_error("unknown command '" + command + "'", "use one of: run, validate, describe, help");
   } catch (const chopsim::InputError& error) {
     std::cerr << "chopsim: error: " << error.what() << "\n";
     return kExitBadInput;

@@ -1,1 +1,358 @@
-// placeholder
+// Run configs: YAML -> RunSpec. The format (docs/configs.md):
+//
+//   model: llama3-8b                         # a name (configs/models/NAME.yaml), a path, or a mapping
+//   hardware: {name: MI300X, kernels: {...}} # a name or path plus overrides of that file's keys
+//   cluster: {name: mi300x, nodes: 1}
+//   parallelism: {...}  training: {...}  iterations: N  models: {...}  collectives: {...}  simulation: {...}
+//
+// Components are decoded by config_components.cpp, the cross-field rules live in config_validate.cpp
+// and the strict YAML reading in config_yaml.cpp. Order: structure, types and ranges while decoding;
+// then registry names; then each component's consistency; then the cross-field rules.
+
+#include "chopsim/experiments/config.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "chopsim/common/units.hpp"
+#include "config_internal.hpp"
+
+namespace chopsim {
+
+namespace fs = std::filesystem;
+using namespace config_detail;
+
+namespace {
+
+/// One component kind: its key in a run, its folder under a configs root, and its name in messages.
+struct Kind {
+  const char* key;
+  const char* folder;
+  const char* what;
+};
+constexpr Kind kHardware{"hardware", "hardware", "hardware file"};
+constexpr Kind kModel{"model", "models", "model file"};
+constexpr Kind kCluster{"cluster", "clusters", "cluster file"};
+
+bool looks_like_path(const std::string& text) {
+  auto ends_with = [&](std::string_view suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return text.find('/') != std::string::npos || text.find('\\') != std::string::npos || ends_with(".yaml") ||
+         ends_with(".yml");
+}
+
+std::vector<std::string> available_names(const ConfigSearchPath& search, const Kind& kind) {
+  std::set<std::string> names;
+  for (const auto& root : search.roots) {
+    std::error_code error;
+    const fs::path folder = root / kind.folder;
+    if (!fs::is_directory(folder, error)) continue;
+    for (const auto& entry : fs::directory_iterator(folder, error))
+      if (entry.is_regular_file(error) && entry.path().extension() == ".yaml")
+        names.insert(entry.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+/// Resolves `text` (a name or a path) written at `owner.key` to an existing file.
+fs::path find_component(const std::string& text, bool force_path, const Kind& kind, const ConfigSearchPath& search,
+                        const fs::path& run_dir, const Mapping& owner, std::string_view key) {
+  std::error_code error;
+  if (force_path || looks_like_path(text)) {
+    const fs::path file = (fs::path(text).is_absolute() ? fs::path(text) : run_dir / text).lexically_normal();
+    if (!fs::is_regular_file(file, error))
+      owner.fail(
+          key,
+          std::string(kind.what) + " not found: looked at " + fs::absolute(file, error).lexically_normal().string(),
+          "paths are relative to the run file's folder (" + display_path(run_dir.empty() ? "." : run_dir) +
+              "); check the spelling");
+    return file;
+  }
+  std::vector<std::string> looked;
+  for (const auto& root : search.roots) {
+    const fs::path file = root / kind.folder / (text + ".yaml");
+    if (fs::is_regular_file(file, error)) return file;
+    looked.push_back(display_path(file));
+  }
+  if (search.roots.empty())
+    owner.fail(key,
+               "no " + std::string(kind.key) + " named '" + text +
+                   "': no configs folder was found (looked for a 'hardware/' folder next to the run file and in "
+                   "its parents)",
+               "give a path to the file instead (e.g. " + std::string(kind.key) + ": ../" + kind.folder + "/" + text +
+                   ".yaml), or keep the run inside a configs folder");
+  const std::vector<std::string> names = available_names(search, kind);
+  const std::string suggestion = closest_match(text, names);
+  owner.fail(key,
+             "no " + std::string(kind.key) + " named '" + text + "': looked for " + join(looked, " and ") +
+                 "; available " + kind.key + " names: " + (names.empty() ? "(none)" : join(names)),
+             (suggestion.empty() ? std::string("use one of the available names. Or")
+                                 : "did you mean '" + suggestion + "'? Or") +
+                 " give a path to a file (e.g. " + kind.key + ": ./my-" + kind.key + ".yaml)");
+}
+
+template <class Spec>
+struct Component {
+  const Kind& kind;
+  void (*apply)(Mapping& m, Spec& spec, Need need, bool in_run);
+};
+
+void apply_hardware_any(Mapping& m, HardwareSpec& spec, Need need, bool) { apply_hardware(m, spec, need); }
+void apply_model_any(Mapping& m, TransformerSpec& spec, Need need, bool) { apply_model(m, spec, need); }
+void apply_cluster_any(Mapping& m, ClusterSpec& spec, Need need, bool in_run) { apply_cluster(m, spec, need, in_run); }
+
+/// Decodes a whole component file. Its keys are recorded as `record_prefix.KEY`.
+template <class Spec>
+Spec decode_file(const Component<Spec>& component, const fs::path& file, KeyLocations* locations,
+                 const std::string& record_prefix) {
+  const YAML::Node root = load_yaml_file(file, component.kind.what);
+  Mapping m(root, Scope{display_path(file), "", record_prefix, locations});
+  Spec spec{};
+  component.apply(m, spec, Need::required, false);
+  m.finish();
+  spec.name = file.stem().string();
+  return spec;
+}
+
+/// The component at `top[kind.key]`: a name or path, a {name|path, overrides...} mapping, or an inline mapping.
+template <class Spec>
+Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchPath& search, const fs::path& run_dir,
+             KeyLocations* locations) {
+  const char* key = component.kind.key;
+  top.require(key, "a name, a path to a file, or a mapping");
+  const YAML::Node value = top.value(key);
+  if (value.IsScalar() && !value.Scalar().empty()) {
+    const fs::path file = find_component(value.Scalar(), false, component.kind, search, run_dir, top, key);
+    return decode_file(component, file, locations, key);
+  }
+  if (!value.IsMap())
+    top.fail(key, "expected a name, a path or a mapping, found " + describe_value(value),
+             std::string("write e.g. '") + key + ": NAME' or '" + key + ": {name: NAME, ...overrides}'");
+
+  Mapping ref = top.child(key);
+  const bool by_name = ref.has("name");
+  const bool by_path = ref.has("path");
+  if (by_name && by_path)
+    ref.fail("path", "both 'name' and 'path' are given",
+             "keep one: 'name' looks in the configs folder, 'path' is a file");
+  Spec spec{};
+  if (by_name || by_path) {
+    std::string text;
+    ref.read(by_name ? "name" : "path", text, Need::required);
+    const fs::path file =
+        find_component(text, by_path, component.kind, search, run_dir, ref, by_name ? "name" : "path");
+    spec = decode_file(component, file, locations, key);
+    component.apply(ref, spec, Need::optional, true);  // overrides of the file's keys
+  } else {
+    component.apply(ref, spec, Need::required, true);  // a complete inline definition
+    spec.name = std::string("inline ") + key;
+  }
+  ref.finish();
+  return spec;
+}
+
+void decode_parallelism(Mapping& p, ParallelismSpec& par) {
+  p.read("dp", par.dp, kPositiveInt);
+  p.read("tp", par.tp, kPositiveInt);
+  p.read("sequence_parallel", par.sequence_parallel);
+  p.read("pp", par.pp, kPositiveInt);
+  p.read_choice<PipelineSchedule>(
+      "pp_schedule", par.pp_schedule,
+      {{"1f1b", PipelineSchedule::one_f_one_b}, {"interleaved", PipelineSchedule::interleaved}});
+  p.read("virtual_stages", par.virtual_stages, kPositiveInt);
+  p.read("cp", par.cp, kPositiveInt);
+  p.read("ep", par.ep, kPositiveInt);
+  const bool has_zero = p.read("zero_stage", par.zero_stage, IntRule{0, 3, "an integer from 0 to 3"});
+  std::string fsdp;
+  const bool has_fsdp = p.read_choice<std::string>("fsdp", fsdp,
+                                                   {{"full_shard", "full_shard"},
+                                                    {"shard_grad_op", "shard_grad_op"},
+                                                    {"hybrid_shard", "hybrid_shard"},
+                                                    {"no_shard", "no_shard"}});
+  p.read("shard_group_size", par.shard_group_size, kNonNegativeInt);
+  if (!has_fsdp) return;
+  // PyTorch FSDP sharding strategies as ZeRO stages (FSDP docs: FULL_SHARD ~ ZeRO-3, SHARD_GRAD_OP ~ ZeRO-2,
+  // HYBRID_SHARD = FULL_SHARD inside a group and replication across groups, NO_SHARD ~ DDP).
+  const int stage = fsdp == "shard_grad_op" ? 2 : fsdp == "no_shard" ? 0 : 3;
+  if (has_zero && par.zero_stage != stage)
+    p.fail("fsdp",
+           "fsdp: " + fsdp + " means zero_stage " + std::to_string(stage) + ", but zero_stage is " +
+               std::to_string(par.zero_stage),
+           "give only one of 'fsdp' and 'zero_stage'");
+  par.zero_stage = stage;
+  if (fsdp == "hybrid_shard" && par.shard_group_size == 0)
+    p.fail("fsdp",
+           "fsdp: hybrid_shard shards inside groups of data ranks and replicates across them, but "
+           "shard_group_size is not set",
+           "add 'shard_group_size: N' (data ranks per shard group, e.g. the data ranks of one node)");
+  if (fsdp == "full_shard" && par.shard_group_size > 0)
+    p.fail("shard_group_size",
+           "fsdp: full_shard shards over the whole data group; shard_group_size is for hybrid_shard",
+           "use fsdp: hybrid_shard, or remove shard_group_size");
+}
+
+void decode_training(Mapping& t, TrainingSpec& train) {
+  t.read("global_batch", train.global_batch, kPositiveInt);
+  t.read("micro_batch", train.micro_batch, kPositiveInt);
+  t.read("seq_len", train.seq_len, kPositiveInt);
+  t.read_choice<Precision>("precision", train.precision,
+                           {{"fp32", Precision::fp32},
+                            {"tf32", Precision::tf32},
+                            {"bf16", Precision::bf16},
+                            {"fp16", Precision::fp16},
+                            {"fp8", Precision::fp8}});
+  t.read_choice<RecomputePolicy>(
+      "recompute", train.recompute,
+      {{"none", RecomputePolicy::none}, {"selective", RecomputePolicy::selective}, {"full", RecomputePolicy::full}});
+  if (t.has("overlap")) {
+    Mapping o = t.child("overlap");
+    o.read("dp", train.overlap.dp);
+    o.read("fsdp", train.overlap.fsdp);
+    o.read("tp", train.overlap.tp);
+    o.read("pp", train.overlap.pp);
+    o.read("cp", train.overlap.cp);
+    o.read("ep", train.overlap.ep);
+    o.finish();
+  }
+  t.read("fsdp_prefetch", train.fsdp_prefetch, kNonNegativeInt);
+  // MiB, as PyTorch DDP's bucket_cap_mb and NeMo's bucket_cap_mb.
+  t.read("dp_bucket_mb", train.dp_bucket_bytes, units::kMiB, kPositiveReal, "MiB");
+  t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");
+}
+
+void decode_collectives(Mapping& c, CollectiveParams& params) {
+  const std::vector<std::pair<std::string, std::string>> reduce = {
+      {"ring", "ring"}, {"tree", "tree"}, {"hierarchical", "hierarchical"}, {"auto", "auto"}};
+  const std::vector<std::pair<std::string, std::string>> gather = {
+      {"ring", "ring"}, {"hierarchical", "hierarchical"}, {"auto", "auto"}};
+  c.read_choice<std::string>("all_reduce", params.all_reduce, reduce);
+  c.read_choice<std::string>("all_gather", params.all_gather, gather);
+  c.read_choice<std::string>("reduce_scatter", params.reduce_scatter, gather);
+  c.read_choice<std::string>("all_to_all", params.all_to_all, {{"pairwise", "pairwise"}});
+  c.read("step_latency_us", params.step_latency_s, units::kMicrosecond, kNonNegativeReal, "µs");
+  c.read("mesh_channels", params.mesh_channels, kNonNegativeInt);
+  c.read("pipelined_rings", params.pipelined_rings);
+}
+
+template <class R>
+void check_registered(const R& registry, const std::string& name, const std::string& key, const Locator& locate) {
+  if (registry.contains(name)) return;
+  const std::vector<std::string> names = registry.names();
+  const std::string suggestion = closest_match(name, names);
+  throw InputError(locate(key), key,
+                   "unknown " + registry.kind() + " '" + name +
+                       "'; valid names: " + (names.empty() ? std::string("(none registered)") : join(names)),
+                   suggestion.empty() ? "use one of the valid names" : "did you mean '" + suggestion + "'?");
+}
+
+}  // namespace
+
+ConfigSearchPath default_search_path(const fs::path& run_file) {
+  std::error_code error;
+  fs::path dir = run_file.parent_path();
+  if (dir.empty()) dir = ".";
+  fs::path current = fs::absolute(dir, error).lexically_normal();
+  if (error) return {};
+  while (true) {
+    if (fs::is_directory(current / "hardware", error)) return ConfigSearchPath{{current}};
+    const fs::path parent = current.parent_path();
+    if (parent == current || parent.empty()) break;
+    current = parent;
+  }
+  return {};
+}
+
+RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search, const ModelRegistries& registries) {
+  KeyLocations locations;
+  const std::string shown = display_path(run_file);
+  const YAML::Node root = load_yaml_file(run_file, "run config");
+  Mapping top(root, Scope{shown, "", "", &locations});
+  const fs::path run_dir = run_file.parent_path();
+
+  RunSpec run;
+  run.source = run_file;
+  run.name = run_file.stem().string();
+  top.read("name", run.name);
+  std::string description;  // free text for people; not used
+  top.read("description", description);
+
+  run.model = resolve(top, Component<TransformerSpec>{kModel, apply_model_any}, search, run_dir, &locations);
+  run.hardware = resolve(top, Component<HardwareSpec>{kHardware, apply_hardware_any}, search, run_dir, &locations);
+  run.cluster = resolve(top, Component<ClusterSpec>{kCluster, apply_cluster_any}, search, run_dir, &locations);
+
+  if (top.has("parallelism")) {
+    Mapping p = top.child("parallelism");
+    decode_parallelism(p, run.parallelism);
+    p.finish();
+  }
+  if (top.has("training")) {
+    Mapping t = top.child("training");
+    decode_training(t, run.training);
+    t.finish();
+  }
+  top.read("iterations", run.iterations, kPositiveInt);
+  if (top.has("models")) {
+    Mapping m = top.child("models");
+    m.read("compute", run.compute_model);
+    m.read("collective", run.collective_model);
+    m.finish();
+  }
+  if (top.has("collectives")) {
+    Mapping c = top.child("collectives");
+    decode_collectives(c, run.collectives);
+    c.finish();
+  }
+  if (top.has("simulation")) {
+    Mapping s = top.child("simulation");
+    s.read("engine", run.engine);
+    // SimGrid 3.32 network/model values (docs/design.md explains the choice of CM02).
+    s.read_choice<std::string>(
+        "network_model", run.engine_options.network_model,
+        {{"CM02", "CM02"}, {"LV08", "LV08"}, {"SMPI", "SMPI"}, {"IB", "IB"}, {"Constant", "Constant"}});
+    s.read("isolate_in_child_process", run.engine_options.isolate_in_child_process);
+    s.finish();
+  }
+  top.finish();
+
+  const Locator locate(SourceLocation{shown}, &locations);
+  check_registered(registries.compute, run.compute_model, "models.compute", locate);
+  check_registered(registries.collective, run.collective_model, "models.collective", locate);
+  check_registered(registries.node_topology, run.cluster.node_topology, "cluster.node_topology", locate);
+  check_registered(registries.fabric_topology, run.cluster.fabric.kind, "cluster.fabric.kind", locate);
+  check_registered(registries.engine, run.engine, "simulation.engine", locate);
+
+  check_model(run.model, locate, "model.");
+  check_hardware(run.hardware, locate, "hardware.");
+  check_cluster(run.cluster, locate, "cluster.");
+  validate_run_at(run, locate);
+  return run;
+}
+
+namespace {
+template <class Spec>
+Spec load_component(const Component<Spec>& component, const fs::path& file,
+                    void (*check)(const Spec&, const Locator&, std::string_view)) {
+  KeyLocations locations;
+  Spec spec = decode_file(component, file, &locations, "");
+  check(spec, Locator(SourceLocation{display_path(file)}, &locations), "");
+  return spec;
+}
+}  // namespace
+
+HardwareSpec load_hardware_config(const fs::path& file) {
+  return load_component(Component<HardwareSpec>{kHardware, apply_hardware_any}, file, check_hardware);
+}
+
+TransformerSpec load_model_config(const fs::path& file) {
+  return load_component(Component<TransformerSpec>{kModel, apply_model_any}, file, check_model);
+}
+
+ClusterSpec load_cluster_config(const fs::path& file) {
+  return load_component(Component<ClusterSpec>{kCluster, apply_cluster_any}, file, check_cluster);
+}
+
+}  // namespace chopsim

@@ -1,0 +1,227 @@
+// Cross-field rules of a run: whether the parallel layout, the batch and the model fit together.
+// Each message names the keys involved, shows the numbers and says what to change; it is placed at the
+// key most likely to be changed (the run's parallelism or training key).
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "chopsim/experiments/config.hpp"
+#include "config_internal.hpp"
+
+namespace chopsim {
+
+namespace config_detail {
+
+namespace {
+
+std::string str(long long value) { return std::to_string(value); }
+
+/// Divisors of n (ascending), at most `limit` of them, for "use one of ..." hints.
+std::string divisors_text(int n, std::size_t limit = 12) {
+  std::vector<std::string> out;
+  for (int d = 1; d <= n && out.size() < limit; ++d)
+    if (n % d == 0) out.push_back(str(d));
+  return join(out);
+}
+
+class Rules {
+ public:
+  explicit Rules(const Locator& locate) : locate_(locate) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& problem, const std::string& fix) const {
+    throw InputError(locate_(key), key, problem, fix);
+  }
+
+ private:
+  const Locator& locate_;
+};
+
+}  // namespace
+
+void validate_run_at(const RunSpec& run, const Locator& locate) {
+  const Rules rules(locate);
+  const auto& par = run.parallelism;
+  const auto& train = run.training;
+  const auto& model = run.model;
+  const auto& cluster = run.cluster;
+
+  // Counts must be positive (decoded configs are; runs built in code may not be).
+  const std::vector<std::pair<std::string, int>> positive = {
+      {"parallelism.dp", par.dp},
+      {"parallelism.tp", par.tp},
+      {"parallelism.pp", par.pp},
+      {"parallelism.cp", par.cp},
+      {"parallelism.ep", par.ep},
+      {"parallelism.virtual_stages", par.virtual_stages},
+      {"training.global_batch", train.global_batch},
+      {"training.micro_batch", train.micro_batch},
+      {"training.seq_len", train.seq_len},
+      {"cluster.nodes", cluster.nodes},
+      {"cluster.gpus_per_node", cluster.gpus_per_node},
+      {"model.layers", model.layers},
+      {"model.hidden", model.hidden},
+      {"model.heads", model.heads},
+      {"model.kv_heads", model.kv_heads},
+      {"model.experts", model.experts},
+      {"model.top_k", model.top_k},
+      {"iterations", run.iterations},
+  };
+  for (const auto& [key, value] : positive)
+    if (value < 1) rules.fail(key, "must be a positive integer, found " + str(value), "set " + key + " >= 1");
+  if (par.zero_stage < 0 || par.zero_stage > 3)
+    rules.fail("parallelism.zero_stage", "must be 0, 1, 2 or 3, found " + str(par.zero_stage),
+               "use 0 (plain DP), 1 (optimizer states sharded), 2 (+ gradients) or 3 (+ weights, FSDP full shard)");
+  if (par.shard_group_size < 0)
+    rules.fail("parallelism.shard_group_size", "must be >= 0, found " + str(par.shard_group_size),
+               "use 0 to shard over the whole data group");
+
+  // The layout must use every GPU exactly once.
+  const long long gpus = static_cast<long long>(cluster.nodes) * cluster.gpus_per_node;
+  const long long product = static_cast<long long>(par.tp) * par.pp * par.dp * par.cp;
+  if (product != gpus) {
+    const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;
+    const std::string fix = gpus % model_parallel == 0
+                                ? "set parallelism.dp: " + str(gpus / model_parallel) + " (= " + str(gpus) +
+                                      " GPUs / (tp*pp*cp = " + str(model_parallel) + ")), or change cluster.nodes"
+                                : "no dp fits: " + str(gpus) +
+                                      " GPUs is not a multiple of tp*pp*cp = " + str(model_parallel) +
+                                      "; change tp, pp or cp, or cluster.nodes";
+    rules.fail("parallelism.dp",
+               "tp*pp*dp*cp = " + str(par.tp) + "*" + str(par.pp) + "*" + str(par.dp) + "*" + str(par.cp) + " = " +
+                   str(product) + " does not match the cluster's " + str(gpus) + " GPUs (cluster.nodes " +
+                   str(cluster.nodes) + " x cluster.gpus_per_node " + str(cluster.gpus_per_node) + ")",
+               fix);
+  }
+  if (cluster.fabric.kind == "none" && cluster.nodes != 1)
+    rules.fail("cluster.nodes",
+               "cluster.fabric.kind 'none' connects no nodes, but cluster.nodes is " + str(cluster.nodes),
+               "set cluster.nodes: 1, or use a fabric (rail_optimized, fat_tree)");
+  if (cluster.gpus_per_node % run.hardware.dies_per_package != 0)
+    rules.fail("cluster.gpus_per_node",
+               "gpus_per_node (" + str(cluster.gpus_per_node) +
+                   ") is not a multiple of the hardware's dies per "
+                   "package (" +
+                   str(run.hardware.dies_per_package) + "): a package's dies sit in one node",
+               "use a gpus_per_node that is a multiple of " + str(run.hardware.dies_per_package));
+
+  // Tensor parallelism splits heads (and KV heads) across ranks.
+  const int kv_tp = std::gcd(model.heads, model.kv_heads);
+  if (model.heads % par.tp != 0)
+    rules.fail("parallelism.tp",
+               "model.heads (" + str(model.heads) + ") is not divisible by parallelism.tp (" + str(par.tp) + ")",
+               "use a tp that divides both heads and kv_heads: " + divisors_text(kv_tp));
+  if (model.kv_heads % par.tp != 0)
+    rules.fail("parallelism.tp",
+               "model.kv_heads (" + str(model.kv_heads) + ") is not divisible by parallelism.tp (" + str(par.tp) +
+                   "); each TP rank needs whole KV heads",
+               "use a tp that divides kv_heads: " + divisors_text(model.kv_heads));
+  if (par.sequence_parallel && par.tp == 1)
+    rules.fail("parallelism.sequence_parallel", "sequence_parallel splits activations across the TP group, but tp is 1",
+               "set sequence_parallel: false, or tp > 1");
+  if (par.sequence_parallel && train.seq_len % par.tp != 0)
+    rules.fail("training.seq_len",
+               "with sequence_parallel, training.seq_len (" + str(train.seq_len) +
+                   ") must be divisible by parallelism.tp (" + str(par.tp) + ")",
+               "use a seq_len that is a multiple of " + str(par.tp));
+
+  // Pipeline: each stage (and virtual stage) holds whole layers.
+  const long long chunks = static_cast<long long>(par.pp) * par.virtual_stages;
+  if (model.layers % chunks != 0)
+    rules.fail(
+        "parallelism.pp",
+        "model.layers (" + str(model.layers) + ") is not divisible by parallelism.pp x virtual_stages (" + str(par.pp) +
+            " x " + str(par.virtual_stages) + " = " + str(chunks) + ")",
+        "use pp x virtual_stages among the divisors of " + str(model.layers) + ": " + divisors_text(model.layers));
+  if (par.pp_schedule == PipelineSchedule::one_f_one_b && par.virtual_stages != 1)
+    rules.fail("parallelism.virtual_stages",
+               "pp_schedule 1f1b runs one model chunk per stage, but virtual_stages is " + str(par.virtual_stages),
+               "set pp_schedule: interleaved, or virtual_stages: 1");
+  if (par.pp_schedule == PipelineSchedule::interleaved) {
+    if (par.pp < 2)
+      rules.fail("parallelism.pp_schedule", "the interleaved schedule needs a pipeline, but pp is " + str(par.pp),
+                 "set pp >= 2, or pp_schedule: 1f1b");
+    if (par.virtual_stages < 2)
+      rules.fail("parallelism.virtual_stages",
+                 "pp_schedule interleaved needs virtual_stages > 1 (model chunks per pipeline rank), found " +
+                     str(par.virtual_stages),
+                 "set virtual_stages >= 2 (layers / (pp * virtual_stages) layers per chunk), or pp_schedule: 1f1b");
+  }
+
+  // Batch: every data-parallel rank gets whole micro-batches.
+  const long long per_step = static_cast<long long>(par.dp) * train.micro_batch;
+  if (train.global_batch < per_step)
+    rules.fail("training.global_batch",
+               "training.global_batch (" + str(train.global_batch) + ") is smaller than dp x micro_batch (" +
+                   str(par.dp) + " x " + str(train.micro_batch) + " = " + str(per_step) +
+                   "): each data-parallel rank needs at least one micro-batch",
+               "raise global_batch to a multiple of " + str(per_step) + ", or lower micro_batch");
+  if (train.global_batch % per_step != 0)
+    rules.fail("training.global_batch",
+               "training.global_batch (" + str(train.global_batch) + ") is not divisible by dp x micro_batch (" +
+                   str(par.dp) + " x " + str(train.micro_batch) + " = " + str(per_step) + ")",
+               "use a multiple of " + str(per_step) + ", e.g. " + str((train.global_batch / per_step) * per_step) +
+                   " or " + str((train.global_batch / per_step + 1) * per_step));
+  const long long micro_batches = train.global_batch / per_step;
+  if (par.pp_schedule == PipelineSchedule::interleaved && micro_batches % par.pp != 0)
+    rules.fail("training.global_batch",
+               "the interleaved schedule needs the number of micro-batches (global_batch / (dp x micro_batch) = " +
+                   str(micro_batches) + ") to be a multiple of pp (" + str(par.pp) + ") (Megatron-LM's rule)",
+               "use a global_batch that is a multiple of dp x micro_batch x pp = " + str(per_step * par.pp));
+
+  // Context parallelism splits the sequence.
+  if (train.seq_len % par.cp != 0)
+    rules.fail("parallelism.cp",
+               "training.seq_len (" + str(train.seq_len) + ") is not divisible by parallelism.cp (" + str(par.cp) + ")",
+               "use a cp that divides seq_len");
+
+  // Expert parallelism is carved out of the data group (dp x cp), as in Megatron-Core.
+  if (par.ep > 1 && !model.is_moe())
+    rules.fail("parallelism.ep",
+               "parallelism.ep is " + str(par.ep) + " but model '" + model.name + "' has no experts (experts: 1)",
+               "set ep: 1, or use a mixture-of-experts model");
+  if (model.experts % par.ep != 0)
+    rules.fail("parallelism.ep",
+               "model.experts (" + str(model.experts) + ") is not divisible by parallelism.ep (" + str(par.ep) + ")",
+               "use an ep that divides the expert count: " + divisors_text(model.experts));
+  const long long data = static_cast<long long>(par.dp) * par.cp;
+  if (data % par.ep != 0)
+    rules.fail("parallelism.ep",
+               "dp x cp (" + str(par.dp) + " x " + str(par.cp) + " = " + str(data) +
+                   ") is not divisible by parallelism.ep (" + str(par.ep) +
+                   "); expert-parallel groups are carved out of the data-parallel group",
+               "use an ep that divides " + str(data) + ": " + divisors_text(static_cast<int>(data)));
+
+  // Sharding.
+  if (par.shard_group_size > 0) {
+    if (par.zero_stage == 0)
+      rules.fail("parallelism.shard_group_size",
+                 "shard_group_size (" + str(par.shard_group_size) + ") is set but zero_stage is 0 (nothing is sharded)",
+                 "set zero_stage (or fsdp: hybrid_shard), or remove shard_group_size");
+    if (data % par.shard_group_size != 0)
+      rules.fail("parallelism.shard_group_size",
+                 "shard_group_size (" + str(par.shard_group_size) + ") does not divide dp x cp (" + str(par.dp) +
+                     " x " + str(par.cp) + " = " + str(data) + ")",
+                 "use a divisor of " + str(data) + ": " + divisors_text(static_cast<int>(data)));
+  }
+
+  // Training.
+  if (train.fsdp_prefetch < 0)
+    rules.fail("training.fsdp_prefetch", "must be >= 0, found " + str(train.fsdp_prefetch), "use 0, 1 or 2");
+  if (!(train.dp_bucket_bytes > 0.0))
+    rules.fail("training.dp_bucket_mb", "the gradient bucket size must be > 0", "use e.g. 25 (MiB)");
+  if (!(train.moe_capacity_factor > 0.0)) rules.fail("training.moe_capacity_factor", "must be > 0", "use e.g. 1.0");
+  const double peak = run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(train.precision)];
+  if (!(peak > 0.0))
+    rules.fail("training.precision",
+               "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
+                   " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
+               "use a precision the GPU supports (bf16 everywhere)");
+}
+
+}  // namespace config_detail
+
+void validate_run(const RunSpec& run, const SourceLocation& where) {
+  config_detail::validate_run_at(run, config_detail::Locator(where));
+}
+
+}  // namespace chopsim

@@ -1,0 +1,331 @@
+#include "config_yaml.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace chopsim::config_detail {
+
+namespace fs = std::filesystem;
+
+SourceLocation Locator::operator()(std::string_view key) const {
+  if (keys_ != nullptr) {
+    std::string path(key);
+    while (!path.empty()) {
+      if (auto it = keys_->find(path); it != keys_->end()) return it->second;
+      const auto dot = path.rfind('.');
+      if (dot == std::string::npos) break;
+      path.resize(dot);
+    }
+  }
+  return fallback_;
+}
+
+std::string display_path(const fs::path& path) {
+  if (path.is_relative()) return path.lexically_normal().string();
+  std::error_code error;
+  const fs::path cwd = fs::current_path(error);
+  if (error) return path.lexically_normal().string();
+  const fs::path relative = path.lexically_proximate(cwd);
+  if (relative.empty() || *relative.begin() == "..") return path.lexically_normal().string();
+  return relative.string();
+}
+
+SourceLocation location_of(const YAML::Node& node, const std::string& file) {
+  SourceLocation where{file, 0, 0};
+  if (!node.IsDefined()) return where;
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return where;
+  where.line = mark.line + 1;
+  where.column = mark.column + 1;
+  return where;
+}
+
+std::string describe_value(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "an empty value";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  std::string text = node.Scalar();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return "'" + text + "'";
+}
+
+YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
+  const std::string shown = display_path(path);
+  std::error_code error;
+  if (!fs::exists(path, error)) {
+    const fs::path absolute = fs::absolute(path, error);
+    throw InputError({shown}, "", std::string(what) + " not found: looked at " + absolute.lexically_normal().string(),
+                     "check the path and the file name (configs are '.yaml' files)");
+  }
+  if (fs::is_directory(path, error))
+    throw InputError({shown}, "", std::string(what) + " is a directory, not a file", "give the path of a .yaml file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError({shown}, "", "cannot open the " + std::string(what) + " for reading",
+                     "check the file's permissions");
+  std::ostringstream text;
+  text << in.rdbuf();
+
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text.str());
+  } catch (const YAML::Exception& e) {
+    SourceLocation where{shown, 0, 0};
+    if (!e.mark.is_null()) where = {shown, e.mark.line + 1, e.mark.column + 1};
+    throw InputError(where, "", "YAML syntax error: " + e.msg,
+                     "correct the YAML at this position (indentation, a ':' after each key, matching quotes and "
+                     "brackets)");
+  }
+  if (documents.empty() || documents.front().IsNull())
+    throw InputError({shown}, "", "the " + std::string(what) + " is empty",
+                     "write 'key: value' lines (see docs/configs.md)");
+  if (documents.size() > 1)
+    throw InputError(location_of(documents[1], shown), "",
+                     "the " + std::string(what) + " holds " + std::to_string(documents.size()) +
+                         " YAML documents (separated by '---'); one is expected",
+                     "keep one document per file");
+  return documents.front();
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t above = row[j];
+        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  std::size_t best_distance = 3;  // at most two edits
+  for (const auto& candidate : candidates) {
+    const std::size_t d = distance(word, candidate);
+    if (d < best_distance && d < std::max<std::size_t>(word.size(), 2)) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------- Mapping
+
+Mapping::Mapping(const YAML::Node& node, Scope scope) : node_(node), scope_(std::move(scope)) {
+  if (!node_.IsMap()) {
+    const std::string where_text = scope_.message_path.empty() ? "at the top of the file" : "here";
+    throw InputError(location_of(node_, scope_.file), scope_.message_path,
+                     "expected a mapping of 'key: value' lines " + where_text + ", found " + describe_value(node_),
+                     "write one 'key: value' per line, indented under its parent (see docs/configs.md)");
+  }
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (!key.IsScalar())
+      throw InputError(location_of(key, scope_.file), scope_.message_path,
+                       "a key must be plain text, found " + describe_value(key), "write keys as plain words");
+    const std::string name = key.Scalar();
+    if (auto found = entries_.find(name); found != entries_.end()) {
+      const SourceLocation first = location_of(found->second.key, scope_.file);
+      throw InputError(location_of(key, scope_.file), path(name),
+                       "key '" + name + "' appears twice" +
+                           (first.line > 0 ? " (first on line " + std::to_string(first.line) + ")" : ""),
+                       "keep one of them");
+    }
+    entries_.emplace(name, Entry{key, it->second});
+    keys_in_order_.push_back(name);
+  }
+}
+
+bool Mapping::has(std::string_view key) {
+  if (std::find(valid_.begin(), valid_.end(), key) == valid_.end()) valid_.emplace_back(key);
+  return contains(key);
+}
+
+bool Mapping::contains(std::string_view key) const { return entries_.find(key) != entries_.end(); }
+
+YAML::Node Mapping::value(std::string_view key) {
+  if (!has(key)) return YAML::Node();
+  return entries_.find(key)->second.value;
+}
+
+Scope Mapping::child_scope(std::string_view key) const {
+  Scope child = scope_;
+  child.message_path = path(key);
+  child.record_path = scope_.record_path.empty() ? std::string(key) : scope_.record_path + "." + std::string(key);
+  return child;
+}
+
+Mapping Mapping::child(std::string_view key) {
+  const YAML::Node node = value(key);
+  record(key);
+  if (!node.IsMap())
+    fail(key, "expected a mapping of 'key: value' lines, found " + describe_value(node),
+         "indent the keys of '" + std::string(key) + "' under it, one per line, or write '{key: value, ...}'");
+  return Mapping(node, child_scope(key));
+}
+
+void Mapping::record(std::string_view key) const {
+  if (scope_.locations == nullptr) return;
+  const std::string record_key =
+      scope_.record_path.empty() ? std::string(key) : scope_.record_path + "." + std::string(key);
+  (*scope_.locations)[record_key] = where(key);
+}
+
+namespace {
+std::string leaf_example(std::string_view key, std::string_view sample) {
+  return "'" + std::string(key) + ": " + std::string(sample) + "'";
+}
+}  // namespace
+
+bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need need) {
+  if (!has(key)) {
+    if (need == Need::required) fail_missing(key, rule.expected);
+    return false;
+  }
+  record(key);
+  const YAML::Node node = entries_.find(key)->second.value;
+  const std::string fix = "write " + std::string(rule.expected) + ", e.g. " +
+                          leaf_example(key, std::to_string(std::max<long long>(rule.min, 1)));
+  if (!node.IsScalar()) fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
+  std::string text = node.Scalar();
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  long long parsed = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+  if (ec != std::errc() || ptr != end || begin == end)
+    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
+  if (parsed < rule.min || parsed > rule.max)
+    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
+  out = static_cast<int>(parsed);
+  return true;
+}
+
+bool Mapping::read(std::string_view key, double& out, double scale, const RealRule& rule, std::string_view unit,
+                   Need need) {
+  std::string expected = rule.expected;
+  if (!unit.empty()) expected += " (" + std::string(unit) + ")";
+  if (!has(key)) {
+    if (need == Need::required) fail_missing(key, expected);
+    return false;
+  }
+  record(key);
+  const YAML::Node node = entries_.find(key)->second.value;
+  const std::string fix = "write " + expected + " for '" + path(key) + "'";
+  if (!node.IsScalar()) fail(key, "expected " + expected + ", found " + describe_value(node), fix);
+  const std::string text = node.Scalar();
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  double parsed = 0.0;
+  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+  if (ec != std::errc() || ptr != end || begin == end || !std::isfinite(parsed))
+    fail(key, "expected " + expected + ", found " + describe_value(node), fix);
+  const bool below = rule.min_open ? !(parsed > rule.min) : parsed < rule.min;
+  const bool above = rule.max_open ? !(parsed < rule.max) : parsed > rule.max;
+  if (below || above) fail(key, "expected " + expected + ", found " + describe_value(node), fix);
+  out = parsed * scale;
+  return true;
+}
+
+bool Mapping::read(std::string_view key, bool& out, Need need) {
+  if (!has(key)) {
+    if (need == Need::required) fail_missing(key, "true or false");
+    return false;
+  }
+  record(key);
+  const YAML::Node node = entries_.find(key)->second.value;
+  bool parsed = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, parsed))
+    fail(key, "expected true or false, found " + describe_value(node),
+         "write " + leaf_example(key, "true") + " or " + leaf_example(key, "false"));
+  out = parsed;
+  return true;
+}
+
+bool Mapping::read(std::string_view key, std::string& out, Need need) {
+  if (!has(key)) {
+    if (need == Need::required) fail_missing(key, "a name");
+    return false;
+  }
+  record(key);
+  const YAML::Node node = entries_.find(key)->second.value;
+  if (!node.IsScalar() || node.Scalar().empty())
+    fail(key, "expected a name (plain text), found " + describe_value(node), "write " + leaf_example(key, "NAME"));
+  out = node.Scalar();
+  return true;
+}
+
+void Mapping::require(std::string_view key, std::string_view expected) {
+  if (!has(key)) fail_missing(key, expected);
+}
+
+void Mapping::finish() const {
+  for (const auto& key : keys_in_order_) {
+    if (std::find(valid_.begin(), valid_.end(), key) != valid_.end()) continue;
+    const std::string in = scope_.message_path.empty() ? "at the top of the file" : "in '" + scope_.message_path + "'";
+    const std::string suggestion = closest_match(key, valid_);
+    throw InputError(location_of(entries_.find(key)->second.key, scope_.file), path(key),
+                     "unknown key '" + key + "' " + in + "; valid keys: " + join(valid_),
+                     suggestion.empty() ? "remove it or use one of the valid keys (docs/configs.md lists them all)"
+                                        : "did you mean '" + suggestion + "'? Otherwise remove it");
+  }
+}
+
+SourceLocation Mapping::where() const { return location_of(node_, scope_.file); }
+
+SourceLocation Mapping::where(std::string_view key) const {
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) return where();
+  SourceLocation at = location_of(it->second.value, scope_.file);
+  if (at.line == 0) at = location_of(it->second.key, scope_.file);
+  return at;
+}
+
+std::string Mapping::path(std::string_view key) const {
+  return scope_.message_path.empty() ? std::string(key) : scope_.message_path + "." + std::string(key);
+}
+
+void Mapping::fail(std::string_view key, const std::string& problem, const std::string& fix) const {
+  throw InputError(where(key), path(key), problem, fix);
+}
+
+void Mapping::fail_choice(std::string_view key, const std::string& found, const std::vector<std::string>& names) const {
+  const std::string suggestion = closest_match(found, names);
+  fail(key, "expected one of " + join(names) + ", found '" + found + "'",
+       suggestion.empty() ? "use one of: " + join(names) : "did you mean '" + suggestion + "'?");
+}
+
+void Mapping::fail_missing(std::string_view key, std::string_view expected) const {
+  const std::string in = scope_.message_path.empty() ? "" : " in '" + scope_.message_path + "'";
+  // A present key that nobody asked for and that looks like the missing one is probably a misspelling.
+  std::vector<std::string> unclaimed;
+  for (const auto& present : keys_in_order_)
+    if (std::find(valid_.begin(), valid_.end(), present) == valid_.end()) unclaimed.push_back(present);
+  // Only near-identical long words: short keys such as fp32/tf32 differ by one letter legitimately.
+  const std::string typo = key.size() >= 5 ? closest_match(key, unclaimed) : std::string();
+  const std::string hint = typo.empty() ? "" : " ('" + typo + "' is present: a misspelling?)";
+  throw InputError(where(), path(key), "required key '" + std::string(key) + "' is missing" + in + hint,
+                   "add '" + std::string(key) + ": ...' with " + std::string(expected));
+}
+
+}  // namespace chopsim::config_detail

@@ -1,0 +1,791 @@
+// YAML configuration: every shipped file loads, SI conversion against datasheet values, the three ways of
+// naming a component agree, overrides, and one test per error kind asserting file, line, key and fix.
+
+#include "chopsim/experiments/config.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim_test_paths.hpp"
+
+namespace chopsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ------------------------------------------------------------------------------------------- helpers
+
+/// A fresh directory per test, removed afterwards.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("chopsim_config_test_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  fs::path write(const std::string& name, const std::string& text) const {
+    const fs::path file = dir_ / name;
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+    return file;
+  }
+
+  /// Loads a run whose component names resolve in the shipped configs/ folder.
+  RunSpec load(const fs::path& run_file) const {
+    return load_run_config(run_file, ConfigSearchPath{{test::configs_dir()}}, registries_);
+  }
+
+  /// The message of the InputError `action` throws (a test failure when it throws nothing or something else).
+  static std::string input_error(const std::function<void()>& action, InputError* out = nullptr) {
+    try {
+      action();
+    } catch (const InputError& error) {
+      if (out != nullptr) *out = error;
+      return error.what();
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "expected InputError, got: " << error.what();
+      return {};
+    }
+    ADD_FAILURE() << "expected InputError, nothing was thrown";
+    return {};
+  }
+
+  /// A run on one DGX H100 node (fabric none) with the given parallelism and training lines.
+  std::string small_run(const std::string& model, const std::string& parallelism, const std::string& training,
+                        const std::string& cluster = "{name: dgx-h100, nodes: 1, fabric: {kind: none}}") const {
+    return "model: " + model + "\nhardware: H100-SXM5-80GB\ncluster: " + cluster + "\nparallelism:\n" + parallelism +
+           "training:\n" + training;
+  }
+
+  fs::path dir_;
+  ModelRegistries registries_ = ModelRegistries::with_builtins();
+};
+
+void expect_contains(const std::string& message, std::initializer_list<std::string> parts) {
+  for (const auto& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "missing '" << part << "' in:\n" << message;
+}
+
+std::vector<fs::path> yaml_files(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string line;
+  std::string out;
+  while (std::getline(in, line)) out += prefix + line + "\n";
+  return out;
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Every decoded field except names and the source path, for "decodes the same" comparisons.
+std::string describe(const RunSpec& run) {
+  std::ostringstream out;
+  out << std::setprecision(17);
+  const auto& m = run.model;
+  out << m.layers << ' ' << m.hidden << ' ' << m.ffn_hidden << ' ' << m.heads << ' ' << m.kv_heads << ' ' << m.vocab
+      << ' ' << m.experts << ' ' << m.top_k << ' ' << static_cast<int>(m.mlp) << ' ' << static_cast<int>(m.norm) << ' '
+      << m.tied_embeddings << ' ' << m.causal << '\n';
+  const auto& h = run.hardware;
+  out << h.vendor << ' ';
+  for (double peak : h.compute.peak_flops_per_s) out << peak << ' ';
+  out << h.compute.hbm_bandwidth_bytes_per_s << ' ' << h.compute.boost_clock_hz << ' ' << h.compute.launch_overhead_s
+      << ' ' << h.compute.comm_compute_slowdown << '\n';
+  for (const auto& e : h.compute.efficiency)
+    out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
+  out << '\n'
+      << h.min_clock_hz << ' ' << h.hbm_capacity_bytes << ' ' << h.tdp_w << ' ' << h.idle_power_w << ' '
+      << h.intra_node_link_bandwidth_bytes_per_s << ' ' << h.intra_node_links_per_gpu << ' '
+      << h.intra_node_link_latency_s << ' ' << h.pcie_bandwidth_bytes_per_s << ' ' << h.nic_bandwidth_bytes_per_s << ' '
+      << h.nic_latency_s << ' ' << h.dies_per_package << ' ' << h.in_package_link_bandwidth_bytes_per_s << ' '
+      << h.memory_reserved_bytes << ' ' << h.memory_fragmentation_fraction << '\n';
+  const auto& c = run.cluster;
+  out << c.nodes << ' ' << c.gpus_per_node << ' ' << c.node_topology << ' ' << c.nics_per_node << ' ' << c.fabric.kind
+      << ' ' << c.fabric.oversubscription << ' ' << c.fabric.leaf_downlinks << ' ' << c.fabric.switch_latency_s << ' '
+      << c.fabric.cable_latency_s << ' ' << c.fabric.uplink_bandwidth_bytes_per_s << '\n';
+  const auto& p = run.parallelism;
+  out << p.dp << ' ' << p.tp << ' ' << p.pp << ' ' << p.cp << ' ' << p.ep << ' ' << p.sequence_parallel << ' '
+      << static_cast<int>(p.pp_schedule) << ' ' << p.virtual_stages << ' ' << p.zero_stage << ' ' << p.shard_group_size
+      << '\n';
+  const auto& t = run.training;
+  out << t.global_batch << ' ' << t.micro_batch << ' ' << t.seq_len << ' ' << static_cast<int>(t.precision) << ' '
+      << static_cast<int>(t.recompute) << ' ' << t.overlap.dp << t.overlap.fsdp << t.overlap.tp << t.overlap.pp
+      << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
+      << t.moe_capacity_factor << '\n';
+  out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
+      << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
+      << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
+      << run.collectives.pipelined_rings << ' ' << run.engine << ' ' << run.engine_options.network_model << ' '
+      << run.engine_options.isolate_in_child_process << ' ' << run.iterations << '\n';
+  return out.str();
+}
+
+std::size_t idx(Precision p) { return static_cast<std::size_t>(p); }
+std::size_t idx(KernelClass k) { return static_cast<std::size_t>(k); }
+
+// ---------------------------------------------------------------------------------- shipped configs
+
+TEST_F(ConfigTest, EveryShippedComponentFileLoads) {
+  const auto hardware = yaml_files(test::configs_dir() / "hardware");
+  const auto models = yaml_files(test::configs_dir() / "models");
+  const auto clusters = yaml_files(test::configs_dir() / "clusters");
+  EXPECT_GE(hardware.size(), 7U);
+  EXPECT_GE(models.size(), 12U);
+  EXPECT_GE(clusters.size(), 8U);
+  for (const auto& file : hardware) {
+    SCOPED_TRACE(file.string());
+    const HardwareSpec spec = load_hardware_config(file);
+    EXPECT_EQ(spec.name, file.stem().string());
+    EXPECT_GT(spec.compute.peak_flops_per_s[idx(Precision::bf16)], 0.0);
+    for (const auto& e : spec.compute.efficiency) {
+      EXPECT_GT(e.compute, 0.0);
+      EXPECT_LE(e.compute, 1.0);
+      EXPECT_LT(e.memory, 1.0) << "an efficiency of exactly 1 is the struct default: every class must be stated";
+    }
+  }
+  for (const auto& file : models) {
+    SCOPED_TRACE(file.string());
+    const TransformerSpec spec = load_model_config(file);
+    EXPECT_EQ(spec.hidden % spec.heads, 0);
+  }
+  for (const auto& file : clusters) {
+    SCOPED_TRACE(file.string());
+    const ClusterSpec spec = load_cluster_config(file);
+    EXPECT_TRUE(registries_.node_topology.contains(spec.node_topology));
+    EXPECT_TRUE(registries_.fabric_topology.contains(spec.fabric.kind));
+  }
+}
+
+TEST_F(ConfigTest, EveryShippedRunLoadsWithTheDefaultSearchPath) {
+  std::vector<fs::path> runs = yaml_files(test::configs_dir());
+  const auto validation = yaml_files(test::configs_dir() / "validation");
+  runs.insert(runs.end(), validation.begin(), validation.end());
+  EXPECT_GE(runs.size(), 9U);
+  for (const auto& file : runs) {
+    SCOPED_TRACE(file.string());
+    const ConfigSearchPath search = default_search_path(file);
+    ASSERT_EQ(search.roots.size(), 1U);
+    EXPECT_EQ(fs::canonical(search.roots[0]), fs::canonical(test::configs_dir()));
+    const RunSpec run = load_run_config(file, search, registries_);
+    EXPECT_EQ(run.parallelism.world_size(), run.cluster.gpu_count());
+    EXPECT_EQ(run.source, file);
+    EXPECT_NO_THROW(validate_run(run, SourceLocation{file.string()}));
+  }
+}
+
+TEST_F(ConfigTest, ShippedRunsMirrorTheirSources) {
+  const RunSpec fsdp = load(test::configs_dir() / "llama3-8b-fsdp.yaml");
+  EXPECT_EQ(fsdp.hardware.name, "MI300X");
+  EXPECT_EQ(fsdp.cluster.gpu_count(), 8);
+  EXPECT_EQ(fsdp.parallelism.zero_stage, 3);  // fsdp: full_shard
+
+  const RunSpec llama70 = load(test::configs_dir() / "llama3-70b-h100-3d.yaml");
+  EXPECT_EQ(llama70.cluster.gpu_count(), 64);
+  EXPECT_EQ(llama70.parallelism.tp, 8);
+  EXPECT_EQ(llama70.parallelism.pp, 4);
+  EXPECT_EQ(llama70.parallelism.dp, 2);
+  EXPECT_TRUE(llama70.parallelism.sequence_parallel);
+  EXPECT_EQ(llama70.training.dp_bucket_bytes, 125.0 * 1024 * 1024);  // NeMo bucket_cap_mb is MiB
+
+  const RunSpec mixtral = load(test::configs_dir() / "mixtral-8x7b-h200-ep.yaml");
+  EXPECT_EQ(mixtral.cluster.gpu_count(), 32);
+  EXPECT_EQ(mixtral.parallelism.ep, 8);
+  EXPECT_EQ(mixtral.model.experts, 8);
+
+  // Megatron validation runs: interleaving with 1 layer per virtual stage; tp4 uses micro-batch 2 and no SP.
+  const RunSpec pp4 = load(test::configs_dir() / "validation" / "megatron-gpt3-7b-tp1-pp4.yaml");
+  EXPECT_EQ(pp4.parallelism.pp_schedule, PipelineSchedule::interleaved);
+  EXPECT_EQ(pp4.parallelism.virtual_stages, 8);
+  EXPECT_EQ(pp4.model.layers / (pp4.parallelism.pp * pp4.parallelism.virtual_stages), 1);
+  EXPECT_EQ(pp4.training.micro_batches(pp4.parallelism), 4);
+  EXPECT_EQ(pp4.collectives.all_reduce, "ring");
+  const RunSpec tp4 = load(test::configs_dir() / "validation" / "megatron-gpt3-7b-tp4-pp1.yaml");
+  EXPECT_EQ(tp4.parallelism.tp, 4);
+  EXPECT_FALSE(tp4.parallelism.sequence_parallel);
+  EXPECT_EQ(tp4.training.micro_batch, 2);
+  EXPECT_EQ(tp4.model.ffn_hidden, 4 * tp4.model.hidden);  // no --swiglu, no --ffn-hidden-size: 4h GELU
+  EXPECT_EQ(tp4.model.mlp, MlpKind::gelu);
+
+  // The scale-out / scale-up pair trains the same model on the same tokens per step.
+  const RunSpec out = load(test::configs_dir() / "llama3-70b-scaleout-h100.yaml");
+  const RunSpec up = load(test::configs_dir() / "llama3-70b-scaleup-h200.yaml");
+  EXPECT_EQ(out.model.name, up.model.name);
+  EXPECT_EQ(out.training.tokens_per_iteration(), up.training.tokens_per_iteration());
+  EXPECT_GT(out.cluster.gpu_count(), up.cluster.gpu_count());
+}
+
+// ------------------------------------------------------------------------------- SI unit conversion
+
+TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
+  const HardwareSpec h100 = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  // NVIDIA H100 whitepaper, SXM5, dense.
+  EXPECT_DOUBLE_EQ(h100.compute.peak_flops_per_s[idx(Precision::bf16)], 989.4e12);
+  EXPECT_DOUBLE_EQ(h100.compute.peak_flops_per_s[idx(Precision::fp8)], 1978.9e12);
+  EXPECT_DOUBLE_EQ(h100.compute.peak_flops_per_s[idx(Precision::tf32)], 494.7e12);
+  EXPECT_DOUBLE_EQ(h100.compute.peak_flops_per_s[idx(Precision::fp32)], 66.9e12);
+  EXPECT_DOUBLE_EQ(h100.compute.hbm_bandwidth_bytes_per_s, 3.35e12);
+  EXPECT_DOUBLE_EQ(h100.hbm_capacity_bytes, 80.0 * 1024 * 1024 * 1024);  // GiB, not GB
+  EXPECT_DOUBLE_EQ(h100.compute.boost_clock_hz, 1.98e9);
+  EXPECT_DOUBLE_EQ(h100.tdp_w, 700.0);
+  // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s per direction.
+  EXPECT_DOUBLE_EQ(h100.intra_node_link_bandwidth_bytes_per_s * h100.intra_node_links_per_gpu, 450e9);
+  EXPECT_DOUBLE_EQ(h100.nic_bandwidth_bytes_per_s, 50e9);  // 400 Gb/s
+  EXPECT_DOUBLE_EQ(h100.pcie_bandwidth_bytes_per_s, 64e9);
+  EXPECT_DOUBLE_EQ(h100.compute.launch_overhead_s, 2e-6);
+  EXPECT_DOUBLE_EQ(h100.compute.efficiency[idx(KernelClass::gemm)].half_efficiency_flops, 8e9);
+  EXPECT_EQ(h100.vendor, "nvidia");
+
+  const HardwareSpec mi300x = load_hardware_config(test::configs_dir() / "hardware" / "MI300X.yaml");
+  EXPECT_DOUBLE_EQ(mi300x.compute.peak_flops_per_s[idx(Precision::bf16)], 1307.4e12);
+  EXPECT_DOUBLE_EQ(mi300x.compute.peak_flops_per_s[idx(Precision::fp8)], 2614.9e12);
+  EXPECT_DOUBLE_EQ(mi300x.hbm_capacity_bytes, 192.0 * 1024 * 1024 * 1024);
+  // rocm-smi's vram_total_bytes in ../shared/data/power/mi300x_rocm_smi_inference agrees to 0.01 %.
+  EXPECT_NEAR(mi300x.hbm_capacity_bytes / 206141652992.0, 1.0, 1e-4);
+  EXPECT_DOUBLE_EQ(mi300x.compute.hbm_bandwidth_bytes_per_s, 5.3e12);
+  EXPECT_DOUBLE_EQ(mi300x.intra_node_link_bandwidth_bytes_per_s, 64e9);  // 128 GB/s bidirectional per link
+  EXPECT_EQ(mi300x.intra_node_links_per_gpu, 7);
+  EXPECT_DOUBLE_EQ(mi300x.compute.boost_clock_hz, 2.1e9);
+  EXPECT_DOUBLE_EQ(mi300x.tdp_w, 750.0);
+  EXPECT_EQ(mi300x.vendor, "amd");
+
+  const HardwareSpec mi250x = load_hardware_config(test::configs_dir() / "hardware" / "MI250X.yaml");
+  EXPECT_EQ(mi250x.dies_per_package, 2);
+  EXPECT_DOUBLE_EQ(mi250x.in_package_link_bandwidth_bytes_per_s, 200e9);
+  EXPECT_DOUBLE_EQ(mi250x.compute.peak_flops_per_s[idx(Precision::bf16)], 191.5e12);  // 383 per package / 2
+  EXPECT_DOUBLE_EQ(mi250x.nic_bandwidth_bytes_per_s, 25e9);                           // Slingshot 200 Gb/s
+
+  const HardwareSpec a100 = load_hardware_config(test::configs_dir() / "hardware" / "A100-SXM4-80GB.yaml");
+  EXPECT_DOUBLE_EQ(a100.compute.peak_flops_per_s[idx(Precision::bf16)], 312e12);
+  EXPECT_DOUBLE_EQ(a100.compute.peak_flops_per_s[idx(Precision::fp8)], 0.0);  // no FP8 units
+  EXPECT_DOUBLE_EQ(a100.compute.hbm_bandwidth_bytes_per_s, 2.039e12);
+  EXPECT_DOUBLE_EQ(a100.intra_node_link_bandwidth_bytes_per_s * a100.intra_node_links_per_gpu, 300e9);
+
+  const HardwareSpec h200 = load_hardware_config(test::configs_dir() / "hardware" / "H200-SXM-141GB.yaml");
+  EXPECT_DOUBLE_EQ(h200.compute.hbm_bandwidth_bytes_per_s, 4.8e12);
+  EXPECT_DOUBLE_EQ(h200.compute.peak_flops_per_s[idx(Precision::bf16)], 989.4e12);
+  const HardwareSpec b200 = load_hardware_config(test::configs_dir() / "hardware" / "B200.yaml");
+  EXPECT_DOUBLE_EQ(b200.compute.peak_flops_per_s[idx(Precision::bf16)], 2250e12);
+  EXPECT_DOUBLE_EQ(b200.tdp_w, 1000.0);
+  EXPECT_DOUBLE_EQ(b200.intra_node_link_bandwidth_bytes_per_s * b200.intra_node_links_per_gpu, 900e9);
+}
+
+TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
+  const TransformerSpec llama8 = load_model_config(test::configs_dir() / "models" / "llama3-8b.yaml");
+  EXPECT_EQ(llama8.layers, 32);
+  EXPECT_EQ(llama8.hidden, 4096);
+  EXPECT_EQ(llama8.ffn_hidden, 14336);
+  EXPECT_EQ(llama8.kv_heads, 8);
+  EXPECT_EQ(llama8.vocab, 128256);
+  EXPECT_FALSE(llama8.tied_embeddings);
+  const TransformerSpec mixtral = load_model_config(test::configs_dir() / "models" / "mixtral-8x22b.yaml");
+  EXPECT_EQ(mixtral.experts, 8);
+  EXPECT_EQ(mixtral.top_k, 2);
+  EXPECT_TRUE(mixtral.is_moe());
+  const TransformerSpec mpt = load_model_config(test::configs_dir() / "models" / "mpt-13b.yaml");
+  EXPECT_EQ(mpt.head_dim(), 128);
+  EXPECT_TRUE(mpt.tied_embeddings);
+  EXPECT_EQ(mpt.mlp, MlpKind::gelu);
+
+  const ClusterSpec h100 = load_cluster_config(test::configs_dir() / "clusters" / "dgx-h100.yaml");
+  EXPECT_EQ(h100.nodes, 1);  // the node count comes from the run
+  EXPECT_EQ(h100.node_topology, "nvswitch");
+  EXPECT_EQ(h100.fabric.kind, "rail_optimized");
+  EXPECT_DOUBLE_EQ(h100.fabric.switch_latency_s, 0.2e-6);
+  EXPECT_DOUBLE_EQ(h100.fabric.uplink_bandwidth_bytes_per_s, 50e9);
+  const ClusterSpec fat = load_cluster_config(test::configs_dir() / "clusters" / "dgx-h100-fat-tree.yaml");
+  EXPECT_EQ(fat.fabric.kind, "fat_tree");
+  EXPECT_DOUBLE_EQ(fat.fabric.oversubscription, 2.0);
+  const ClusterSpec mi250x = load_cluster_config(test::configs_dir() / "clusters" / "mi250x.yaml");
+  EXPECT_EQ(mi250x.node_topology, "mi250_xgmi");
+  EXPECT_EQ(mi250x.nics_per_node, 4);
+}
+
+// --------------------------------------------------------------------- ways of naming a component
+
+TEST_F(ConfigTest, ByNameByPathAndInlineDecodeTheSame) {
+  const std::string rest =
+      "parallelism: {tp: 2, sequence_parallel: true, dp: 4}\n"
+      "training: {global_batch: 32, micro_batch: 1, seq_len: 4096}\n";
+  const fs::path by_name = write("by-name.yaml",
+                                 "model: llama3-8b\nhardware: H100-SXM5-80GB\n"
+                                 "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n" +
+                                     rest);
+  const std::string configs = fs::absolute(test::configs_dir()).string();
+  const fs::path by_path =
+      write("by-path.yaml", "model: " + configs + "/models/llama3-8b.yaml\n" + "hardware: {path: " + configs +
+                                "/hardware/H100-SXM5-80GB.yaml}\n" + "cluster: {path: " + configs +
+                                "/clusters/dgx-h100.yaml, nodes: 1, fabric: {kind: none}}\n" + rest);
+  // Relative paths are relative to the run file's folder.
+  write("components/llama.yaml", read_text(test::configs_dir() / "models" / "llama3-8b.yaml"));
+  const fs::path relative = write("relative.yaml",
+                                  "model: components/llama.yaml\nhardware: H100-SXM5-80GB\n"
+                                  "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n" +
+                                      rest);
+  std::string cluster_text = read_text(test::configs_dir() / "clusters" / "dgx-h100.yaml");
+  cluster_text.replace(cluster_text.find("kind: rail_optimized"), std::string("kind: rail_optimized").size(),
+                       "kind: none");
+  const fs::path inline_file =
+      write("inline.yaml", "model:\n" + indent(read_text(test::configs_dir() / "models" / "llama3-8b.yaml"), "  ") +
+                               "hardware:\n" +
+                               indent(read_text(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml"), "  ") +
+                               "cluster:\n  nodes: 1\n" + indent(cluster_text, "  ") + rest);
+
+  const RunSpec a = load(by_name);
+  const RunSpec b = load(by_path);
+  const RunSpec c = load(relative);
+  const RunSpec d = load(inline_file);
+  EXPECT_EQ(describe(a), describe(b));
+  EXPECT_EQ(describe(a), describe(c));
+  EXPECT_EQ(describe(a), describe(d));
+  EXPECT_EQ(a.model.name, "llama3-8b");
+  EXPECT_EQ(b.hardware.name, "H100-SXM5-80GB");
+  EXPECT_EQ(c.model.name, "llama");  // a file's name is its stem
+  EXPECT_EQ(d.model.name, "inline model");
+  EXPECT_EQ(a.name, "by-name");  // the run's name defaults to its file's stem
+}
+
+TEST_F(ConfigTest, RunOverridesChangeOnlyTheKeysGiven) {
+  const fs::path run = write("override.yaml",
+                             "model: {name: llama3-8b, layers: 16}\n"
+                             "hardware:\n"
+                             "  name: H100-SXM5-80GB\n"
+                             "  kernels: {efficiency: {gemm: {compute: 0.5}}}\n"
+                             "  nic: {bandwidth_gbit_s: 200}\n"
+                             "cluster: {name: dgx-h100, nodes: 2}\n"
+                             "parallelism: {dp: 16}\n"
+                             "training: {global_batch: 16, dp_bucket_mb: 25}\n"
+                             "collectives: {step_latency_us: 5, all_reduce: tree}\n"
+                             "simulation: {network_model: LV08, isolate_in_child_process: false}\n");
+  const RunSpec spec = load(run);
+  const HardwareSpec base = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  EXPECT_EQ(spec.model.layers, 16);
+  EXPECT_EQ(spec.model.hidden, 4096);
+  const auto& gemm = spec.hardware.compute.efficiency[idx(KernelClass::gemm)];
+  EXPECT_DOUBLE_EQ(gemm.compute, 0.5);
+  EXPECT_DOUBLE_EQ(gemm.memory, base.compute.efficiency[idx(KernelClass::gemm)].memory);
+  EXPECT_DOUBLE_EQ(gemm.half_efficiency_flops, 8e9);
+  EXPECT_DOUBLE_EQ(spec.hardware.compute.efficiency[idx(KernelClass::attention)].compute,
+                   base.compute.efficiency[idx(KernelClass::attention)].compute);
+  EXPECT_DOUBLE_EQ(spec.hardware.nic_bandwidth_bytes_per_s, 25e9);
+  EXPECT_DOUBLE_EQ(spec.hardware.nic_latency_s, base.nic_latency_s);
+  EXPECT_EQ(spec.cluster.nodes, 2);
+  EXPECT_EQ(spec.cluster.fabric.kind, "rail_optimized");
+  EXPECT_DOUBLE_EQ(spec.training.dp_bucket_bytes, 25.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(spec.collectives.step_latency_s, 5e-6);
+  EXPECT_EQ(spec.collectives.all_reduce, "tree");
+  EXPECT_EQ(spec.collectives.all_gather, "auto");  // unset keys keep the struct defaults
+  EXPECT_EQ(spec.engine_options.network_model, "LV08");
+  EXPECT_FALSE(spec.engine_options.isolate_in_child_process);
+  EXPECT_EQ(spec.training.seq_len, TrainingSpec{}.seq_len);
+}
+
+TEST_F(ConfigTest, FsdpNamesAreAliasesOfZeroStages) {
+  auto stage = [&](const std::string& lines) {
+    return load(write("fsdp.yaml", small_run("llama3-8b", lines, "  global_batch: 8\n"))).parallelism;
+  };
+  EXPECT_EQ(stage("  dp: 8\n  fsdp: full_shard\n").zero_stage, 3);
+  EXPECT_EQ(stage("  dp: 8\n  fsdp: shard_grad_op\n").zero_stage, 2);
+  EXPECT_EQ(stage("  dp: 8\n  fsdp: no_shard\n").zero_stage, 0);
+  const auto hybrid = stage("  dp: 8\n  fsdp: hybrid_shard\n  shard_group_size: 4\n");
+  EXPECT_EQ(hybrid.zero_stage, 3);
+  EXPECT_EQ(hybrid.shard_group_size, 4);
+  EXPECT_EQ(stage("  dp: 8\n  zero_stage: 3\n  fsdp: full_shard\n").zero_stage, 3);
+
+  const std::string conflict = input_error([&] { stage("  dp: 8\n  zero_stage: 1\n  fsdp: full_shard\n"); });
+  expect_contains(conflict, {"fsdp.yaml:7:9:", "key 'parallelism.fsdp'", "means zero_stage 3, but zero_stage is 1",
+                             "Fix: give only one"});
+  const std::string hybrid_size = input_error([&] { stage("  dp: 8\n  fsdp: hybrid_shard\n"); });
+  expect_contains(hybrid_size, {"key 'parallelism.fsdp'", "shard_group_size is not set", "Fix: add 'shard_group_size"});
+}
+
+TEST_F(ConfigTest, DefaultSearchPathFindsTheConfigsFolder) {
+  const auto search = default_search_path(test::configs_dir() / "validation" / "megatron-gpt3-7b-tp1-pp4.yaml");
+  ASSERT_EQ(search.roots.size(), 1U);
+  EXPECT_EQ(fs::canonical(search.roots[0]), fs::canonical(test::configs_dir()));
+
+  // Outside any configs folder there is no root, and names cannot be looked up.
+  const fs::path run = write("lonely.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"));
+  ASSERT_TRUE(default_search_path(run).roots.empty()) << "a 'hardware' folder above " << dir_;
+  const std::string message = input_error([&] { (void)load_run_config(run, default_search_path(run), registries_); });
+  expect_contains(message, {"lonely.yaml:1:8: key 'model': no model named 'llama3-8b': no configs folder was found",
+                            "Fix: give a path to the file instead"});
+}
+
+TEST_F(ConfigTest, FilesMustHoldOneMapping) {
+  const fs::path empty = write("empty.yaml", "# nothing but a comment\n");
+  expect_contains(input_error([&] { (void)load(empty); }), {"empty.yaml: the run config is empty", "Fix: write"});
+  const fs::path list = write("list.yaml", "- model: llama3-8b\n");
+  expect_contains(input_error([&] { (void)load(list); }),
+                  {"list.yaml:1:1: expected a mapping of 'key: value' lines at the top of the file, found a list"});
+  const fs::path two = write("two.yaml", "model: llama3-8b\n---\nmodel: llama3-70b\n");
+  expect_contains(input_error([&] { (void)load(two); }),
+                  {"two.yaml:3:1: the run config holds 2 YAML documents", "Fix: keep one document per file"});
+  const fs::path section =
+      write("section.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "collectives: ring\n");
+  expect_contains(input_error([&] { (void)load(section); }),
+                  {"section.yaml:8:14: key 'collectives': expected a mapping of 'key: value' lines, found 'ring'"});
+}
+
+// ----------------------------------------------------------------------------- one test per error kind
+
+TEST_F(ConfigTest, YamlSyntaxErrorGivesItsPosition) {
+  const fs::path run = write("syntax.yaml", "model: llama3-8b\nparallelism:\n  tp: [1, 2\n  dp: 4\n");
+  InputError error({}, "", "", "");
+  const std::string message = input_error([&] { (void)load(run); }, &error);
+  expect_contains(message, {"syntax.yaml:", "YAML syntax error", "Fix: correct the YAML"});
+  EXPECT_GE(error.where().line, 3);
+  EXPECT_GT(error.where().column, 0);
+}
+
+TEST_F(ConfigTest, MissingRunFileSaysWhereItLooked) {
+  const fs::path missing = dir_ / "nope" / "run.yaml";
+  const std::string message = input_error([&] { (void)load(missing); });
+  expect_contains(message, {"run.yaml", "run config not found: looked at " + missing.lexically_normal().string(),
+                            "Fix: check the path"});
+}
+
+TEST_F(ConfigTest, MissingComponentFileSaysWhereItLooked) {
+  const fs::path run = write("run.yaml", "model: models/nope.yaml\nhardware: H100-SXM5-80GB\ncluster: dgx-h100\n");
+  const std::string message = input_error([&] { (void)load(run); });
+  expect_contains(message, {"run.yaml:1:8: key 'model': model file not found: looked at " +
+                                (dir_ / "models" / "nope.yaml").lexically_normal().string(),
+                            "Fix: paths are relative to the run file's folder"});
+}
+
+TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
+  const fs::path run = write("run.yaml", "model: llama9-8b\nhardware: H100-SXM5-80GB\ncluster: dgx-h100\n");
+  const std::string message = input_error([&] { (void)load(run); });
+  expect_contains(message, {"run.yaml:1:8: key 'model': no model named 'llama9-8b'", "looked for ",
+                            "models/llama9-8b.yaml; available model names",
+                            "Fix: did you mean 'llama3-8b'? Or give a path to a file (e.g. model: ./my-model.yaml)",
+                            "available model names: gpt3-175b, llama3-405b, llama3-70b, llama3-8b", "mixtral-8x7b",
+                            "mpt-13b", "Fix: did you mean 'llama3-8b'?"});
+
+  const fs::path hw = write("hw.yaml", "model: llama3-8b\nhardware: {name: H100}\ncluster: dgx-h100\n");
+  expect_contains(input_error([&] { (void)load(hw); }), {"hw.yaml:2:18: key 'hardware.name': no hardware named 'H100'",
+                                                         "H100-SXM5-80GB, H200-SXM-141GB", "MI300X"});
+}
+
+TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  tpp: 2\n", "  global_batch: 8\n"));
+  const std::string message = input_error([&] { (void)load(run); });
+  expect_contains(message,
+                  {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
+                   "sequence_parallel, pp, pp_schedule, virtual_stages, cp, ep, zero_stage, fsdp, shard_group_size",
+                   "Fix: did you mean 'tp'?"});
+
+  const fs::path top = write("top.yaml", "modle: llama3-8b\nmodel: llama3-8b\nhardware: MI300X\ncluster: mi300x\n");
+  expect_contains(input_error([&] { (void)load(top); }),
+                  {"top.yaml:1:1: key 'modle': unknown key 'modle' at the top of the file; valid keys: name, "
+                   "description, model, hardware, cluster, parallelism, training, iterations, models, collectives, "
+                   "simulation",
+                   "Fix: did you mean 'model'?"});
+}
+
+TEST_F(ConfigTest, WrongTypeShowsTheValueFound) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  tp: four\n", "  global_batch: 8\n"));
+  const std::string message = input_error([&] { (void)load(run); });
+  ASSERT_NE(message.find("run.yaml"), std::string::npos);
+  EXPECT_EQ(message.substr(message.find("run.yaml")),
+            "run.yaml:6:7: key 'parallelism.tp': expected a positive integer, found 'four'. Fix: write a positive "
+            "integer, e.g. 'tp: 1'");
+
+  const fs::path flag =
+      write("flag.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  overlap: {dp: maybe}\n"));
+  expect_contains(input_error([&] { (void)load(flag); }),
+                  {"flag.yaml:8:17: key 'training.overlap.dp': expected true or false, found 'maybe'",
+                   "Fix: write 'dp: true' or 'dp: false'"});
+  const fs::path list = write("list.yaml", small_run("llama3-8b", "  dp: [8]\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(list); }),
+                  {"list.yaml:5:7: key 'parallelism.dp': expected a positive integer, found a list"});
+}
+
+TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  micro_batch: 0\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:8:16: key 'training.micro_batch': expected a positive integer, found '0'",
+                   "Fix: write a positive integer"});
+  const fs::path eff = write("eff.yaml",
+                             "model: llama3-8b\n"
+                             "hardware: {name: H100-SXM5-80GB, kernels: {efficiency: {gemm: {compute: 1.5}}}}\n"
+                             "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+                             "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
+  expect_contains(input_error([&] { (void)load(eff); }),
+                  {"eff.yaml:2:",
+                   "key 'hardware.kernels.efficiency.gemm.compute': expected a fraction in (0, 1], "
+                   "found '1.5'",
+                   "Fix: write a fraction in (0, 1] for 'hardware.kernels.efficiency.gemm.compute'"});
+  const fs::path zero = write("zero.yaml", small_run("llama3-8b", "  dp: 8\n  zero_stage: 4\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(zero); }),
+                  {"zero.yaml:6:15: key 'parallelism.zero_stage': expected an integer from 0 to 3, found '4'"});
+}
+
+TEST_F(ConfigTest, MissingRequiredKeysAreNamed) {
+  const fs::path run = write("run.yaml", "hardware: MI300X\ncluster: mi300x\n");
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:1:1: key 'model': required key 'model' is missing", "Fix: add 'model: ...'"});
+
+  // An inline model must be complete.
+  const fs::path partial = write("partial.yaml",
+                                 "model:\n  layers: 2\n  hidden: 64\n  ffn_hidden: 256\n  kv_heads: 1\n  vocab: 100\n"
+                                 "  mlp: gelu\n  norm: layernorm\n  tied_embeddings: true\n"
+                                 "hardware: MI300X\ncluster: mi300x\n");
+  expect_contains(input_error([&] { (void)load(partial); }),
+                  {"partial.yaml:2:3: key 'model.heads': required key 'heads' is missing in 'model'",
+                   "Fix: add 'heads: ...' with a positive integer"});
+
+  // A component file without a required key; the message names that file.
+  const fs::path model = write("models/short.yaml",
+                               "layers: 2\nhidden: 64\nffn_hiden: 256\nheads: 4\nkv_heads: 4\n"
+                               "vocab: 100\nmlp: gelu\nnorm: layernorm\ntied_embeddings: true\n");
+  expect_contains(input_error([&] { (void)load_model_config(model); }),
+                  {(dir_ / "models" / "short.yaml").string() + ":1:1: key 'ffn_hidden': required key 'ffn_hidden' is "
+                                                               "missing ('ffn_hiden' is present: a misspelling?)"});
+}
+
+TEST_F(ConfigTest, UnknownChoiceListsTheChoices) {
+  const fs::path run =
+      write("run.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  recompute: partial\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:8:14: key 'training.recompute': expected one of none, selective, full, found 'partial'",
+                   "Fix: use one of: none, selective, full"});
+  const fs::path schedule =
+      write("schedule.yaml", small_run("llama3-8b", "  dp: 8\n  pp_schedule: 1F1B\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(schedule); }),
+                  {"key 'parallelism.pp_schedule': expected one of 1f1b, interleaved, found '1F1B'"});
+}
+
+TEST_F(ConfigTest, UnknownRegistryNamesListTheRegisteredOnes) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n",
+                                                   "{name: dgx-h100, nodes: 1, node_topology: nvlink, "
+                                                   "fabric: {kind: none}}"));
+  const std::string message = input_error([&] { (void)load(run); });
+  std::string names;
+  for (const auto& name : registries_.node_topology.names()) names += (names.empty() ? "" : ", ") + name;
+  expect_contains(
+      message,
+      {"run.yaml:3:52: key 'cluster.node_topology': unknown node topology 'nvlink'; valid names: " + names, "Fix: "});
+
+  const fs::path engine =
+      write("engine.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "simulation: {engine: ns3}\n");
+  expect_contains(input_error([&] { (void)load(engine); }),
+                  {"engine.yaml:8:22: key 'simulation.engine': unknown engine 'ns3'; valid names: simgrid"});
+  const fs::path compute = write(
+      "compute.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "models: {compute: rooflin}\n");
+  expect_contains(input_error([&] { (void)load(compute); }),
+                  {"key 'models.compute': unknown compute model 'rooflin'", "Fix: did you mean 'roofline'?"});
+
+  // A name inside an included cluster file is reported at that file's line.
+  write("clusters/odd.yaml", "gpus_per_node: 8\nnode_topology: nvlink\nnics_per_node: 8\nfabric: {kind: none}\n");
+  const fs::path odd =
+      write("odd.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n", "{path: clusters/odd.yaml}"));
+  expect_contains(input_error([&] { (void)load(odd); }),
+                  {(dir_ / "clusters" / "odd.yaml").string() + ":2:16: key 'cluster.node_topology': unknown node "
+                                                               "topology 'nvlink'"});
+}
+
+TEST_F(ConfigTest, ErrorsInsideAnIncludedFileNameThatFile) {
+  std::string text = read_text(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  const std::string from = "bf16: 989.4";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), "bf16: fast");
+  const fs::path hardware = write("hw/broken.yaml", text);
+  const fs::path run = write("run.yaml", "model: llama3-8b\nhardware: hw/broken.yaml\ncluster: dgx-h100\n");
+
+  // The line of "bf16:" in the hardware file, counted independently.
+  int line = 1;
+  for (std::size_t i = 0; i < at; ++i) line += text[i] == '\n' ? 1 : 0;
+  const std::string message = input_error([&] { (void)load(run); });
+  expect_contains(message, {hardware.lexically_normal().string() + ":" + std::to_string(line) + ":",
+                            "key 'peak_tflops.bf16': expected a number > 0 (TFLOP/s), found 'fast'",
+                            "Fix: write a number > 0 (TFLOP/s)"});
+  EXPECT_EQ(message.find("run.yaml"), std::string::npos) << "the error is in the hardware file, not the run";
+}
+
+TEST_F(ConfigTest, DuplicateKeysAreRejected) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  dp: 4\n", "  global_batch: 8\n"));
+  expect_contains(
+      input_error([&] { (void)load(run); }),
+      {"run.yaml:6:3: key 'parallelism.dp': key 'dp' appears twice (first on line 5)", "Fix: keep one of them"});
+}
+
+TEST_F(ConfigTest, ClusterFilesMayNotSetTheNodeCount) {
+  const fs::path cluster = write("c.yaml",
+                                 "nodes: 4\ngpus_per_node: 8\nnode_topology: nvswitch\nnics_per_node: 8\n"
+                                 "fabric: {kind: rail_optimized}\n");
+  expect_contains(input_error([&] { (void)load_cluster_config(cluster); }),
+                  {"c.yaml:1:8: key 'nodes': a cluster file describes the node type and fabric",
+                   "Fix: remove 'nodes' here and give it in the run: cluster: {name: NAME, nodes: N}"});
+}
+
+// ------------------------------------------------------------------------------ cross-field rules
+
+TEST_F(ConfigTest, GpuCountMustMatchTheParallelLayout) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 4\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:5:7: key 'parallelism.dp': tp*pp*dp*cp = 1*1*4*1 = 4 does not match the cluster's 8 GPUs "
+                   "(cluster.nodes 1 x cluster.gpus_per_node 8)",
+                   "Fix: set parallelism.dp: 8 (= 8 GPUs / (tp*pp*cp = 1)), or change cluster.nodes"});
+  const fs::path none_fits = write("three.yaml", small_run("llama3-8b", "  pp: 3\n", "  global_batch: 8\n"));
+  expect_contains(
+      input_error([&] { (void)load(none_fits); }),
+      {"key 'parallelism.dp': tp*pp*dp*cp = 1*3*1*1 = 3", "Fix: no dp fits: 8 GPUs is not a multiple of tp*pp*cp = 3"});
+}
+
+TEST_F(ConfigTest, HeadsAndKvHeadsMustDivideByTp) {
+  const fs::path heads = write("heads.yaml", small_run("mpt-760m", "  tp: 8\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(heads); }),
+                  {"heads.yaml:5:7: key 'parallelism.tp': model.heads (12) is not divisible by parallelism.tp (8)",
+                   "Fix: use a tp that divides both heads and kv_heads: 1, 2, 3, 4, 6, 12"});
+  const fs::path kv =
+      write("kv.yaml", small_run("llama3-8b", "  tp: 16\n", "  global_batch: 8\n", "{name: dgx-h100, nodes: 2}"));
+  expect_contains(input_error([&] { (void)load(kv); }),
+                  {"kv.yaml:5:7: key 'parallelism.tp': model.kv_heads (8) is not divisible by parallelism.tp (16)",
+                   "Fix: use a tp that divides kv_heads: 1, 2, 4, 8"});
+}
+
+TEST_F(ConfigTest, LayersMustDivideByPipelineChunks) {
+  const fs::path run =
+      write("run.yaml", small_run("llama3-8b", "  pp: 4\n  pp_schedule: interleaved\n  virtual_stages: 3\n  dp: 2\n",
+                                  "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:5:7: key 'parallelism.pp': model.layers (32) is not divisible by parallelism.pp x "
+                   "virtual_stages (4 x 3 = 12)",
+                   "Fix: use pp x virtual_stages among the divisors of 32: 1, 2, 4, 8, 16, 32"});
+}
+
+TEST_F(ConfigTest, PipelineScheduleRules) {
+  const fs::path one =
+      write("one.yaml", small_run("llama3-8b", "  pp: 4\n  virtual_stages: 2\n  dp: 2\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(one); }),
+                  {"one.yaml:6:19: key 'parallelism.virtual_stages': pp_schedule 1f1b runs one model chunk per stage, "
+                   "but virtual_stages is 2",
+                   "Fix: set pp_schedule: interleaved, or virtual_stages: 1"});
+  const fs::path single = write(
+      "single.yaml", small_run("llama3-8b", "  pp: 4\n  pp_schedule: interleaved\n  dp: 2\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(single); }),
+                  {"key 'parallelism.virtual_stages': pp_schedule interleaved needs virtual_stages > 1",
+                   "Fix: set virtual_stages >= 2"});
+  const fs::path batches = write(
+      "batches.yaml", small_run("llama3-8b", "  pp: 4\n  pp_schedule: interleaved\n  virtual_stages: 2\n  dp: 2\n",
+                                "  global_batch: 6\n"));
+  expect_contains(input_error([&] { (void)load(batches); }),
+                  {"batches.yaml:10:17: key 'training.global_batch': the interleaved schedule needs the number of "
+                   "micro-batches (global_batch / (dp x micro_batch) = 3) to be a multiple of pp (4)",
+                   "Fix: use a global_batch that is a multiple of dp x micro_batch x pp = 8"});
+}
+
+TEST_F(ConfigTest, GlobalBatchMustDivideIntoMicroBatches) {
+  const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 20\n  micro_batch: 2\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:7:17: key 'training.global_batch': training.global_batch (20) is not divisible by dp x "
+                   "micro_batch (8 x 2 = 16)",
+                   "Fix: use a multiple of 16, e.g. 16 or 32"});
+  const fs::path small =
+      write("small.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  micro_batch: 2\n"));
+  expect_contains(input_error([&] { (void)load(small); }),
+                  {"key 'training.global_batch': training.global_batch (8) is smaller than dp x micro_batch (8 x 2 = "
+                   "16): each data-parallel rank needs at least one micro-batch"});
+}
+
+TEST_F(ConfigTest, ExpertParallelismRules) {
+  const fs::path experts = write("experts.yaml", small_run("mixtral-8x7b", "  dp: 16\n  ep: 16\n",
+                                                           "  global_batch: 16\n", "{name: dgx-h100, nodes: 2}"));
+  expect_contains(input_error([&] { (void)load(experts); }),
+                  {"experts.yaml:6:7: key 'parallelism.ep': model.experts (8) is not divisible by parallelism.ep (16)",
+                   "Fix: use an ep that divides the expert count: 1, 2, 4, 8"});
+  const fs::path data =
+      write("data.yaml", small_run("mixtral-8x7b", "  tp: 2\n  dp: 4\n  ep: 8\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(data); }),
+                  {"data.yaml:7:7: key 'parallelism.ep': dp x cp (4 x 1 = 4) is not divisible by parallelism.ep (8)",
+                   "Fix: use an ep that divides 4: 1, 2, 4"});
+  const fs::path dense = write("dense.yaml", small_run("llama3-8b", "  dp: 8\n  ep: 2\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(dense); }),
+                  {"dense.yaml:6:7: key 'parallelism.ep': parallelism.ep is 2 but model 'llama3-8b' has no experts",
+                   "Fix: set ep: 1, or use a mixture-of-experts model"});
+}
+
+TEST_F(ConfigTest, ContextParallelismMustDivideTheSequence) {
+  const fs::path run =
+      write("run.yaml", small_run("llama3-8b", "  dp: 2\n  cp: 4\n", "  global_batch: 8\n  seq_len: 8190\n"));
+  expect_contains(input_error([&] { (void)load(run); }),
+                  {"run.yaml:6:7: key 'parallelism.cp': training.seq_len (8190) is not divisible by parallelism.cp (4)",
+                   "Fix: use a cp that divides seq_len"});
+}
+
+TEST_F(ConfigTest, ShardingAndTopologyRules) {
+  const fs::path group =
+      write("group.yaml",
+            small_run("llama3-8b", "  dp: 8\n  fsdp: hybrid_shard\n  shard_group_size: 3\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(group); }),
+                  {"group.yaml:7:21: key 'parallelism.shard_group_size': shard_group_size (3) does not divide dp x cp "
+                   "(8 x 1 = 8)",
+                   "Fix: use a divisor of 8: 1, 2, 4, 8"});
+  const fs::path nodes = write("nodes.yaml", small_run("llama3-8b", "  dp: 16\n", "  global_batch: 16\n",
+                                                       "{name: dgx-h100, nodes: 2, fabric: {kind: none}}"));
+  expect_contains(input_error([&] { (void)load(nodes); }),
+                  {"nodes.yaml:3:34: key 'cluster.nodes': cluster.fabric.kind 'none' connects no nodes, but "
+                   "cluster.nodes is 2",
+                   "Fix: set cluster.nodes: 1"});
+  const fs::path sp =
+      write("sp.yaml", small_run("llama3-8b", "  dp: 8\n  sequence_parallel: true\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(sp); }),
+                  {"key 'parallelism.sequence_parallel': sequence_parallel splits activations across the TP group, but "
+                   "tp is 1"});
+  const fs::path fp8 = write("fp8.yaml",
+                             "model: llama3-8b\nhardware: A100-SXM4-80GB\n"
+                             "cluster: {name: dgx-a100, nodes: 1, fabric: {kind: none}}\n"
+                             "parallelism: {dp: 8}\ntraining: {global_batch: 8, precision: fp8}\n");
+  expect_contains(input_error([&] { (void)load(fp8); }),
+                  {"fp8.yaml:5:40: key 'training.precision': hardware 'A100-SXM4-80GB' has no fp8 units"});
+}
+
+TEST_F(ConfigTest, ValidateRunChecksRunsBuiltInCode) {
+  RunSpec run = load(test::configs_dir() / "llama3-70b-h100-3d.yaml");
+  EXPECT_NO_THROW(validate_run(run, SourceLocation{"sweep"}));
+  run.parallelism.dp = 4;  // 8*4*4 = 128 GPUs on a 64-GPU cluster
+  const std::string message = input_error([&] { validate_run(run, SourceLocation{"sweep"}); });
+  EXPECT_EQ(message,
+            "sweep: key 'parallelism.dp': tp*pp*dp*cp = 8*4*4*1 = 128 does not match the cluster's 64 GPUs "
+            "(cluster.nodes 8 x cluster.gpus_per_node 8). Fix: set parallelism.dp: 2 (= 64 GPUs / (tp*pp*cp = 32)), "
+            "or change cluster.nodes");
+  run.parallelism.dp = 2;
+  run.training.micro_batch = 0;
+  expect_contains(input_error([&] { validate_run(run, SourceLocation{"sweep"}); }),
+                  {"sweep: key 'training.micro_batch': must be a positive integer, found 0"});
+}
+
+}  // namespace
+}  // namespace chopsim
