@@ -1,1 +1,152 @@
-// placeholder
+// Peak memory of one GPU per pipeline stage.
+//
+// Model states (Rajbhandari et al. 2020, ZeRO, Sec. 3.1 and 5): weights in the storage precision (2 bytes
+// in mixed precision), gradients (4 bytes with Megatron's fp32 gradient buffers for ZeRO 0-2, 2 for
+// ZeRO-3/FSDP: see gradient_bytes_per_element) and 12 bytes of fp32 optimizer state (master weights, Adam
+// m and v) per parameter. ZeRO-1 shards the optimizer state over the shard group (Megatron's distributed
+// optimizer: 6 + 12/d bytes per parameter), ZeRO-2 also the gradients, ZeRO-3/FSDP also the weights
+// (16/d), which are then gathered per unit (current + prefetched) while they compute. Expert parameters
+// are sharded over the expert_data group instead.
+//
+// Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+// Sec. 4): their 34*s*b*h + 5*a*s^2*b bytes per layer, tensor by tensor, with three changes:
+//  * attention is always a flash-style fused kernel, which stores no s x s tensors (the 5*a*s^2*b term is
+//    gone, as with selective recomputation) but keeps the fp32 log-sum-exp (4 bytes per query and head);
+//  * the tensors are sized from the model (GQA K and V, SwiGLU's two fc1 outputs, f != 4h), which for a
+//    GPT block (MHA, GELU, f = 4h, dropout) gives their 34*s*b*h exactly; without dropout (Llama, Mixtral)
+//    the two 1-byte masks, 2*s*b*h, are not stored;
+//  * MoE layers store their expert inputs and intermediates for top_k * capacity copies of each token.
+// Tensor parallelism splits the tensors inside attention and MLP; without sequence parallelism the norm
+// inputs and the GEMM inputs after the norms are replicated on every tp rank (their 10*s*b*h + 24*s*b*h/t);
+// with SP everything is split over tp. Context parallelism splits the sequence over cp.
+// Full recomputation keeps each layer's input (2*s*b*h, /tp with SP) and one layer's full activations
+// during its backward. The pipeline schedule decides how many micro-batches' activations are in flight.
+
+#include "chopsim/models/memory.hpp"
+
+#include <algorithm>
+
+#include "chopsim/common/error.hpp"
+#include "workload_plan.hpp"
+
+namespace chopsim {
+
+namespace {
+
+struct LayerActivations {
+  double stored_bytes = 0.0;  ///< one layer, one micro-batch, no recomputation
+  double input_bytes = 0.0;   ///< the layer's input alone (kept under full recomputation)
+};
+
+LayerActivations layer_activations(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                   const TrainingSpec& training, const detail::LocalParameters& local) {
+  const double element = detail::storage_bytes_per_element(training.precision);
+  const double tp = parallelism.tp;
+  const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
+  // Tensors outside the tensor-parallel regions: split over tp only with sequence parallelism.
+  const double replicated_tokens = parallelism.sequence_parallel ? tokens / tp : tokens;
+  const double h = model.hidden;
+  const double d = model.head_dim();
+  const double f_local = model.ffn_hidden / tp;
+  const bool swiglu = model.mlp == MlpKind::swiglu;
+
+  // Per token, outside the tp regions: the inputs of both norms, the norms' outputs that feed the QKV GEMM
+  // and the MLP (or the MoE router), and with dropout the two 1-byte masks after attention and the MLP.
+  // (Attention dropout runs inside the flash kernel from its RNG state: no mask is stored.)
+  const double replicated = (2.0 + 1.0 + 1.0) * h * element + (model.dropout ? 2.0 * h : 0.0);
+  // Inside attention: Q, K, V (flash attention's saved inputs), the output O (the output projection's
+  // input) and the fp32 log-sum-exp.
+  const double attention = (local.query_heads + 2.0 * local.kv_heads) * d * element + local.query_heads * d * element +
+                           4.0 * local.query_heads;
+  // The MLP's stored intermediates: SwiGLU keeps fc1's gate and up outputs and the product (fc2's input);
+  // GELU keeps its input and output.
+  const double mlp_intermediates = (swiglu ? 3.0 : 2.0) * f_local * element;
+
+  LayerActivations result;
+  double bytes = replicated_tokens * replicated + tokens * attention;
+  if (model.is_moe()) {
+    const double copies = model.top_k * training.moe_capacity_factor;
+    // Router probabilities (fp32, per routed token), the permuted expert inputs after the tp all-gather
+    // (whole hidden width), and the experts' intermediates.
+    bytes += replicated_tokens * model.experts * 4.0;
+    bytes += tokens * copies * (h * element + mlp_intermediates);
+  } else {
+    bytes += tokens * mlp_intermediates;
+  }
+  result.stored_bytes = bytes;
+  result.input_bytes = replicated_tokens * h * element;
+  return result;
+}
+
+}  // namespace
+
+MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                      const TrainingSpec& training, const HardwareSpec& hardware, int pp_stage) {
+  detail::validate_training_setup(model, parallelism, training);
+  if (pp_stage < 0 || pp_stage >= parallelism.pp)
+    throw ModelError("memory: pp_stage " + std::to_string(pp_stage) + " outside [0, " + std::to_string(parallelism.pp) +
+                     ")");
+  const RankLayout layout(parallelism);
+  const detail::StageParameters params = detail::stage_parameters(model, parallelism, pp_stage);
+  const detail::LocalParameters local = detail::local_parameters(model, parallelism);
+  const double weight_bytes = detail::storage_bytes_per_element(training.precision);
+  const double gradient_bytes = detail::gradient_bytes_per_element(training.precision, parallelism.zero_stage);
+  const double optimizer_bytes = detail::optimizer_bytes_per_parameter(training.precision);
+  const int zero = parallelism.zero_stage;
+  const double dense_shards = layout.group_size(GroupRole::shard);
+  const double expert_shards = layout.group_size(GroupRole::expert_data);
+  const auto sharded = [&](bool is_sharded, double bytes_per_parameter) {
+    return (params.dense / (is_sharded ? dense_shards : 1.0) + params.expert / (is_sharded ? expert_shards : 1.0)) *
+           bytes_per_parameter;
+  };
+
+  MemoryBreakdown m;
+  m.pp_stage = pp_stage;
+  m.weights_bytes = sharded(zero >= 3, weight_bytes);
+  m.gradients_bytes = sharded(zero >= 2, gradient_bytes);
+  m.optimizer_bytes = sharded(zero >= 1, optimizer_bytes);
+  if (zero == 3) {
+    // The unit computing plus the ones prefetched, gathered in full, and the unit's unsharded gradient
+    // until its reduce-scatter has run.
+    const double prefetched = training.overlap.fsdp ? training.fsdp_prefetch : 0;
+    m.gathered_weights_bytes =
+        (1.0 + prefetched) * params.largest_unit * weight_bytes + params.largest_unit * gradient_bytes;
+  }
+
+  const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
+  const LayerActivations layer = layer_activations(model, parallelism, training, local);
+  const double layers_in_flight =
+      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.layers_per_chunk;
+  if (training.recompute == RecomputePolicy::full) {
+    m.activations_bytes = layers_in_flight * layer.input_bytes + layer.stored_bytes;
+  } else {
+    // Selective recomputation targets the s x s attention tensors, which flash attention never stores.
+    m.activations_bytes = layers_in_flight * layer.stored_bytes;
+  }
+
+  if (pp_stage == parallelism.pp - 1) {
+    // The logits of one micro-batch in fp32 (vocab-parallel: V/tp columns per rank).
+    const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
+    m.transient_bytes = tokens * (static_cast<double>(model.vocab) / parallelism.tp) * 4.0;
+  }
+
+  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                           m.activations_bytes + m.transient_bytes;
+  m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
+  m.reserved_bytes = hardware.memory_reserved_bytes;
+  m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
+  m.capacity_bytes = hardware.hbm_capacity_bytes;
+  return m;
+}
+
+MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                     const TrainingSpec& training, const HardwareSpec& hardware) {
+  MemoryBreakdown peak = estimate_stage_memory(model, parallelism, training, hardware, 0);
+  for (int stage = 1; stage < parallelism.pp; ++stage) {
+    MemoryBreakdown candidate = estimate_stage_memory(model, parallelism, training, hardware, stage);
+    if (candidate.total_bytes > peak.total_bytes) peak = candidate;
+  }
+  return peak;
+}
+
+}  // namespace chopsim

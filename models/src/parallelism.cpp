@@ -1,1 +1,222 @@
-// placeholder
+#include "chopsim/models/parallelism.hpp"
+
+#include <string>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+std::string_view to_string(GroupRole role) {
+  switch (role) {
+    case GroupRole::tp:
+      return "tp";
+    case GroupRole::cp:
+      return "cp";
+    case GroupRole::dp:
+      return "dp";
+    case GroupRole::data:
+      return "data";
+    case GroupRole::pp:
+      return "pp";
+    case GroupRole::ep:
+      return "ep";
+    case GroupRole::expert_data:
+      return "expert_data";
+    case GroupRole::shard:
+      return "shard";
+    case GroupRole::replicate:
+      return "replicate";
+    case GroupRole::world:
+      return "world";
+  }
+  return "unknown";
+}
+
+RankLayout::RankLayout(const ParallelismSpec& parallelism) : parallelism_(parallelism) {
+  const auto& p = parallelism;
+  if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1)
+    throw ModelError("parallelism: dp, tp, pp, cp and ep must all be at least 1");
+  const int data_size = p.dp * p.cp;
+  if (data_size % p.ep != 0)
+    throw ModelError("parallelism: ep=" + std::to_string(p.ep) + " must divide dp*cp=" + std::to_string(data_size) +
+                     " (expert parallelism is carved out of the data group, as in Megatron-Core)");
+  if (p.shard_group_size < 0 || (p.shard_group_size > 0 && data_size % p.shard_group_size != 0))
+    throw ModelError("parallelism: shard_group_size=" + std::to_string(p.shard_group_size) +
+                     " must be 0 (whole data group) or divide dp*cp=" + std::to_string(data_size));
+  world_size_ = p.world_size();
+  shard_size_ = p.shard_group_size == 0 ? data_size : p.shard_group_size;
+}
+
+RankCoordinates RankLayout::coordinates(int rank) const {
+  if (rank < 0 || rank >= world_size_)
+    throw ModelError("RankLayout: rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_size_) + ")");
+  const auto& p = parallelism_;
+  RankCoordinates c;
+  c.tp = rank % p.tp;
+  rank /= p.tp;
+  c.cp = rank % p.cp;
+  rank /= p.cp;
+  c.dp = rank % p.dp;
+  c.pp = rank / p.dp;
+  return c;
+}
+
+int RankLayout::rank_of(const RankCoordinates& c) const {
+  const auto& p = parallelism_;
+  if (c.tp < 0 || c.tp >= p.tp || c.cp < 0 || c.cp >= p.cp || c.dp < 0 || c.dp >= p.dp || c.pp < 0 || c.pp >= p.pp)
+    throw ModelError("RankLayout: coordinates outside the parallel grid");
+  return c.tp + p.tp * (c.cp + p.cp * (c.dp + p.dp * c.pp));
+}
+
+int RankLayout::group_size(GroupRole role) const {
+  const auto& p = parallelism_;
+  const int data_size = p.dp * p.cp;
+  switch (role) {
+    case GroupRole::tp:
+      return p.tp;
+    case GroupRole::cp:
+      return p.cp;
+    case GroupRole::dp:
+      return p.dp;
+    case GroupRole::data:
+      return data_size;
+    case GroupRole::pp:
+      return p.pp;
+    case GroupRole::ep:
+      return p.ep;
+    case GroupRole::expert_data:
+      return data_size / p.ep;
+    case GroupRole::shard:
+      return shard_size_;
+    case GroupRole::replicate:
+      return data_size / shard_size_;
+    case GroupRole::world:
+      return world_size_;
+  }
+  throw ModelError("RankLayout: unknown group role");
+}
+
+namespace {
+
+/// Where a group sits inside the data group (dp x cp ranks with the same tp and pp, indexed by
+/// cp + CP*dp): members are first + stride*k for k in [0, size).
+struct DataGroupSlice {
+  int first = 0;
+  int stride = 1;
+};
+
+DataGroupSlice data_slice(int data_index, GroupRole role, int ep, int shard_size) {
+  switch (role) {
+    case GroupRole::data:
+      return {0, 1};
+    case GroupRole::ep:  // consecutive blocks of ep ranks
+      return {data_index - data_index % ep, 1};
+    case GroupRole::expert_data:  // same position in every EP block
+      return {data_index % ep, ep};
+    case GroupRole::shard:  // consecutive blocks of shard_size ranks
+      return {data_index - data_index % shard_size, 1};
+    case GroupRole::replicate:  // same position in every shard block
+      return {data_index % shard_size, shard_size};
+    default:
+      break;
+  }
+  throw ModelError("RankLayout: not a data-group role");
+}
+
+}  // namespace
+
+std::vector<int> RankLayout::group(int rank, GroupRole role) const {
+  const auto& p = parallelism_;
+  const RankCoordinates c = coordinates(rank);
+  std::vector<int> members;
+  const int size = group_size(role);
+  members.reserve(static_cast<std::size_t>(size));
+  RankCoordinates m = c;
+  switch (role) {
+    case GroupRole::tp:
+      for (m.tp = 0; m.tp < p.tp; ++m.tp) members.push_back(rank_of(m));
+      return members;
+    case GroupRole::cp:
+      for (m.cp = 0; m.cp < p.cp; ++m.cp) members.push_back(rank_of(m));
+      return members;
+    case GroupRole::dp:
+      for (m.dp = 0; m.dp < p.dp; ++m.dp) members.push_back(rank_of(m));
+      return members;
+    case GroupRole::pp:
+      for (m.pp = 0; m.pp < p.pp; ++m.pp) members.push_back(rank_of(m));
+      return members;
+    case GroupRole::world:
+      for (int r = 0; r < world_size_; ++r) members.push_back(r);
+      return members;
+    default:
+      break;
+  }
+  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, p.ep, shard_size_);
+  for (int k = 0; k < size; ++k) {
+    const int data_index = slice.first + slice.stride * k;
+    m.cp = data_index % p.cp;
+    m.dp = data_index / p.cp;
+    members.push_back(rank_of(m));
+  }
+  return members;
+}
+
+int RankLayout::index_in_group(int rank, GroupRole role) const {
+  const auto& p = parallelism_;
+  const RankCoordinates c = coordinates(rank);
+  const int data_index = c.cp + p.cp * c.dp;
+  switch (role) {
+    case GroupRole::tp:
+      return c.tp;
+    case GroupRole::cp:
+      return c.cp;
+    case GroupRole::dp:
+      return c.dp;
+    case GroupRole::data:
+      return data_index;
+    case GroupRole::pp:
+      return c.pp;
+    case GroupRole::ep:
+      return data_index % p.ep;
+    case GroupRole::expert_data:
+      return data_index / p.ep;
+    case GroupRole::shard:
+      return data_index % shard_size_;
+    case GroupRole::replicate:
+      return data_index / shard_size_;
+    case GroupRole::world:
+      return rank;
+  }
+  throw ModelError("RankLayout: unknown group role");
+}
+
+int RankLayout::group_id(int rank, GroupRole role) const {
+  // The lowest rank of the group: members are listed in increasing rank order (rank grows with every
+  // coordinate and with the data index), so this is the first member, unique to the group.
+  const auto& p = parallelism_;
+  RankCoordinates c = coordinates(rank);
+  switch (role) {
+    case GroupRole::tp:
+      c.tp = 0;
+      return rank_of(c);
+    case GroupRole::cp:
+      c.cp = 0;
+      return rank_of(c);
+    case GroupRole::dp:
+      c.dp = 0;
+      return rank_of(c);
+    case GroupRole::pp:
+      c.pp = 0;
+      return rank_of(c);
+    case GroupRole::world:
+      return 0;
+    default:
+      break;
+  }
+  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, p.ep, shard_size_);
+  c.cp = slice.first % p.cp;
+  c.dp = slice.first / p.cp;
+  return rank_of(c);
+}
+
+}  // namespace chopsim

@@ -1,1 +1,66 @@
-// placeholder
+#include "chopsim/models/transformer.hpp"
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+namespace {
+
+void require_valid(const TransformerSpec& model) {
+  if (model.layers <= 0 || model.hidden <= 0 || model.ffn_hidden <= 0 || model.heads <= 0 || model.kv_heads <= 0 ||
+      model.vocab <= 0 || model.experts <= 0 || model.top_k <= 0)
+    throw ModelError("transformer '" + model.name + "': every dimension must be positive");
+  if (model.hidden % model.heads != 0)
+    throw ModelError("transformer '" + model.name + "': hidden must be a multiple of heads");
+  if (model.heads % model.kv_heads != 0)
+    throw ModelError("transformer '" + model.name + "': heads must be a multiple of kv_heads (GQA)");
+  if (model.top_k > model.experts)
+    throw ModelError("transformer '" + model.name + "': top_k cannot exceed the number of experts");
+}
+
+}  // namespace
+
+ParameterCount count_parameters(const TransformerSpec& model) {
+  require_valid(model);
+  const double h = model.hidden;
+  const double f = model.ffn_hidden;
+  const double vocab = model.vocab;
+  const double head_dim = model.head_dim();
+  const double experts = model.experts;
+
+  ParameterCount count;
+  // Q has `heads` heads, K and V `kv_heads` heads each (GQA, Ainslie et al. 2023); the output projection
+  // maps heads*head_dim = h back to h. No linear biases (Llama, Mixtral; Megatron --disable-bias-linear).
+  count.attention_per_layer = h * head_dim * (model.heads + 2.0 * model.kv_heads) + h * h;
+  // SwiGLU has gate, up and down matrices (Shazeer 2020), the GELU MLP up and down.
+  const double one_mlp = (model.mlp == MlpKind::swiglu ? 3.0 : 2.0) * h * f;
+  count.mlp_per_layer = experts * one_mlp;
+  count.mlp_active_per_layer = (model.is_moe() ? model.top_k : 1) * one_mlp;
+  count.router_per_layer = model.is_moe() ? h * experts : 0.0;
+  // RMSNorm has a scale per channel, LayerNorm a scale and a bias; two norms per layer.
+  const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
+  count.norms_per_layer = 2.0 * one_norm;
+  count.final_norm = one_norm;
+  count.embedding = vocab * h;
+  count.output_head = model.tied_embeddings ? 0.0 : vocab * h;
+
+  count.per_layer = count.attention_per_layer + count.mlp_per_layer + count.router_per_layer + count.norms_per_layer;
+  count.total = model.layers * count.per_layer + count.embedding + count.output_head + count.final_norm;
+  // The embedding lookup is a gather, not a matmul; the output head is a matmul whether or not it shares the
+  // embedding's matrix, so it is counted once either way.
+  count.active_matmul =
+      model.layers * (count.attention_per_layer + count.mlp_active_per_layer + count.router_per_layer) + vocab * h;
+  return count;
+}
+
+double model_training_flops_per_token(const TransformerSpec& model, int seq_len) {
+  if (seq_len <= 0) throw ModelError("model_training_flops_per_token: seq_len must be positive");
+  const ParameterCount count = count_parameters(model);
+  // 2 FLOPs per multiply-add, forward + backward = 3x forward (Narayanan et al., SC'21, eq. 3 and appendix):
+  // 6*N for the matmuls; scores Q*K^T and probabilities*V are 2*s*h each per token and layer forward,
+  // counted without causal masking: 3 * 4*s*h = 12*s*h per layer.
+  return 6.0 * count.active_matmul +
+         12.0 * static_cast<double>(model.layers) * static_cast<double>(model.hidden) * static_cast<double>(seq_len);
+}
+
+}  // namespace chopsim

@@ -22,6 +22,9 @@ struct TransformerSpec {
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;  ///< output head shares the input embedding matrix
   bool causal = true;            ///< causal attention (flash kernels skip the masked half)
+  /// Hidden dropout after attention and after the MLP (GPT-3, Megatron's default 0.1): its 1-byte masks are
+  /// kept for backward (Korthikanti et al. 2022). Llama and Mixtral train without dropout.
+  bool dropout = false;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   [[nodiscard]] bool is_moe() const { return experts > 1; }

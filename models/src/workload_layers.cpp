@@ -1,0 +1,435 @@
+// Kernels of the transformer's layers, with the tensor-, sequence-, context- and expert-parallel
+// collectives that sit between them (Megatron-LM / Megatron-Core layouts).
+//
+// Conventions (per rank and micro-batch): T = micro_batch * seq_len / cp tokens enter every GEMM
+// (the tensor-parallel group shares them); with sequence parallelism norms, residuals and
+// elementwise ops outside the attention/MLP cores see T / tp tokens (Korthikanti et al. 2022, Sec. 4.2.2).
+// GEMM FLOPs are 2*m*n*k; the backward of a GEMM is a dgrad and a wgrad GEMM of the same FLOPs, so the
+// matmuls of a training step total 6 * N_active FLOPs per token (Narayanan et al., SC'21).
+// HBM bytes: GEMMs read both operands and write the result once; elementwise kernels read their inputs
+// and write their outputs once (they are memory-bound, so these bytes set their time).
+
+#include "chopsim/common/error.hpp"
+#include "workload_stage.hpp"
+
+namespace chopsim::detail {
+
+namespace {
+// Vector FLOPs per element of the memory-bound kernels (rough counts of the arithmetic; these kernels'
+// time comes from their bytes, so the counts only matter for the compute-bound check).
+constexpr double kRmsNormFlops = 4.0;       // square, sum, rsqrt-scale, weight
+constexpr double kLayerNormFlops = 7.0;     // mean, centre, square, sum, rsqrt-scale, weight, bias
+constexpr double kRotaryFlops = 3.0;        // x*cos + rotate(x)*sin
+constexpr double kSwigluFlops = 6.0;        // silu(gate) = gate*sigmoid(gate) (4) times up (1), rounding up
+constexpr double kGeluFlops = 8.0;          // tanh approximation
+constexpr double kSoftmaxFlops = 5.0;       // max, subtract, exp, sum, scale
+constexpr double kBackwardFlopRatio = 2.0;  // elementwise backward reads more and does about twice the work
+
+/// FlashAttention's backward executes 2.5x the forward's matmul FLOPs: five matmuls (recomputing
+/// S = Q*K^T, then dV, dP, dQ, dK) against the forward's two (Dao 2023, FlashAttention-2, backward pass
+/// algorithm; Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py counts backward FLOPs as
+/// 2.5x forward). Model FLOPs (MFU) count 2x, as for any matmul.
+constexpr double kFlashBackwardRatio = 2.5;
+}  // namespace
+
+// --- kernels ---------------------------------------------------------------------------------------
+
+OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
+  const Sizes& s = sizes_;
+  const double bytes = (g.m * g.k + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.n * s.activation_bytes;
+  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+}
+
+OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
+  // dX[m x k] = dY[m x n] * W^T
+  const Sizes& s = sizes_;
+  const double bytes = (g.m * g.n + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.k * s.activation_bytes;
+  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+}
+
+OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
+  // dW[k x n] = X^T * dY, accumulated into the gradient buffer (read and written).
+  const Sizes& s = sizes_;
+  const double bytes = (g.m * g.k + g.m * g.n) * s.gemm_input_bytes + 2.0 * g.weights * g.k * g.n * s.gradient_bytes;
+  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+}
+
+OpRef StageGenerator::norm(std::string_view name, bool backward) {
+  const double elements = sizes_.norm_tokens * sizes_.hidden;
+  const double flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
+  // Forward reads x and writes y; backward reads x and dy and writes dx.
+  if (!backward) return elementwise(name, elements, flops, 2.0 * sizes_.activation_bytes, KernelClass::norm);
+  return elementwise(name, elements, kBackwardFlopRatio * flops, 3.0 * sizes_.activation_bytes, KernelClass::norm);
+}
+
+OpRef StageGenerator::elementwise(std::string_view name, double elements, double flops_per_element,
+                                  double bytes_per_element, KernelClass kernel_class) {
+  return compute(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
+}
+
+// --- tensor and sequence parallelism --------------------------------------------------------------
+
+std::optional<OpRef> StageGenerator::gather_for_column_parallel() {
+  if (!parallelism_.sequence_parallel) return std::nullopt;  // without SP the input is already replicated
+  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
+  return communicate(training_.overlap.tp, kTpStream,
+                     {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes});
+}
+
+std::optional<OpRef> StageGenerator::reduce_after_row_parallel() {
+  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
+  if (parallelism_.sequence_parallel)
+    return communicate(training_.overlap.tp, kTpStream,
+                       {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, bytes});
+  return communicate(training_.overlap.tp, kTpStream,
+                     {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, bytes});
+}
+
+void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name,
+                                              const Gemm& shape, double gradient_elements, bool expert) {
+  const double input_bytes = shape.m * shape.k * sizes_.activation_bytes;
+  // Megatron keeps only the sequence shard of the input and all-gathers it again for the weight gradient
+  // (LinearWithGradAccumulationAndAsyncCommunication.backward), concurrently with the dgrad GEMM.
+  std::optional<OpRef> input_gather;
+  if (parallelism_.sequence_parallel)
+    input_gather =
+        communicate(training_.overlap.tp, kTpStream,
+                    {"sp_all_gather_input", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, input_bytes});
+  (void)gemm_dgrad(dgrad_name, shape);
+  // The input gradient is summed over tp (backward of the identity/all-gather before the GEMM): an
+  // all-reduce, or a reduce-scatter with SP. With overlap it runs while the wgrad GEMM computes.
+  const std::optional<OpRef> reduce =
+      parallelism_.sequence_parallel
+          ? communicate(
+                training_.overlap.tp, kTpStream,
+                {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, input_bytes})
+          : communicate(training_.overlap.tp, kTpStream,
+                        {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, input_bytes});
+  await(input_gather);
+  const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
+  gradient_ready(gradient_elements, expert, wgrad);
+  await(reduce);
+}
+
+void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,
+                                           double gradient_elements) {
+  // Backward of the reduce-scatter after the GEMM: all-gather the output gradient (SP only; the
+  // backward of an all-reduce is the identity).
+  if (parallelism_.sequence_parallel) {
+    const double bytes = shape.m * shape.n * sizes_.activation_bytes;
+    await(communicate(training_.overlap.tp, kTpStream,
+                      {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes}));
+  }
+  (void)gemm_dgrad(dgrad_name, shape);
+  const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
+  gradient_ready(gradient_elements, false, wgrad);
+}
+
+// --- a transformer layer ------------------------------------------------------------------------------
+
+void StageGenerator::layer_forward(int layer) {
+  layer_ = layer;
+  const Sizes& s = sizes_;
+  const double residual_elements = s.norm_tokens * s.hidden;
+  // Megatron's fused bias-dropout-add: reads the branch output and the residual, writes the sum and,
+  // with dropout, the 1-byte mask kept for backward.
+  const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);
+  (void)norm("input_norm", false);
+  await(gather_for_column_parallel());
+  (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
+  (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                    2.0 * s.activation_bytes);
+  attention_forward();
+  (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.head_dim});
+  await(reduce_after_row_parallel());
+  (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
+  (void)norm("post_attention_norm", false);
+  if (model_.is_moe()) {
+    moe_forward();
+  } else {
+    mlp_forward();
+  }
+  (void)elementwise("mlp_residual", residual_elements, 1.0, residual_bytes);
+}
+
+void StageGenerator::layer_backward(int layer) {
+  layer_ = layer;
+  const Sizes& s = sizes_;
+  const double residual_elements = s.norm_tokens * s.hidden;
+  const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);  // reads the mask
+  // MLP branch, then the residual's gradient is added to the branch's input gradient.
+  if (model_.is_moe()) {
+    moe_backward();
+  } else {
+    mlp_backward();
+  }
+  gradient_ready(local_.norms / 2.0, false, norm("post_attention_norm_bwd", true));
+  (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
+  // Attention branch.
+  row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.head_dim},
+                        s.query_heads * s.head_dim * s.hidden);
+  attention_backward();
+  (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                    2.0 * s.activation_bytes);
+  const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
+  column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden}, qkv_width * s.hidden,
+                           false);
+  gradient_ready(local_.norms / 2.0, false, norm("input_norm_bwd", true));
+  (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
+}
+
+// --- attention --------------------------------------------------------------------------------------
+
+void StageGenerator::attention_forward() {
+  const Sizes& s = sizes_;
+  const double causal = model_.causal ? 0.5 : 1.0;  // flash kernels skip fully masked tiles
+  // Scores Q*K^T and probabilities*V: 2 * 2 * d FLOPs per (query, key, head). Each rank's queries see the
+  // keys of the whole sequence; with Megatron's load-balanced causal CP every rank gets 1/cp of the work.
+  const double flops = 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal;
+  const double micro_batch = training_.micro_batch;
+  // Reads Q and all K, V; writes O and the fp32 log-sum-exp per query and head.
+  const double bytes =
+      (2.0 * s.tokens * s.query_heads * s.head_dim + 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
+          s.activation_bytes +
+      4.0 * s.tokens * s.query_heads;
+  const double cp = parallelism_.cp;
+  if (cp <= 1) {
+    (void)compute("attention", KernelClass::attention, attention_precision_, flops, bytes);
+    return;
+  }
+  // Context parallelism: the K, V of all cp chunks are needed. Megatron/TE exchange them in a ring of
+  // p2p steps overlapped with the attention of the chunks already present; modelled as one all-gather
+  // on the cp stream overlapped with the local chunk's attention (1/cp of the work).
+  const double kv_bytes = 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim * s.activation_bytes;
+  const Comm gather{"cp_all_gather_kv", CollectiveKind::all_gather, GroupRole::cp, CommCategory::cp, kv_bytes};
+  if (training_.overlap.cp) {
+    const auto kv = overlapped(kCpStream, gather, last_compute());
+    (void)compute("attention", KernelClass::attention, attention_precision_, flops / cp, bytes / cp);
+    await(kv);
+    (void)compute("attention_remote", KernelClass::attention, attention_precision_, flops * (cp - 1) / cp,
+                  bytes * (cp - 1) / cp);
+  } else {
+    await(blocking(gather));
+    (void)compute("attention", KernelClass::attention, attention_precision_, flops, bytes);
+  }
+}
+
+void StageGenerator::attention_backward() {
+  const Sizes& s = sizes_;
+  const double causal = model_.causal ? 0.5 : 1.0;
+  const double flops = kFlashBackwardRatio * 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal;
+  const double micro_batch = training_.micro_batch;
+  // Reads Q, O, dO and K, V, writes dQ, dK, dV; log-sum-exp and the dO*O row sums in fp32.
+  const double bytes =
+      (4.0 * s.tokens * s.query_heads * s.head_dim + 4.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
+          s.activation_bytes +
+      8.0 * s.tokens * s.query_heads;
+  const double cp = parallelism_.cp;
+  if (cp <= 1) {
+    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops, bytes);
+    return;
+  }
+  // TE's context-parallel backward circulates K, V again and returns the partial dK, dV to their owners:
+  // an all-gather of K, V and a reduce-scatter of dK, dV over the cp group.
+  const double kv_bytes = 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim * s.activation_bytes;
+  const Comm gather{"cp_all_gather_kv", CollectiveKind::all_gather, GroupRole::cp, CommCategory::cp, kv_bytes};
+  const Comm reduce{"cp_reduce_scatter_dkv", CollectiveKind::reduce_scatter, GroupRole::cp, CommCategory::cp, kv_bytes};
+  if (training_.overlap.cp) {
+    const auto kv = overlapped(kCpStream, gather, last_compute());
+    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops / cp, bytes / cp);
+    await(kv);
+    (void)compute("attention_bwd_remote", KernelClass::attention, attention_precision_, flops * (cp - 1) / cp,
+                  bytes * (cp - 1) / cp);
+    await(overlapped(kCpStream, reduce, last_compute()));
+  } else {
+    await(blocking(gather));
+    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops, bytes);
+    await(blocking(reduce));
+  }
+}
+
+// --- dense MLP ------------------------------------------------------------------------------------------
+
+void StageGenerator::mlp_forward() {
+  const Sizes& s = sizes_;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  await(gather_for_column_parallel());
+  // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
+  (void)gemm("mlp_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * s.ffn_local, s.hidden});
+  if (swiglu) {
+    (void)elementwise("swiglu", s.tokens * s.ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("gelu", s.tokens * s.ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+  }
+  (void)gemm("mlp_fc2", {s.tokens, s.hidden, s.ffn_local});
+  await(reduce_after_row_parallel());
+}
+
+void StageGenerator::mlp_backward() {
+  const Sizes& s = sizes_;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  row_parallel_backward("mlp_fc2_dgrad", "mlp_fc2_wgrad", {s.tokens, s.hidden, s.ffn_local}, s.ffn_local * s.hidden);
+  if (swiglu) {
+    // Reads gate, up and the output gradient, writes both input gradients.
+    (void)elementwise("swiglu_bwd", s.tokens * s.ffn_local, kBackwardFlopRatio * kSwigluFlops,
+                      5.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("gelu_bwd", s.tokens * s.ffn_local, kBackwardFlopRatio * kGeluFlops, 3.0 * s.activation_bytes);
+  }
+  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.ffn_local;
+  column_parallel_backward("mlp_fc1_dgrad", "mlp_fc1_wgrad", {s.tokens, fc1_width, s.hidden}, fc1_width * s.hidden,
+                           false);
+}
+
+// --- mixture of experts (Megatron-Core MoE with the all-to-all token dispatcher) -----------------------
+// Each rank routes its own tokens (T/tp with SP), dispatches top_k * capacity copies of each over the ep
+// group, the tp group all-gathers them (expert tensor parallelism = tp) so each expert GEMM sees
+// T * top_k * capacity rows on f/tp columns, then the mirror image: reduce-scatter over tp, all-to-all
+// combine, and the weighted sum of each token's expert outputs. With capacity factor 1 the expert GEMMs
+// do exactly the active-parameter FLOPs; a larger factor counts the padded slots.
+
+void StageGenerator::moe_forward() {
+  const Sizes& s = sizes_;
+  const double experts = model_.experts;
+  const double local_experts = experts / parallelism_.ep;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
+  (void)gemm("router", {s.norm_tokens, experts, s.hidden});
+  (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
+                    KernelClass::reduction);
+  (void)compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
+                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  if (parallelism_.sequence_parallel)
+    await(
+        communicate(training_.overlap.tp, kTpStream,
+                    {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, expert_bytes}));
+  (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.ffn_local, s.hidden, local_experts});
+  if (swiglu) {
+    (void)elementwise("expert_swiglu", s.expert_tokens * s.ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("expert_gelu", s.expert_tokens * s.ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+  }
+  (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.ffn_local, local_experts});
+  if (parallelism_.sequence_parallel) {
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, expert_bytes}));
+  } else {
+    await(
+        communicate(training_.overlap.tp, kTpStream,
+                    {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, expert_bytes}));
+  }
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  // Weighted sum of each token's top_k expert outputs.
+  (void)compute("moe_unpermute", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
+                (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+}
+
+void StageGenerator::moe_backward() {
+  const Sizes& s = sizes_;
+  const double experts = model_.experts;
+  const double local_experts = experts / parallelism_.ep;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
+  (void)compute("moe_unpermute_bwd", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
+                (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+  // Backward of the combine all-to-all sends the output gradients back to the experts.
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  if (parallelism_.sequence_parallel)
+    await(
+        communicate(training_.overlap.tp, kTpStream,
+                    {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, expert_bytes}));
+  const Gemm fc2{s.expert_tokens, s.hidden, s.ffn_local, local_experts};
+  (void)gemm_dgrad("expert_fc2_dgrad", fc2);
+  gradient_ready(local_experts * s.ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
+  if (swiglu) {
+    (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.ffn_local, kBackwardFlopRatio * kSwigluFlops,
+                      5.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("expert_gelu_bwd", s.expert_tokens * s.ffn_local, kBackwardFlopRatio * kGeluFlops,
+                      3.0 * s.activation_bytes);
+  }
+  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.ffn_local;
+  const Gemm fc1{s.expert_tokens, fc1_width, s.hidden, local_experts};
+  (void)gemm_dgrad("expert_fc1_dgrad", fc1);
+  // The gathered expert inputs are kept by autograd, so no re-gather; the input gradient goes back
+  // through the tp reduce-scatter (or all-reduce without SP) while the wgrad GEMM runs.
+  const std::optional<OpRef> reduce = parallelism_.sequence_parallel
+                                          ? communicate(training_.overlap.tp, kTpStream,
+                                                        {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter,
+                                                         GroupRole::tp, CommCategory::tp, expert_bytes})
+                                          : communicate(training_.overlap.tp, kTpStream,
+                                                        {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp,
+                                                         CommCategory::tp, expert_bytes});
+  gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
+  await(reduce);
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  (void)compute("moe_permute_bwd", KernelClass::memcpy, Precision::fp32, s.routed_tokens * s.hidden,
+                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  (void)elementwise("router_topk_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
+                    s.activation_bytes + 8.0, KernelClass::reduction);
+  const Gemm router{s.norm_tokens, experts, s.hidden};
+  (void)gemm_dgrad("router_dgrad", router);
+  gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
+}
+
+// --- embedding and output head ----------------------------------------------------------------------
+
+void StageGenerator::embedding_forward() {
+  const Sizes& s = sizes_;
+  // Vocab-parallel lookup: every tp rank gathers the rows of its vocabulary shard for all T tokens
+  // (zeros elsewhere), then the tp group sums them (Megatron VocabParallelEmbedding).
+  (void)compute("embedding", KernelClass::elementwise, Precision::fp32, 0.0,
+                2.0 * s.tokens * s.hidden * s.activation_bytes);
+  await(reduce_after_row_parallel());
+}
+
+void StageGenerator::embedding_backward() {
+  const Sizes& s = sizes_;
+  if (parallelism_.sequence_parallel) {
+    await(communicate(training_.overlap.tp, kTpStream,
+                      {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp,
+                       s.tokens * s.hidden * s.activation_bytes}));
+  }
+  // Scatter-add of the output gradient into the rows of this rank's vocabulary shard.
+  const OpRef op = compute("embedding_bwd", KernelClass::elementwise, Precision::fp32, s.tokens * s.hidden,
+                           s.tokens * s.hidden * (s.activation_bytes + 2.0 * s.gradient_bytes));
+  gradient_ready(local_.embedding, false, op);
+}
+
+void StageGenerator::head_forward() {
+  const Sizes& s = sizes_;
+  (void)norm("final_norm", false);
+  await(gather_for_column_parallel());
+  (void)gemm("logits", {s.tokens, s.vocab_local, s.hidden});
+  // Vocab-parallel cross-entropy: softmax over this rank's vocabulary shard, kept in fp32 for backward.
+  (void)elementwise("cross_entropy", s.tokens * s.vocab_local, kSoftmaxFlops, s.activation_bytes + 4.0,
+                    KernelClass::reduction);
+  // The max, the target logit and the sum of exponentials are all-reduced over tp (three fp32 values per
+  // token, Megatron _VocabParallelCrossEntropy), modelled as one all-reduce.
+  await(blocking(
+      {"cross_entropy_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, 3.0 * 4.0 * s.tokens}));
+}
+
+void StageGenerator::head_backward() {
+  const Sizes& s = sizes_;
+  (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 4.0 + s.activation_bytes,
+                    KernelClass::reduction);
+  // With tied embeddings on a single stage the head's gradient lands in the embedding's, counted there.
+  column_parallel_backward("logits_dgrad", "logits_wgrad", {s.tokens, s.vocab_local, s.hidden}, local_.output_head,
+                           false);
+  gradient_ready(local_.final_norm, false, norm("final_norm_bwd", true));
+}
+
+}  // namespace chopsim::detail

@@ -1,0 +1,177 @@
+#include "workload_plan.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim::detail {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw ModelError("workload: " + message); }
+
+std::string str(int value) { return std::to_string(value); }
+
+}  // namespace
+
+void validate_training_setup(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                             const TrainingSpec& training) {
+  (void)count_parameters(model);  // checks the model's own dimensions
+  (void)RankLayout(parallelism);  // checks dp, tp, pp, cp, ep and the shard group
+  const auto& p = parallelism;
+  if (model.heads % p.tp != 0) fail("heads=" + str(model.heads) + " must be a multiple of tp=" + str(p.tp));
+  if (model.kv_heads % p.tp != 0 && p.tp % model.kv_heads != 0)
+    fail("kv_heads=" + str(model.kv_heads) + " and tp=" + str(p.tp) +
+         " must divide one another (Megatron splits KV heads over tp, or replicates them when tp > kv_heads)");
+  if (p.virtual_stages < 1) fail("virtual_stages must be at least 1");
+  if (p.pp_schedule == PipelineSchedule::interleaved && p.virtual_stages > 1 && p.pp < 2)
+    fail("the interleaved schedule needs pp >= 2 (virtual_stages=" + str(p.virtual_stages) + ", pp=1)");
+  const int chunks = p.pp_schedule == PipelineSchedule::interleaved ? p.virtual_stages : 1;
+  if (model.layers % (p.pp * chunks) != 0)
+    fail("layers=" + str(model.layers) + " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
+  if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
+    fail("global_batch, micro_batch and seq_len must be positive");
+  if (training.global_batch % (p.dp * training.micro_batch) != 0)
+    fail("global_batch=" + str(training.global_batch) +
+         " must be a multiple of dp*micro_batch=" + str(p.dp * training.micro_batch));
+  const int micro_batches = training.micro_batches(p);
+  // Megatron's interleaved schedule runs micro-batches through the chunks in groups of pp; a last group
+  // of fewer than pp micro-batches makes the first stage wait for a chunk the last stage has not
+  // produced yet (a deadlock chopsim's checker finds; Megatron-LM rejects such runs).
+  if (chunks > 1 && micro_batches % p.pp != 0)
+    fail("the interleaved schedule needs the micro-batches per iteration (global_batch / (dp*micro_batch) = " +
+         str(micro_batches) + ") to be a multiple of pp=" + str(p.pp));
+  if (p.cp > 1 && training.seq_len % (2 * p.cp) != 0)
+    fail("seq_len=" + str(training.seq_len) + " must be a multiple of 2*cp=" + str(2 * p.cp) +
+         " (Megatron's load-balanced causal context parallelism splits the sequence into 2*cp chunks)");
+  if (p.sequence_parallel && p.tp > 1 && (training.seq_len / p.cp) % p.tp != 0)
+    fail("with sequence parallelism seq_len/cp=" + str(training.seq_len / p.cp) +
+         " must be a multiple of tp=" + str(p.tp));
+  if (p.ep > 1 && !model.is_moe()) fail("ep=" + str(p.ep) + " needs a mixture-of-experts model");
+  if (model.experts % p.ep != 0) fail("experts=" + str(model.experts) + " must be a multiple of ep=" + str(p.ep));
+  if (p.zero_stage < 0 || p.zero_stage > 3) fail("zero_stage must be 0, 1, 2 or 3");
+  if (training.fsdp_prefetch < 0) fail("fsdp_prefetch must be >= 0");
+  if (!(training.dp_bucket_bytes > 0.0)) fail("dp_bucket_bytes must be positive");
+  if (!(training.moe_capacity_factor > 0.0)) fail("moe_capacity_factor must be positive");
+}
+
+PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                             const TrainingSpec& training) {
+  PipelineShape shape;
+  shape.stages = parallelism.pp;
+  shape.chunks = parallelism.pp_schedule == PipelineSchedule::interleaved ? parallelism.virtual_stages : 1;
+  shape.layers_per_chunk = model.layers / (shape.stages * shape.chunks);
+  shape.micro_batches = training.micro_batches(parallelism);
+  return shape;
+}
+
+std::vector<PipelineAction> pipeline_schedule(const PipelineShape& shape, int stage) {
+  const int p = shape.stages;
+  const int v = shape.chunks;
+  const int m = shape.micro_batches;
+  std::vector<PipelineAction> actions;
+  actions.reserve(static_cast<std::size_t>(2 * m * v));
+  if (v == 1) {
+    const int warmup = std::min(p - stage - 1, m);
+    for (int i = 0; i < warmup; ++i) actions.push_back({true, i, 0});
+    for (int i = 0; i < m - warmup; ++i) {
+      actions.push_back({true, warmup + i, 0});
+      actions.push_back({false, i, 0});
+    }
+    for (int i = m - warmup; i < m; ++i) actions.push_back({false, i, 0});
+    return actions;
+  }
+  // Megatron-Core get_schedule_table with microbatch_group_size_per_vp_stage = pp: groups of pp
+  // micro-batches run through chunk 0, then chunk 1, ...; the last group holds what is left.
+  std::vector<std::pair<int, int>> table;  // (micro-batch, chunk) of the k-th forward
+  table.reserve(static_cast<std::size_t>(m * v));
+  for (int group_start = 0; group_start < m; group_start += p) {
+    const int group_end = std::min(group_start + p, m);
+    for (int chunk = 0; chunk < v; ++chunk)
+      for (int mb = group_start; mb < group_end; ++mb) table.emplace_back(mb, chunk);
+  }
+  const int total = m * v;
+  const int warmup = std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  const auto forward = [&](int k) { return PipelineAction{true, table[k].first, table[k].second}; };
+  // The k-th backward runs the chunks in reverse (get_model_chunk_id(k, forward=False)).
+  const auto backward = [&](int k) { return PipelineAction{false, table[k].first, v - 1 - table[k].second}; };
+  for (int k = 0; k < warmup; ++k) actions.push_back(forward(k));
+  for (int k = 0; k < total - warmup; ++k) {
+    actions.push_back(forward(warmup + k));
+    actions.push_back(backward(k));
+  }
+  for (int k = total - warmup; k < total; ++k) actions.push_back(backward(k));
+  return actions;
+}
+
+int max_in_flight_chunks(const PipelineShape& shape, int stage) {
+  int in_flight = 0;
+  int peak = 0;
+  for (const PipelineAction& action : pipeline_schedule(shape, stage)) {
+    in_flight += action.forward ? 1 : -1;
+    peak = std::max(peak, in_flight);
+  }
+  return peak;
+}
+
+LocalParameters local_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism) {
+  const ParameterCount count = count_parameters(model);
+  const double tp = parallelism.tp;
+  const double h = model.hidden;
+  const double head_dim = model.head_dim();
+  LocalParameters local;
+  local.query_heads = static_cast<double>(model.heads) / tp;
+  // Megatron splits the KV heads over tp; when tp exceeds them each rank keeps one KV head (replicated).
+  local.kv_heads = model.kv_heads >= parallelism.tp ? static_cast<double>(model.kv_heads) / tp : 1.0;
+  local.attention = h * head_dim * (local.query_heads + 2.0 * local.kv_heads) + local.query_heads * head_dim * h;
+  local.norms = count.norms_per_layer;
+  local.router = count.router_per_layer;
+  local.one_expert = count.mlp_per_layer / model.experts / tp;
+  if (model.is_moe()) {
+    local.experts = static_cast<double>(model.experts / parallelism.ep) * local.one_expert;
+  } else {
+    local.dense_mlp = count.mlp_per_layer / tp;
+  }
+  local.embedding = count.embedding / tp;
+  // With tied embeddings and pp > 1 the last stage keeps its own copy of the matrix for the output
+  // head (Megatron's shared_embedding); with pp == 1 the head reuses the input embedding.
+  if (!model.tied_embeddings || parallelism.pp > 1) local.output_head = count.embedding / tp;
+  local.final_norm = count.final_norm;
+  return local;
+}
+
+StageParameters stage_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism, int stage) {
+  const LocalParameters local = local_parameters(model, parallelism);
+  StageParameters stage_params;
+  stage_params.layers = model.layers / parallelism.pp;
+  stage_params.dense = stage_params.layers * local.layer_dense();
+  stage_params.expert = stage_params.layers * local.experts;
+  stage_params.largest_unit = local.layer_dense() + local.experts;
+  stage_params.largest_unit_expert = local.experts;
+  const auto consider_unit = [&](double elements) {
+    stage_params.dense += elements;
+    if (elements > stage_params.largest_unit) {
+      stage_params.largest_unit = elements;
+      stage_params.largest_unit_expert = 0.0;
+    }
+  };
+  if (stage == 0) consider_unit(local.embedding);
+  if (stage == parallelism.pp - 1) consider_unit(local.output_head + local.final_norm);
+  return stage_params;
+}
+
+double storage_bytes_per_element(Precision precision) {
+  return precision == Precision::fp32 || precision == Precision::tf32 ? 4.0 : 2.0;
+}
+
+double gradient_bytes_per_element(Precision precision, int zero_stage) {
+  return zero_stage == 3 ? storage_bytes_per_element(precision) : 4.0;
+}
+
+double optimizer_bytes_per_parameter(Precision precision) {
+  return precision == Precision::fp32 || precision == Precision::tf32 ? 8.0 : 12.0;
+}
+
+}  // namespace chopsim::detail

@@ -1,0 +1,103 @@
+#pragma once
+// Private to chopsim_models: what the workload generator and the memory model must agree on —
+// the checks on a training setup, the pipeline schedule, and the parameters each rank holds.
+
+#include <vector>
+
+#include "chopsim/models/parallelism.hpp"
+#include "chopsim/models/transformer.hpp"
+
+namespace chopsim::detail {
+
+/// Throws ModelError when the model, parallelism and training setup cannot be turned into a workload
+/// (the config validator should have caught it; this is the last line of defence).
+void validate_training_setup(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                             const TrainingSpec& training);
+
+/// How the layers and micro-batches are laid out over the pipeline.
+struct PipelineShape {
+  int stages = 1;            ///< pp
+  int chunks = 1;            ///< model chunks per stage (virtual stages; 1 for plain 1F1B)
+  int layers_per_chunk = 0;  ///< layers / (pp * chunks)
+  int micro_batches = 1;     ///< per pipeline per iteration
+
+  /// Megatron's virtual pipeline rank of (stage, chunk): chunk c of stage i runs layers
+  /// [(c*pp + i) * layers_per_chunk, +layers_per_chunk) (Narayanan et al., SC'21, Fig. 4).
+  [[nodiscard]] int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
+  [[nodiscard]] int virtual_stage_count() const { return stages * chunks; }
+  [[nodiscard]] int first_layer(int stage, int chunk) const { return virtual_stage(stage, chunk) * layers_per_chunk; }
+};
+
+[[nodiscard]] PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                           const TrainingSpec& training);
+
+/// One forward or backward pass of one micro-batch through one model chunk of a stage.
+struct PipelineAction {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;
+};
+
+/// The order in which `stage` runs its forward and backward passes in one iteration:
+/// 1F1B (PipeDream-flush): min(pp - stage - 1, m) warm-up forwards, then alternate one forward and one
+/// backward, then the remaining backwards (Narayanan et al., SC'21, Fig. 4 top).
+/// Interleaved: Megatron-Core's schedule (pipeline_parallel/schedules.py, forward_backward_pipelining_with_
+/// interleaving and get_schedule_table): micro-batches go through the chunks in groups of pp;
+/// (pp - stage - 1) * 2 + (chunks - 1) * pp warm-up forwards, then 1F1B, then the cool-down backwards.
+[[nodiscard]] std::vector<PipelineAction> pipeline_schedule(const PipelineShape& shape, int stage);
+
+/// Largest number of (micro-batch, chunk) forward passes whose activations `stage` holds at once.
+[[nodiscard]] int max_in_flight_chunks(const PipelineShape& shape, int stage);
+
+/// Parameter elements one rank holds before ZeRO/FSDP sharding: divided by tp (Megatron's column and row
+/// parallel layers, vocab-parallel embedding and head) and by ep for experts; norms and the MoE router are
+/// replicated across the tensor-parallel group.
+struct LocalParameters {
+  double attention = 0.0;    ///< one layer's QKV + output projection on this rank
+  double norms = 0.0;        ///< one layer's two norms
+  double dense_mlp = 0.0;    ///< one layer's MLP (0 for MoE)
+  double router = 0.0;       ///< one layer's MoE router
+  double experts = 0.0;      ///< one layer's experts held by this rank (experts/ep of them, each /tp)
+  double one_expert = 0.0;   ///< one expert's MLP on this rank (/tp)
+  double embedding = 0.0;    ///< input embedding (first stage)
+  double output_head = 0.0;  ///< output head on the last stage: untied, or a tied copy when pp > 1
+  double final_norm = 0.0;   ///< last stage
+  double kv_heads = 0.0;     ///< KV heads on this rank (replicated when tp > kv_heads)
+  double query_heads = 0.0;  ///< query heads on this rank
+
+  /// Parameters reduced over the data group (everything except experts) of one layer.
+  [[nodiscard]] double layer_dense() const { return attention + norms + dense_mlp + router; }
+};
+
+[[nodiscard]] LocalParameters local_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism);
+
+/// Parameters of one rank of pipeline stage `stage`, split by the group their gradients are reduced in.
+struct StageParameters {
+  int layers = 0;
+  double dense = 0.0;   ///< reduced/sharded over the data (or shard) group
+  double expert = 0.0;  ///< reduced/sharded over the expert_data group
+  /// The largest FSDP unit (a layer, the embedding, or the head with the final norm), elements.
+  double largest_unit = 0.0;
+  double largest_unit_expert = 0.0;  ///< the expert part of that unit
+};
+
+[[nodiscard]] StageParameters stage_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                               int stage);
+
+/// Bytes of one stored weight or activation element: bf16 for bf16/fp16/fp8 runs (fp8 GEMMs keep bf16
+/// weights and activations, Transformer Engine), fp32 for fp32/tf32 runs.
+[[nodiscard]] double storage_bytes_per_element(Precision precision);
+
+/// Bytes of one gradient element, as kept and reduced. Megatron-LM (the ZeRO 0-2 runs: DDP and the
+/// distributed optimizer) accumulates and reduces bf16 runs' gradients in fp32 (--accumulate-allreduce-
+/// grads-in-fp32, forced for bf16; its distributed-optimizer docs count 6 + 12/d bytes per parameter:
+/// bf16 weight 2, fp32 gradient 4, fp32 master and Adam moments 12/d), which Megatron's measured memory in
+/// ../shared/data/validation/megatron_lm confirms. ZeRO-3/FSDP keeps the ZeRO accounting 2 + 2 + 12
+/// (Rajbhandari et al. 2020, Sec. 3.1; FSDP MixedPrecision with reduce_dtype bf16): 2 bytes.
+[[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage);
+
+/// fp32 master weights + Adam first and second moments = 12 bytes per parameter (ZeRO Sec. 3.1);
+/// 8 for fp32 runs, whose weights are their own master copy.
+[[nodiscard]] double optimizer_bytes_per_parameter(Precision precision);
+
+}  // namespace chopsim::detail

@@ -1,0 +1,67 @@
+#pragma once
+// Private to chopsim_models: assembling one Program — streams created by name on first use, ops appended
+// in stream order, and cross-stream dependencies that may be added to an op after it was appended
+// (they are gathered and laid out contiguously per op by finish()).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "chopsim/models/workload.hpp"
+
+namespace chopsim::detail {
+
+/// Interns op names shared by all programs of a workload (Workload::names).
+class NameTable {
+ public:
+  explicit NameTable(std::vector<std::string>& names);
+  [[nodiscard]] std::uint32_t intern(std::string_view name);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> index_;
+};
+
+/// An op of the program being built.
+struct OpRef {
+  std::uint16_t stream = 0;
+  std::uint32_t op = 0;
+};
+
+class ProgramBuilder {
+ public:
+  /// Stream 0 is always "compute".
+  ProgramBuilder();
+
+  /// The stream called `name`, created (appended) on first use.
+  [[nodiscard]] std::uint16_t stream(std::string_view name);
+  [[nodiscard]] bool has_stream(std::string_view name) const;
+  /// The last op of a stream, if it has any.
+  [[nodiscard]] bool last_op(std::uint16_t stream, OpRef& out) const;
+
+  OpRef append(std::uint16_t stream, const Op& op);
+  [[nodiscard]] const Op& op(OpRef ref) const;
+  /// `consumer` starts only after `producer` ended. Ignored when stream order already implies it.
+  void depend(OpRef consumer, OpRef producer);
+
+  /// Lays the dependencies out per op and returns the program; the builder is empty afterwards.
+  [[nodiscard]] Program finish();
+
+ private:
+  struct PendingDependency {
+    std::uint16_t stream = 0;
+    std::uint32_t op = 0;
+    OpDependency on;
+  };
+  Program program_;
+  std::vector<PendingDependency> dependencies_;
+};
+
+}  // namespace chopsim::detail

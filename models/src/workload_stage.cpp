@@ -1,0 +1,425 @@
+#include "workload_stage.hpp"
+
+#include <algorithm>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim::detail {
+
+StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                               const TrainingSpec& training, const RankLayout& layout, NameTable& names, int stage)
+    : model_(model),
+      parallelism_(parallelism),
+      training_(training),
+      layout_(layout),
+      names_(names),
+      stage_(stage),
+      shape_(pipeline_shape(model, parallelism, training)),
+      local_(local_parameters(model, parallelism)) {
+  const double tp = parallelism.tp;
+  Sizes& s = sizes_;
+  s.sequence = training.seq_len;
+  s.tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
+  s.norm_tokens = parallelism.sequence_parallel ? s.tokens / tp : s.tokens;
+  s.hidden = model.hidden;
+  s.ffn_local = model.ffn_hidden / tp;
+  s.vocab_local = model.vocab / tp;
+  s.head_dim = model.head_dim();
+  s.query_heads = local_.query_heads;
+  s.kv_heads = local_.kv_heads;
+  const double copies = model.is_moe() ? model.top_k * training.moe_capacity_factor : 0.0;
+  s.routed_tokens = s.norm_tokens * copies;
+  s.expert_tokens = s.tokens * copies;
+  s.activation_bytes = storage_bytes_per_element(training.precision);
+  s.gemm_input_bytes = bytes_per_element(training.precision);
+  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage);
+  gemm_precision_ = training.precision;
+  // Flash attention runs in bf16 even in fp8 runs (Transformer Engine's default DotProductAttention).
+  attention_precision_ = training.precision == Precision::fp8 ? Precision::bf16 : training.precision;
+  first_forward_op_.assign(static_cast<std::size_t>(model.layers + 2), std::nullopt);
+}
+
+// --- emission primitives ----------------------------------------------------------------------------
+
+Op StageGenerator::base_op(std::string_view name) const {
+  Op op;
+  op.name = names_.intern(name);
+  op.layer = layer_;
+  op.micro_batch = micro_batch_;
+  op.pass = pass_;
+  return op;
+}
+
+std::optional<OpRef> StageGenerator::last_compute() const {
+  OpRef ref;
+  if (builder_.last_op(0, ref)) return ref;
+  return std::nullopt;
+}
+
+OpRef StageGenerator::append_to_compute_stream(const Op& op) {
+  const OpRef ref = builder_.append(0, op);
+  for (const OpRef& producer : awaited_) builder_.depend(ref, producer);
+  awaited_.clear();
+  if (record_first_op_of_unit_ >= 0) {
+    first_forward_op_[static_cast<std::size_t>(record_first_op_of_unit_)] = ref;
+    record_first_op_of_unit_ = -1;
+  }
+  return ref;
+}
+
+Op StageGenerator::collective_op(const Comm& comm) const {
+  Op op = base_op(comm.name);
+  op.kind = OpKind::collective;
+  op.kernel_class = KernelClass::communication;
+  op.category = comm.category;
+  op.collective = comm.kind;
+  op.group = comm.group;
+  op.bytes = comm.bytes;
+  return op;
+}
+
+OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops,
+                              double bytes) {
+  Op op = base_op(name);
+  op.kind = OpKind::compute;
+  op.kernel_class = kernel_class;
+  op.precision = precision;
+  op.flops = flops;
+  op.bytes = bytes;
+  return append_to_compute_stream(op);
+}
+
+std::optional<OpRef> StageGenerator::blocking(const Comm& comm) {
+  if (layout_.group_size(comm.group) <= 1) return std::nullopt;
+  return append_to_compute_stream(collective_op(comm));
+}
+
+std::optional<OpRef> StageGenerator::overlapped(std::string_view stream, const Comm& comm, std::optional<OpRef> after) {
+  if (layout_.group_size(comm.group) <= 1) return std::nullopt;
+  const OpRef ref = builder_.append(builder_.stream(stream), collective_op(comm));
+  if (after) builder_.depend(ref, *after);
+  return ref;
+}
+
+std::optional<OpRef> StageGenerator::communicate(bool overlap, std::string_view stream, const Comm& comm) {
+  if (!overlap) return blocking(comm);
+  const std::optional<OpRef> ref = overlapped(stream, comm, last_compute());
+  // Its input may also be the result of a collective that compute has not consumed yet (the tp
+  // all-gather of tokens an ep all-to-all just delivered).
+  if (ref)
+    for (const OpRef& pending : awaited_) builder_.depend(*ref, pending);
+  return ref;
+}
+
+void StageGenerator::await(std::optional<OpRef> producer) {
+  if (producer && producer->stream != 0) awaited_.push_back(*producer);
+}
+
+// --- the iteration ----------------------------------------------------------------------------------
+
+Program StageGenerator::generate() {
+  for (const PipelineAction& action : pipeline_schedule(shape_, stage_)) {
+    if (action.forward) {
+      forward_pass(action.micro_batch, action.chunk);
+    } else {
+      backward_pass(action.micro_batch, action.chunk);
+    }
+  }
+  optimizer_step();
+  if (!awaited_.empty()) throw ModelError("workload: internal error, an awaited op has no consumer");
+  return builder_.finish();
+}
+
+std::uint32_t StageGenerator::pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const {
+  // Unique per (direction, micro-batch, boundary between virtual stages): the sender names the
+  // boundary by its own virtual stage, the receiver by its neighbour's.
+  const auto boundary =
+      static_cast<std::uint64_t>(micro_batch) * static_cast<std::uint64_t>(shape_.virtual_stage_count()) +
+      static_cast<std::uint64_t>(virtual_stage);
+  const std::uint64_t tag = boundary * 2 + (gradient ? 1 : 0);
+  if (tag > 0xffffffffULL) throw ModelError("workload: too many micro-batches for 32-bit pipeline tags");
+  return static_cast<std::uint32_t>(tag);
+}
+
+OpRef StageGenerator::pipeline_send(bool gradient, int virtual_stage) {
+  Op op = base_op(gradient ? "pp_send_gradient" : "pp_send_activation");
+  op.kind = OpKind::send;
+  op.kernel_class = KernelClass::communication;
+  op.category = CommCategory::pp;
+  op.collective = CollectiveKind::send_recv;
+  op.group = GroupRole::pp;
+  op.peer_offset = static_cast<std::int8_t>(gradient ? -1 : +1);
+  op.tag = pipeline_tag(micro_batch_, virtual_stage, gradient);
+  // Activations (or their gradients) at a layer boundary: s/cp * b * h elements, split over tp with SP.
+  op.bytes = sizes_.norm_tokens * sizes_.hidden * sizes_.activation_bytes;
+  const OpRef ref = builder_.append(builder_.stream(gradient ? kPpSendPrevStream : kPpSendNextStream), op);
+  if (const auto producer = last_compute()) builder_.depend(ref, *producer);
+  return ref;
+}
+
+OpRef StageGenerator::pipeline_recv(bool gradient, int virtual_stage_of_sender) {
+  Op op = base_op(gradient ? "pp_recv_gradient" : "pp_recv_activation");
+  op.kind = OpKind::recv;
+  op.kernel_class = KernelClass::communication;
+  op.category = CommCategory::pp;
+  op.collective = CollectiveKind::send_recv;
+  op.group = GroupRole::pp;
+  op.peer_offset = static_cast<std::int8_t>(gradient ? +1 : -1);
+  op.tag = pipeline_tag(micro_batch_, virtual_stage_of_sender, gradient);
+  op.bytes = sizes_.norm_tokens * sizes_.hidden * sizes_.activation_bytes;
+  // Receives are posted as early as their stream allows (one FIFO channel per neighbour and direction,
+  // in the order both sides run the schedule), so a send never waits on an unrelated transfer.
+  return builder_.append(builder_.stream(gradient ? kPpRecvNextStream : kPpRecvPrevStream), op);
+}
+
+void StageGenerator::forward_pass(int micro_batch, int chunk) {
+  micro_batch_ = micro_batch;
+  pass_ = Pass::forward;
+  final_backward_ = false;
+  const int virtual_stage = shape_.virtual_stage(stage_, chunk);
+  const int last_virtual_stage = shape_.virtual_stage_count() - 1;
+  layer_ = -1;
+  if (virtual_stage > 0) await(pipeline_recv(false, virtual_stage - 1));
+  if (virtual_stage == 0) {
+    begin_unit(embedding_unit(), false);
+    embedding_forward();
+    end_unit(false);
+  }
+  const int first = shape_.first_layer(stage_, chunk);
+  for (int layer = first; layer < first + shape_.layers_per_chunk; ++layer) {
+    begin_unit(layer_unit(layer), false);
+    layer_forward(layer);
+    end_unit(false);
+  }
+  layer_ = -1;
+  if (virtual_stage == last_virtual_stage) {
+    begin_unit(head_unit(), false);
+    head_forward();
+    end_unit(false);
+  } else {
+    const OpRef send = pipeline_send(false, virtual_stage);
+    if (!training_.overlap.pp) await(send);  // compute waits until the activation has left
+  }
+}
+
+void StageGenerator::backward_pass(int micro_batch, int chunk) {
+  micro_batch_ = micro_batch;
+  pass_ = Pass::backward;
+  // Each chunk runs micro-batches in increasing order, so the last one completes its gradients.
+  final_backward_ = micro_batch == shape_.micro_batches - 1;
+  const int virtual_stage = shape_.virtual_stage(stage_, chunk);
+  const int last_virtual_stage = shape_.virtual_stage_count() - 1;
+  layer_ = -1;
+  if (virtual_stage < last_virtual_stage) {
+    await(pipeline_recv(true, virtual_stage + 1));
+  } else {
+    begin_unit(head_unit(), true);
+    head_backward();
+    end_unit(true);
+  }
+  const int first = shape_.first_layer(stage_, chunk);
+  for (int layer = first + shape_.layers_per_chunk - 1; layer >= first; --layer) {
+    begin_unit(layer_unit(layer), true);
+    if (training_.recompute == RecomputePolicy::full) {
+      // Full recomputation re-runs the layer's forward from its stored input right before its backward
+      // (Megatron --recompute-granularity full --recompute-method uniform --recompute-num-layers 1).
+      pass_ = Pass::recompute;
+      layer_forward(layer);
+      pass_ = Pass::backward;
+    }
+    layer_backward(layer);
+    end_unit(true);
+  }
+  layer_ = -1;
+  if (virtual_stage == 0) {
+    begin_unit(embedding_unit(), true);
+    embedding_backward();
+    end_unit(true);
+  } else {
+    const OpRef send = pipeline_send(true, virtual_stage);
+    if (!training_.overlap.pp) await(send);
+  }
+  final_backward_ = false;
+}
+
+// --- FSDP (ZeRO-3) units ----------------------------------------------------------------------------
+
+double StageGenerator::unit_dense_parameters(int unit) const {
+  if (unit == embedding_unit()) return local_.embedding;
+  if (unit == head_unit()) return local_.output_head + local_.final_norm;
+  return local_.layer_dense();
+}
+
+double StageGenerator::unit_expert_parameters(int unit) const {
+  if (unit == embedding_unit() || unit == head_unit()) return 0.0;
+  return local_.experts;
+}
+
+void StageGenerator::begin_unit(int unit, bool backward) {
+  current_unit_ = unit;
+  layer_ = unit == embedding_unit() || unit == head_unit() ? -1 : unit - 1;
+  auto& first_op = first_forward_op_[static_cast<std::size_t>(unit)];
+  if (!backward && !first_op) record_first_op_of_unit_ = unit;
+  if (parallelism_.zero_stage != 3) return;
+  // A unit whose forward was the last thing computed keeps its parameters for its backward
+  // (torchtitan does not reshard the last block after forward; FSDP would re-gather it at once).
+  const bool kept = backward && !unit_uses_.empty() && unit_uses_.back().unit == unit && !unit_uses_.back().backward &&
+                    unit_uses_.back().micro_batch == micro_batch_;
+  const std::size_t use = unit_uses_.size();
+  unit_uses_.push_back(UnitUse{unit, backward, micro_batch_, std::nullopt});
+  if (kept) return;
+  const Comm dense{"fsdp_all_gather", CollectiveKind::all_gather, GroupRole::shard, CommCategory::fsdp,
+                   unit_dense_parameters(unit) * sizes_.activation_bytes};
+  const Comm expert{"fsdp_all_gather_expert", CollectiveKind::all_gather, GroupRole::expert_data, CommCategory::fsdp,
+                    unit_expert_parameters(unit) * sizes_.activation_bytes};
+  if (training_.overlap.fsdp) {
+    // Prefetch: the gather for use j may start once use j - prefetch - 1 has finished computing
+    // (FSDP's rate limiter, limit_all_gathers), so at most prefetch + 1 gathered units wait ahead.
+    std::optional<OpRef> after;
+    const auto distance = static_cast<std::size_t>(training_.fsdp_prefetch) + 1;
+    if (use >= distance) after = unit_uses_[use - distance].last_compute;
+    await(overlapped(kFsdpGatherStream, dense, after));
+    if (expert.bytes > 0) await(overlapped(kFsdpGatherStream, expert, after));
+  } else {
+    await(blocking(dense));
+    if (expert.bytes > 0) await(blocking(expert));
+  }
+}
+
+void StageGenerator::end_unit(bool backward) {
+  record_first_op_of_unit_ = -1;
+  const int unit = current_unit_;
+  current_unit_ = -1;
+  if (parallelism_.zero_stage != 3) return;
+  unit_uses_.back().last_compute = last_compute();
+  if (!backward) return;
+  // Gradients are reduce-scattered after every micro-batch's backward: PyTorch FSDP's default
+  // (no no_sync()); with no_sync the unsharded gradients would stay in memory until the last one.
+  const auto reduce = [&](const Comm& comm) {
+    if (comm.bytes <= 0) return;
+    if (training_.overlap.fsdp) {
+      (void)overlapped(kFsdpReduceStream, comm, last_compute());
+    } else {
+      (void)blocking(comm);
+    }
+  };
+  const double dense_bytes = unit_dense_parameters(unit) * sizes_.gradient_bytes;
+  reduce({"fsdp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::shard, CommCategory::fsdp, dense_bytes});
+  // Hybrid sharding: the reduced shard is all-reduced across the replicas (FSDP HYBRID_SHARD).
+  reduce({"fsdp_all_reduce_replicate", CollectiveKind::all_reduce, GroupRole::replicate, CommCategory::fsdp,
+          dense_bytes / layout_.group_size(GroupRole::shard)});
+  reduce({"fsdp_reduce_scatter_expert", CollectiveKind::reduce_scatter, GroupRole::expert_data, CommCategory::fsdp,
+          unit_expert_parameters(unit) * sizes_.gradient_bytes});
+}
+
+// --- data-parallel gradient buckets (ZeRO 0-2) ----------------------------------------------------
+
+void StageGenerator::gradient_ready(double elements, bool expert, OpRef producer) {
+  if (!final_backward_ || parallelism_.zero_stage == 3 || elements <= 0) return;
+  Bucket& bucket = expert ? open_expert_ : open_dense_;
+  bucket.expert = expert;
+  bucket.elements += elements;
+  bucket.last_producer = producer;
+  if (bucket.units.empty() || bucket.units.back() != current_unit_) bucket.units.push_back(current_unit_);
+  // Megatron's DDP closes a bucket once it holds at least bucket_size bytes; parameters are not split.
+  if (bucket.elements * sizes_.gradient_bytes >= training_.dp_bucket_bytes) close_bucket(expert);
+}
+
+void StageGenerator::close_bucket(bool expert) {
+  Bucket& bucket = expert ? open_expert_ : open_dense_;
+  if (bucket.elements <= 0) return;
+  buckets_.push_back(std::move(bucket));
+  bucket = Bucket{};
+  // With overlap, each bucket is reduced as soon as the backward op completing it has run
+  // (Megatron --overlap-grad-reduce, PyTorch DDP); without it all buckets wait for the end of backward.
+  if (training_.overlap.dp) reduce_bucket(buckets_.size() - 1, true);
+}
+
+void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
+  const Bucket& bucket = buckets_[index];
+  const double bytes = bucket.elements * sizes_.gradient_bytes;
+  std::vector<Comm> comms;
+  if (parallelism_.zero_stage == 0) {
+    comms.push_back({"dp_all_reduce", CollectiveKind::all_reduce,
+                     bucket.expert ? GroupRole::expert_data : GroupRole::data, CommCategory::dp, bytes});
+  } else {
+    // Distributed optimizer (ZeRO-1/2): reduce-scatter so each rank gets the gradient of its shard.
+    const GroupRole group = bucket.expert ? GroupRole::expert_data : GroupRole::shard;
+    comms.push_back({"dp_reduce_scatter", CollectiveKind::reduce_scatter, group, CommCategory::dp, bytes});
+    if (!bucket.expert)
+      comms.push_back({"dp_all_reduce_replicate", CollectiveKind::all_reduce, GroupRole::replicate, CommCategory::dp,
+                       bytes / layout_.group_size(GroupRole::shard)});
+  }
+  for (const Comm& comm : comms) {
+    if (overlap) {
+      (void)overlapped(kDpStream, comm, bucket.last_producer);
+    } else {
+      (void)blocking(comm);
+    }
+  }
+}
+
+// --- optimizer ----------------------------------------------------------------------------------------
+
+void StageGenerator::optimizer_step() {
+  layer_ = -1;
+  micro_batch_ = -1;
+  pass_ = Pass::backward;
+  close_bucket(false);
+  close_bucket(true);
+  if (!training_.overlap.dp)
+    for (std::size_t i = 0; i < buckets_.size(); ++i) reduce_bucket(i, false);
+  pass_ = Pass::optimizer;
+  // The step needs every reduced gradient of this rank.
+  for (const std::string_view stream : {kDpStream, kFsdpReduceStream}) {
+    if (!builder_.has_stream(stream)) continue;
+    OpRef last;
+    if (builder_.last_op(builder_.stream(stream), last)) await(last);
+  }
+  const StageParameters params = stage_parameters(model_, parallelism_, stage_);
+  const bool sharded = parallelism_.zero_stage >= 1;
+  const double local = params.dense / (sharded ? layout_.group_size(GroupRole::shard) : 1) +
+                       params.expert / (sharded ? layout_.group_size(GroupRole::expert_data) : 1);
+  // AdamW (Loshchilov & Hutter 2019) on fp32 state: read master weight, m, v (12 bytes) and the gradient,
+  // write master weight, m, v and, in mixed precision, the bf16 working copy: 12 + 4 + 12 + 2 = 30 bytes per
+  // parameter with Megatron's fp32 gradients, 28 with FSDP's bf16 ones. About 14 FLOPs per parameter
+  // (moment updates 7, sqrt/eps/divide 3, decay and step 4).
+  const double weight_copy_bytes =
+      training_.precision == Precision::fp32 || training_.precision == Precision::tf32 ? 0.0 : sizes_.activation_bytes;
+  const double bytes_per_parameter = 12.0 + sizes_.gradient_bytes + 12.0 + weight_copy_bytes;
+  (void)compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
+
+  if (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) {
+    // The updated bf16 parameters are all-gathered bucket by bucket. With overlap Megatron gathers them
+    // during the next iteration's forward (--overlap-param-gather): modelled at the start of the
+    // iteration on a dp_ag stream, each layer's first forward op waiting for the buckets holding its
+    // parameters (the same in steady state, since every iteration is alike). Without overlap the gathers
+    // follow the optimizer on the compute stream.
+    std::vector<std::size_t> order(buckets_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto first_use = [&](std::size_t index) {
+      std::uint32_t earliest = UINT32_MAX;
+      for (const int unit : buckets_[index].units)
+        if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) earliest = std::min(earliest, op->op);
+      return earliest;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return first_use(a) < first_use(b); });
+    for (const std::size_t index : order) {
+      const Bucket& bucket = buckets_[index];
+      const Comm gather{"dp_param_all_gather", CollectiveKind::all_gather,
+                        bucket.expert ? GroupRole::expert_data : GroupRole::shard, CommCategory::dp,
+                        bucket.elements * sizes_.activation_bytes};
+      if (training_.overlap.dp) {
+        const auto ref = overlapped(kDpParamGatherStream, gather, std::nullopt);
+        if (!ref) continue;
+        for (const int unit : bucket.units)
+          if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) builder_.depend(*op, *ref);
+      } else {
+        (void)blocking(gather);
+      }
+    }
+  }
+}
+
+}  // namespace chopsim::detail

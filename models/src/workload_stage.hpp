@@ -1,0 +1,196 @@
+#pragma once
+// Private to chopsim_models: the generator of one pipeline stage's program. workload_stage.cpp holds the
+// schedule, pipeline point-to-point, data-parallel/FSDP communication and the optimizer;
+// workload_layers.cpp the kernels and tensor/context/expert-parallel collectives of the model's layers.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "chopsim/models/workload.hpp"
+#include "workload_plan.hpp"
+#include "workload_program.hpp"
+
+namespace chopsim::detail {
+
+// Conventions of the generated programs (what the engine may rely on):
+//  * Stream 0 is "compute". Collectives placed on it block compute; collectives on a side stream overlap
+//    and depend on the compute op that produced their input (and on any collective result compute has
+//    not consumed yet); the compute op that needs their result depends on them.
+//  * Every collective's group has more than one member and lies inside one pipeline stage (roles tp, cp,
+//    ep, data, expert_data, shard, replicate), so all members run the same program and meet it at the same
+//    (stream, op index).
+//  * Pipeline point-to-point uses four FIFO streams, one per direction and neighbour: sends wait for the
+//    op producing the tensor; receives have no dependencies (posted as early as their stream allows) and
+//    the consuming compute op depends on them. Both ends list a channel's transfers in the same order;
+//    tags are unique per (micro-batch, virtual-stage boundary, direction).
+//  * Ops never depend on a later op of their own stream; dependencies per op are contiguous in
+//    Program::dependencies, at most one per producer stream (the latest).
+
+/// Stream names (the engine treats every stream alike; these say what runs on them).
+inline constexpr std::string_view kComputeStream = "compute";
+inline constexpr std::string_view kTpStream = "tp";
+inline constexpr std::string_view kCpStream = "cp";
+inline constexpr std::string_view kEpStream = "ep";
+inline constexpr std::string_view kDpStream = "dp";
+inline constexpr std::string_view kDpParamGatherStream = "dp_ag";
+inline constexpr std::string_view kFsdpGatherStream = "fsdp_ag";
+inline constexpr std::string_view kFsdpReduceStream = "fsdp_rs";
+inline constexpr std::string_view kPpSendNextStream = "pp_send_next";
+inline constexpr std::string_view kPpSendPrevStream = "pp_send_prev";
+inline constexpr std::string_view kPpRecvPrevStream = "pp_recv_prev";
+inline constexpr std::string_view kPpRecvNextStream = "pp_recv_next";
+
+class StageGenerator {
+ public:
+  StageGenerator(const TransformerSpec& model, const ParallelismSpec& parallelism, const TrainingSpec& training,
+                 const RankLayout& layout, NameTable& names, int stage);
+
+  [[nodiscard]] Program generate();
+
+ private:
+  // --- sizes of one micro-batch on one rank -------------------------------------------------------
+  struct Sizes {
+    double tokens = 0;            ///< T = micro_batch * seq_len / cp: rows of every GEMM on this rank
+    double norm_tokens = 0;       ///< T / tp with sequence parallelism, else T: norms, residuals, p2p
+    double sequence = 0;          ///< s: keys each query can see (all CP chunks)
+    double hidden = 0;            ///< h
+    double ffn_local = 0;         ///< f / tp
+    double vocab_local = 0;       ///< V / tp
+    double head_dim = 0;          ///< d
+    double query_heads = 0;       ///< a / tp
+    double kv_heads = 0;          ///< a_kv / tp (at least 1)
+    double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
+    double expert_tokens = 0;     ///< MoE: rows of this rank's expert GEMMs, tokens * top_k * capacity
+    double activation_bytes = 2;  ///< bytes of a stored activation element
+    double gemm_input_bytes = 2;  ///< bytes of a GEMM operand element (1 for fp8)
+    double gradient_bytes = 2;    ///< bytes of a gradient element
+  };
+  struct Gemm {
+    double m = 0, n = 0, k = 0;  ///< Y[m x n] = X[m x k] * W[k x n]
+    double weights = 1;          ///< distinct weight matrices (grouped expert GEMMs)
+  };
+  struct Comm {
+    std::string_view name;
+    CollectiveKind kind = CollectiveKind::all_reduce;
+    GroupRole group = GroupRole::world;
+    CommCategory category = CommCategory::none;
+    double bytes = 0;
+  };
+
+  // --- emission primitives (workload_stage.cpp) ---------------------------------------------------
+  /// Appends to the compute stream: the op waits for everything awaited so far.
+  OpRef append_to_compute_stream(const Op& op);
+  [[nodiscard]] Op collective_op(const Comm& comm) const;
+  OpRef compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops, double bytes);
+  /// On the compute stream: compute waits for it. Skipped (nullopt) for a group of one rank.
+  std::optional<OpRef> blocking(const Comm& comm);
+  /// On `stream`, after `after` (the op that produced its input); the consumer must await() it.
+  std::optional<OpRef> overlapped(std::string_view stream, const Comm& comm, std::optional<OpRef> after);
+  /// overlapped(stream, comm, last compute op) if `overlap` (also after the collectives compute is still to
+  /// await, whose results may be its input), else blocking(comm).
+  std::optional<OpRef> communicate(bool overlap, std::string_view stream, const Comm& comm);
+  /// The next compute-stream op waits for `producer`.
+  void await(std::optional<OpRef> producer);
+  [[nodiscard]] std::optional<OpRef> last_compute() const;
+  [[nodiscard]] Op base_op(std::string_view name) const;
+
+  // --- layers (workload_layers.cpp) ---------------------------------------------------------------
+  OpRef gemm(std::string_view name, const Gemm& shape);
+  OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
+  OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
+  OpRef norm(std::string_view name, bool backward);
+  OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,
+                    KernelClass kernel_class = KernelClass::elementwise);
+  /// Before a column-parallel GEMM: the sequence-parallel all-gather of its input.
+  std::optional<OpRef> gather_for_column_parallel();
+  /// After a row-parallel GEMM: tensor-parallel all-reduce, or reduce-scatter with sequence parallelism.
+  std::optional<OpRef> reduce_after_row_parallel();
+  /// Backward of a column-parallel GEMM (QKV, MLP fc1, logits): input re-gather for wgrad (SP), dgrad,
+  /// reduction of the input gradient over tp, wgrad. The next compute op awaits the reduction.
+  void column_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,
+                                double gradient_elements, bool expert);
+  /// Backward of a row-parallel GEMM (output projection, MLP fc2).
+  void row_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,
+                             double gradient_elements);
+
+  void layer_forward(int layer);
+  void layer_backward(int layer);
+  void attention_forward();
+  void attention_backward();
+  void mlp_forward();
+  void mlp_backward();
+  void moe_forward();
+  void moe_backward();
+  void embedding_forward();
+  void embedding_backward();
+  void head_forward();
+  void head_backward();
+
+  // --- pipeline, data parallelism, FSDP, optimizer (workload_stage.cpp) ---------------------------
+  void forward_pass(int micro_batch, int chunk);
+  void backward_pass(int micro_batch, int chunk);
+  [[nodiscard]] std::uint32_t pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const;
+  OpRef pipeline_send(bool gradient, int virtual_stage);
+  OpRef pipeline_recv(bool gradient, int virtual_stage_of_sender);
+
+  /// FSDP units: 0 = embedding, 1 + layer, layers + 1 = output head with the final norm.
+  [[nodiscard]] int embedding_unit() const { return 0; }
+  [[nodiscard]] int layer_unit(int layer) const { return 1 + layer; }
+  [[nodiscard]] int head_unit() const { return 1 + model_.layers; }
+  [[nodiscard]] double unit_dense_parameters(int unit) const;
+  [[nodiscard]] double unit_expert_parameters(int unit) const;
+  void begin_unit(int unit, bool backward);
+  void end_unit(bool backward);
+
+  /// A gradient of `elements` parameters is complete after `producer` (final micro-batch only).
+  void gradient_ready(double elements, bool expert, OpRef producer);
+  void close_bucket(bool expert);
+  void reduce_bucket(std::size_t bucket, bool overlap);
+  void optimizer_step();
+
+  // --- inputs -------------------------------------------------------------------------------------
+  const TransformerSpec& model_;
+  const ParallelismSpec& parallelism_;
+  const TrainingSpec& training_;
+  const RankLayout& layout_;
+  NameTable& names_;
+  int stage_ = 0;
+  PipelineShape shape_;
+  LocalParameters local_;
+  Sizes sizes_;
+  Precision gemm_precision_ = Precision::bf16;
+  Precision attention_precision_ = Precision::bf16;
+
+  // --- state while generating ----------------------------------------------------------------------
+  ProgramBuilder builder_;
+  std::vector<OpRef> awaited_;  ///< dependencies of the next compute-stream op
+  int layer_ = -1;
+  int micro_batch_ = -1;
+  Pass pass_ = Pass::other;
+  bool final_backward_ = false;  ///< the last micro-batch's backward of a chunk: gradients are complete
+
+  struct UnitUse {
+    int unit = 0;
+    bool backward = false;
+    int micro_batch = 0;
+    std::optional<OpRef> last_compute;  ///< the use's last compute-stream op
+  };
+  std::vector<UnitUse> unit_uses_;                      ///< FSDP: units in the order compute uses them
+  std::vector<std::optional<OpRef>> first_forward_op_;  ///< per unit: its first op in the iteration
+  int record_first_op_of_unit_ = -1;
+
+  struct Bucket {
+    double elements = 0;
+    bool expert = false;
+    OpRef last_producer;
+    std::vector<int> units;
+  };
+  std::vector<Bucket> buckets_;  ///< closed gradient buckets in the order they became ready
+  Bucket open_dense_;
+  Bucket open_expert_;
+  int current_unit_ = -1;
+};
+
+}  // namespace chopsim::detail

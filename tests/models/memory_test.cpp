@@ -1,0 +1,283 @@
+// Memory per GPU against hand-computed model states (ZeRO) and activations (Korthikanti et al. 2022).
+
+#include "chopsim/models/memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+namespace {
+
+TransformerSpec llama3_8b() {
+  TransformerSpec m;
+  m.name = "llama3-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.ffn_hidden = 14336;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.vocab = 128256;
+  return m;
+}
+
+TransformerSpec llama3_70b() {
+  TransformerSpec m = llama3_8b();
+  m.layers = 80;
+  m.hidden = 8192;
+  m.ffn_hidden = 28672;
+  m.heads = 64;
+  return m;
+}
+
+/// A GPT-3-style block (MHA, GELU, f = 4h, LayerNorm): Korthikanti's own setting.
+TransformerSpec gpt3_175b() {
+  TransformerSpec m;
+  m.layers = 96;
+  m.hidden = 12288;
+  m.ffn_hidden = 4 * 12288;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.vocab = 50257;
+  m.mlp = MlpKind::gelu;
+  m.norm = NormKind::layernorm;
+  m.tied_embeddings = true;
+  return m;
+}
+
+HardwareSpec gpu(double capacity_bytes) {
+  HardwareSpec h;
+  h.name = "test-gpu";
+  h.hbm_capacity_bytes = capacity_bytes;
+  return h;
+}
+
+ParallelismSpec data_parallel(int dp, int zero_stage) {
+  ParallelismSpec p;
+  p.dp = dp;
+  p.zero_stage = zero_stage;
+  return p;
+}
+
+TrainingSpec one_sequence_per_rank(int dp, int seq_len) {
+  TrainingSpec t;
+  t.micro_batch = 1;
+  t.global_batch = dp;
+  t.seq_len = seq_len;
+  return t;
+}
+
+/// Korthikanti et al. 2022 with flash attention: 34*s*b*h bytes per layer (Llama-3-8B's GQA + SwiGLU
+/// tensors happen to add up to the same 34 h per token), plus flash attention's fp32 log-sum-exp
+/// (4 bytes per query and head).
+double llama3_8b_layer_activations(double seq_len) { return seq_len * (34.0 * 4096.0 + 4.0 * 32.0); }
+
+TEST(Memory, Llama3_8BFsdpOnEightGpusShardsSixteenBytesPerParameter) {
+  const TransformerSpec model = llama3_8b();
+  const ParallelismSpec parallelism = data_parallel(8, 3);
+  const TrainingSpec training = one_sequence_per_rank(8, 8192);
+  const MemoryBreakdown m = estimate_stage_memory(model, parallelism, training, gpu(192e9), 0);
+  const double parameters = count_parameters(model).total;  // 8.03e9
+  // 2 (bf16 weights) + 2 (bf16 gradients) + 12 (fp32 master, m, v) bytes, sharded 8 ways.
+  EXPECT_NEAR(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes, 16.0 * parameters / 8.0, 1.0);
+  EXPECT_NEAR(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes, 16.06e9, 0.005e9);
+  EXPECT_NEAR(m.activations_bytes, 32.0 * llama3_8b_layer_activations(8192), 1.0);
+  // The largest unit is the output head with the final norm (128256 * 4096 + 4096): it and one prefetched
+  // unit gathered, plus its unsharded gradient before the reduce-scatter.
+  EXPECT_NEAR(m.gathered_weights_bytes, 3.0 * 2.0 * (128256.0 * 4096.0 + 4096.0), 1.0);
+  // fp32 logits of the micro-batch.
+  EXPECT_NEAR(m.transient_bytes, 8192.0 * 128256.0 * 4.0, 1.0);
+  EXPECT_TRUE(m.fits());
+}
+
+TEST(Memory, ZeroStagesShardOptimizerThenGradientsThenWeights) {
+  const TransformerSpec model = llama3_8b();
+  const double n = count_parameters(model).total;
+  const TrainingSpec training = one_sequence_per_rank(8, 2048);
+  const auto states = [&](int zero) {
+    const MemoryBreakdown m = estimate_stage_memory(model, data_parallel(8, zero), training, gpu(1e12), 0);
+    return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes;
+  };
+  // Megatron Core's distributed-optimizer guide, bf16 parameters with fp32 gradients: 18 bytes per
+  // parameter without it, 6 + 12/d with it (ZeRO-1); ZeRO-2 also shards the 4-byte gradients; ZeRO-3/FSDP
+  // keeps ZeRO's (2 + 2 + K)/d with K = 12 (Rajbhandari et al. 2020, Sec. 5).
+  EXPECT_NEAR(states(0), 18.0 * n, 1.0);
+  EXPECT_NEAR(states(1), 6.0 * n + 12.0 * n / 8.0, 1.0);
+  EXPECT_NEAR(states(2), 2.0 * n + 16.0 * n / 8.0, 1.0);
+  EXPECT_NEAR(states(3), 16.0 * n / 8.0, 1.0);
+}
+
+TEST(Memory, TensorParallelActivationsFollowKorthikanti) {
+  // Korthikanti et al., Sec. 4.2: s*b*h*(10 + 24/t) with tensor parallelism and s*b*h*34/t with sequence
+  // parallelism; flash attention drops the 5*a*s/h term. Without dropout the two 1-byte masks (part of
+  // the 10) are not stored.
+  TransformerSpec model = gpt3_175b();
+  model.dropout = true;
+  ParallelismSpec parallelism;
+  parallelism.tp = 8;
+  const TrainingSpec training = one_sequence_per_rank(1, 2048);
+  const double s = 2048, h = 12288, a = 96, t = 8, layers = 96;
+  const double lse = 4.0 * a / t;  // fp32 log-sum-exp of this rank's heads, per token
+  const MemoryBreakdown tp = estimate_stage_memory(model, parallelism, training, gpu(1e13), 0);
+  EXPECT_NEAR(tp.activations_bytes, layers * s * (h * (10.0 + 24.0 / t) + lse), 1.0);
+  parallelism.sequence_parallel = true;
+  const MemoryBreakdown sp = estimate_stage_memory(model, parallelism, training, gpu(1e13), 0);
+  EXPECT_NEAR(sp.activations_bytes, layers * s * (h * 34.0 / t + lse), 1.0);
+  model.dropout = false;
+  parallelism.sequence_parallel = false;
+  const MemoryBreakdown no_dropout = estimate_stage_memory(model, parallelism, training, gpu(1e13), 0);
+  EXPECT_NEAR(no_dropout.activations_bytes, layers * s * (h * (8.0 + 24.0 / t) + lse), 1.0);
+}
+
+TEST(Memory, FullRecomputationKeepsLayerInputsAndOneLayer) {
+  const TransformerSpec model = llama3_8b();
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.recompute = RecomputePolicy::full;
+  const MemoryBreakdown m = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0);
+  EXPECT_NEAR(m.activations_bytes, 32.0 * 4096.0 * 2.0 * 4096.0 + llama3_8b_layer_activations(4096), 1.0);
+  // Selective recomputation saves nothing more once attention is flash-style.
+  training.recompute = RecomputePolicy::selective;
+  const MemoryBreakdown selective = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0);
+  EXPECT_NEAR(selective.activations_bytes, 32.0 * llama3_8b_layer_activations(4096), 1.0);
+}
+
+TEST(Memory, OneFOneBStageHoldsPpMinusStageMicroBatches) {
+  const TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.pp = 4;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 8;  // 8 micro-batches
+  for (int stage = 0; stage < 4; ++stage) {
+    const MemoryBreakdown m = estimate_stage_memory(model, parallelism, training, gpu(1e12), stage);
+    EXPECT_NEAR(m.activations_bytes, 8.0 * (4 - stage) * llama3_8b_layer_activations(4096), 1.0) << stage;
+  }
+  training.global_batch = 2;  // fewer micro-batches than stages: at most m in flight
+  const MemoryBreakdown few = estimate_stage_memory(model, parallelism, training, gpu(1e12), 0);
+  EXPECT_NEAR(few.activations_bytes, 8.0 * 2 * llama3_8b_layer_activations(4096), 1.0);
+}
+
+TEST(Memory, InterleavedFirstStageHoldsKorthikantiFactorMore) {
+  // Korthikanti et al., Sec. 4.2.3: the interleaved schedule's first stage stores activations of
+  // L * (1 + (p - 1) / (p * v)) layers, against L for 1F1B.
+  const TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.pp = 4;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 16;
+  const double plain = estimate_stage_memory(model, parallelism, training, gpu(1e12), 0).activations_bytes;
+  parallelism.pp_schedule = PipelineSchedule::interleaved;
+  parallelism.virtual_stages = 2;
+  const double interleaved = estimate_stage_memory(model, parallelism, training, gpu(1e12), 0).activations_bytes;
+  EXPECT_NEAR(plain, 32.0 * llama3_8b_layer_activations(4096), 1.0);
+  EXPECT_NEAR(interleaved / plain, 1.0 + 3.0 / (4.0 * 2.0), 1e-12);
+}
+
+TEST(Memory, MoeActivationsScaleWithTopK) {
+  TransformerSpec model = llama3_8b();
+  model.vocab = 32000;
+  model.experts = 8;
+  model.top_k = 1;
+  const TrainingSpec training = one_sequence_per_rank(1, 4096);
+  const double one = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e13), 0).activations_bytes;
+  model.top_k = 2;
+  const double two = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e13), 0).activations_bytes;
+  // Each extra copy of a token stores its expert input (h) and SwiGLU intermediates (3f), bf16.
+  EXPECT_NEAR(two - one, 32.0 * 4096.0 * (4096.0 + 3.0 * 14336.0) * 2.0, 1.0);
+}
+
+TEST(Memory, Llama3_70BDoesNotFitOnOne80GBGpu) {
+  const MemoryBreakdown m =
+      estimate_peak_memory(llama3_70b(), ParallelismSpec{}, one_sequence_per_rank(1, 8192), gpu(80e9));
+  EXPECT_FALSE(m.fits());
+  EXPECT_GT(m.weights_bytes, 140e9);  // 70.6e9 bf16 weights alone
+  EXPECT_DOUBLE_EQ(m.capacity_bytes, 80e9);
+}
+
+TEST(Memory, AddsReservedMemoryAndFragmentation) {
+  HardwareSpec hardware = gpu(80e9);
+  hardware.memory_reserved_bytes = 3e9;
+  hardware.memory_fragmentation_fraction = 0.1;
+  const MemoryBreakdown m =
+      estimate_stage_memory(llama3_8b(), data_parallel(8, 3), one_sequence_per_rank(8, 2048), hardware, 0);
+  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                           m.activations_bytes + m.transient_bytes;
+  EXPECT_NEAR(m.fragmentation_bytes, 0.1 * allocated, 1.0);
+  EXPECT_NEAR(m.total_bytes, 1.1 * allocated + 3e9, 1.0);
+  EXPECT_DOUBLE_EQ(m.reserved_bytes, 3e9);
+}
+
+TEST(Memory, LogitsOnlyOnTheLastStageAndPeakIsTheWorstStage) {
+  const TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.pp = 2;
+  parallelism.tp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 4;
+  const MemoryBreakdown first = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  const MemoryBreakdown last = estimate_stage_memory(model, parallelism, training, gpu(80e9), 1);
+  EXPECT_DOUBLE_EQ(first.transient_bytes, 0.0);
+  EXPECT_NEAR(last.transient_bytes, 4096.0 * 128256.0 / 2.0 * 4.0, 1.0);  // vocab-parallel fp32 logits
+  const MemoryBreakdown peak = estimate_peak_memory(model, parallelism, training, gpu(80e9));
+  EXPECT_DOUBLE_EQ(peak.total_bytes, std::max(first.total_bytes, last.total_bytes));
+  EXPECT_EQ(peak.pp_stage, first.total_bytes >= last.total_bytes ? 0 : 1);
+  EXPECT_THROW((void)estimate_stage_memory(model, parallelism, training, gpu(80e9), 2), ModelError);
+}
+
+}  // namespace
+}  // namespace chopsim
+
+namespace chopsim {
+namespace {
+
+// Megatron-LM's functional tests measure PyTorch's allocated memory on the last rank (the one writing
+// TensorBoard) for a 7B GPT on 8x H100, bf16, distributed optimizer, seq 8192, global batch 8:
+// ../shared/data/validation/megatron_lm/gpt3_7b_*_memory_speed/ (model_config.yaml; golden_values_dev_dgx_
+// h100.json: mem-allocated-bytes after the first step, mem-max-allocated-bytes). Megatron's GPT defaults:
+// LayerNorm, GELU MLP of 4h, hidden dropout 0.1; 32 layers, h 4096, 32 heads in 8 query groups, untied
+// embeddings, vocabulary 131073 padded to a multiple of 128*tp. Allocated memory excludes the reserved and
+// fragmentation allowances. Not modelled: linear biases and learned position embeddings (0.5 % of the
+// parameters).
+TransformerSpec megatron_gpt3_7b(int padded_vocab) {
+  TransformerSpec m = llama3_8b();
+  m.ffn_hidden = 4 * 4096;
+  m.mlp = MlpKind::gelu;
+  m.norm = NormKind::layernorm;
+  m.dropout = true;
+  m.vocab = padded_vocab;
+  return m;
+}
+
+TEST(MemoryValidation, MegatronGpt7BInterleavedPipelineLastStage) {
+  ParallelismSpec parallelism;
+  parallelism.pp = 4;
+  parallelism.dp = 2;
+  parallelism.pp_schedule = PipelineSchedule::interleaved;
+  parallelism.virtual_stages = 8;  // --num-layers-per-virtual-pipeline-stage 1
+  parallelism.zero_stage = 1;      // --use-distributed-optimizer
+  TrainingSpec training;
+  training.seq_len = 8192;
+  training.global_batch = 8;
+  training.micro_batch = 1;
+  const MemoryBreakdown m = estimate_stage_memory(megatron_gpt3_7b(131200), parallelism, training, gpu(80e9), 3);
+  EXPECT_NEAR(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes, 24.81e9, 0.08 * 24.81e9);
+  EXPECT_NEAR(m.total_bytes, 60.72e9, 0.08 * 60.72e9);
+}
+
+TEST(MemoryValidation, MegatronGpt7BTensorParallel) {
+  ParallelismSpec parallelism;
+  parallelism.tp = 4;
+  parallelism.dp = 2;
+  parallelism.zero_stage = 1;
+  TrainingSpec training;
+  training.seq_len = 8192;
+  training.global_batch = 8;
+  training.micro_batch = 2;
+  const MemoryBreakdown m = estimate_stage_memory(megatron_gpt3_7b(131584), parallelism, training, gpu(80e9), 0);
+  EXPECT_NEAR(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes, 20.66e9, 0.08 * 20.66e9);
+  EXPECT_NEAR(m.total_bytes, 57.14e9, 0.08 * 57.14e9);
+}
+
+}  // namespace
+}  // namespace chopsim

@@ -1,0 +1,132 @@
+// Parameter and FLOP counts against published model sizes and the Megatron-LM FLOPs formula.
+
+#include "chopsim/models/transformer.hpp"
+
+#include <gtest/gtest.h>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+namespace {
+
+// Architectures from the models' papers/configs: Llama 3 (Meta, "The Llama 3 Herd of Models", 2024, Table 3),
+// GPT-3 (Brown et al. 2020, Table 2.1, GPT-2 vocabulary of 50257 tokens, tied embeddings),
+// Mixtral (Jiang et al. 2024, Table 1).
+TransformerSpec llama3_8b() {
+  TransformerSpec m;
+  m.name = "llama3-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.ffn_hidden = 14336;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.vocab = 128256;
+  return m;
+}
+
+TransformerSpec llama3_70b() {
+  TransformerSpec m = llama3_8b();
+  m.name = "llama3-70b";
+  m.layers = 80;
+  m.hidden = 8192;
+  m.ffn_hidden = 28672;
+  m.heads = 64;
+  m.kv_heads = 8;
+  return m;
+}
+
+TransformerSpec gpt3_175b() {
+  TransformerSpec m;
+  m.name = "gpt3-175b";
+  m.layers = 96;
+  m.hidden = 12288;
+  m.ffn_hidden = 4 * 12288;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.vocab = 50257;
+  m.mlp = MlpKind::gelu;
+  m.norm = NormKind::layernorm;
+  m.tied_embeddings = true;
+  return m;
+}
+
+TransformerSpec mixtral_8x7b() {
+  TransformerSpec m = llama3_8b();
+  m.name = "mixtral-8x7b";
+  m.vocab = 32000;
+  m.experts = 8;
+  m.top_k = 2;
+  return m;
+}
+
+// Published sizes are rounded; accept half a unit of their last digit.
+TEST(TransformerParameters, Llama3_8BMatchesPublishedSize) {
+  const ParameterCount count = count_parameters(llama3_8b());
+  EXPECT_NEAR(count.total, 8.03e9, 0.005e9);
+  // By hand: per layer 4096*128*(32+16) + 4096^2 + 3*4096*14336 + 2*4096 = 218,112,000;
+  // 32 layers + untied embedding and head 2*128256*4096 + final norm 4096.
+  EXPECT_DOUBLE_EQ(count.per_layer, 218112000.0);
+  EXPECT_DOUBLE_EQ(count.total, 32.0 * 218112000.0 + 2.0 * 128256.0 * 4096.0 + 4096.0);
+}
+
+TEST(TransformerParameters, Llama3_70BMatchesPublishedSize) {
+  EXPECT_NEAR(count_parameters(llama3_70b()).total, 70.6e9, 0.05e9);
+}
+
+TEST(TransformerParameters, Gpt3_175BMatchesPublishedSize) {
+  // 174.6e9 is the usual exact count of the "175B" model (12*L*h^2 + V*h plus norms and positions).
+  const ParameterCount count = count_parameters(gpt3_175b());
+  EXPECT_NEAR(count.total, 174.6e9, 0.05e9);
+  EXPECT_DOUBLE_EQ(count.output_head, 0.0);                // tied
+  EXPECT_DOUBLE_EQ(count.norms_per_layer, 4.0 * 12288.0);  // two LayerNorms with scale and bias
+}
+
+TEST(TransformerParameters, MixtralTotalAndActiveMatchPublishedSizes) {
+  const TransformerSpec model = mixtral_8x7b();
+  const ParameterCount count = count_parameters(model);
+  EXPECT_NEAR(count.total, 46.7e9, 0.05e9);
+  const double active = count.total - model.layers * (count.mlp_per_layer - count.mlp_active_per_layer);
+  EXPECT_NEAR(active, 12.9e9, 0.05e9);
+  EXPECT_DOUBLE_EQ(count.router_per_layer, 4096.0 * 8.0);
+  EXPECT_DOUBLE_EQ(count.mlp_active_per_layer, 2.0 * 3.0 * 4096.0 * 14336.0);
+}
+
+TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
+  const TransformerSpec model = llama3_8b();
+  const ParameterCount count = count_parameters(model);
+  EXPECT_DOUBLE_EQ(count.active_matmul, 32.0 * (count.attention_per_layer + count.mlp_per_layer) + 128256.0 * 4096.0);
+  TransformerSpec tied = model;
+  tied.tied_embeddings = true;
+  EXPECT_DOUBLE_EQ(count_parameters(tied).active_matmul, count.active_matmul);
+  EXPECT_DOUBLE_EQ(count_parameters(tied).total, count.total - 128256.0 * 4096.0);
+}
+
+TEST(TransformerFlops, GptBlockMatchesNarayananFormula) {
+  // Narayanan et al., SC'21, eq. 3: 72*B*s*L*h^2*(1 + s/(6h) + V/(12hL)) FLOPs per iteration for a GPT
+  // model (MHA, f = 4h, biases and norms ignored), i.e. per token 72*L*h^2*(1 + s/(6h) + V/(12hL)).
+  const TransformerSpec model = gpt3_175b();
+  const double L = model.layers, h = model.hidden, V = model.vocab, s = 2048;
+  const double expected = 72.0 * L * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L));
+  EXPECT_NEAR(model_training_flops_per_token(model, 2048), expected, expected * 1e-12);
+}
+
+TEST(TransformerFlops, MoeCountsOnlyActiveExpertsAndTheRouter) {
+  const TransformerSpec model = mixtral_8x7b();
+  const ParameterCount count = count_parameters(model);
+  const double per_layer = count.attention_per_layer + 2.0 * 3.0 * 4096.0 * 14336.0 + 4096.0 * 8.0;
+  const double expected = 6.0 * (32.0 * per_layer + 32000.0 * 4096.0) + 12.0 * 32.0 * 4096.0 * 4096.0;
+  EXPECT_NEAR(model_training_flops_per_token(model, 4096), expected, expected * 1e-12);
+}
+
+TEST(TransformerParameters, RejectsInconsistentShapes) {
+  TransformerSpec model = llama3_8b();
+  model.kv_heads = 5;  // 32 query heads cannot be grouped over 5 KV heads
+  EXPECT_THROW((void)count_parameters(model), ModelError);
+  model = llama3_8b();
+  model.layers = 0;
+  EXPECT_THROW((void)count_parameters(model), ModelError);
+  EXPECT_THROW((void)model_training_flops_per_token(llama3_8b(), 0), ModelError);
+}
+
+}  // namespace
+}  // namespace chopsim

@@ -1,0 +1,656 @@
+// Workload generation: FLOPs against 6*N, communication volumes against hand counts, pipeline order,
+// and completion (no deadlock) of every parallelism mix under the symbolic executor.
+
+#include "chopsim/models/workload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/models/workload_check.hpp"
+
+namespace chopsim {
+namespace {
+
+// A small Llama-style model: GQA (8 query heads over 4 KV heads), SwiGLU, untied embeddings.
+TransformerSpec tiny_dense() {
+  TransformerSpec m;
+  m.name = "tiny";
+  m.layers = 8;
+  m.hidden = 256;
+  m.ffn_hidden = 688;
+  m.heads = 8;
+  m.kv_heads = 4;
+  m.vocab = 1024;
+  return m;
+}
+
+TransformerSpec tiny_moe() {
+  TransformerSpec m = tiny_dense();
+  m.name = "tiny-moe";
+  m.experts = 4;
+  m.top_k = 2;
+  return m;
+}
+
+struct RunSetup {
+  std::string label;
+  TransformerSpec model = tiny_dense();
+  ParallelismSpec parallelism;
+  TrainingSpec training;
+};
+
+RunSetup setup(std::string label, int dp, int tp = 1, int pp = 1, int micro_batches = 2) {
+  RunSetup s;
+  s.label = std::move(label);
+  s.parallelism.dp = dp;
+  s.parallelism.tp = tp;
+  s.parallelism.pp = pp;
+  s.training.micro_batch = 1;
+  s.training.seq_len = 256;
+  s.training.global_batch = dp * micro_batches;
+  s.training.dp_bucket_bytes = 256.0 * 1024;  // several buckets for the tiny model
+  return s;
+}
+
+void for_each_op(const Workload& workload,
+                 const std::function<void(int rank, const Program&, std::size_t stream, const Op&)>& visit) {
+  for (int rank = 0; rank < workload.layout.world_size(); ++rank) {
+    const Program& program = workload.program(rank);
+    for (std::size_t s = 0; s < program.streams.size(); ++s)
+      for (const Op& op : program.streams[s].ops) visit(rank, program, s, op);
+  }
+}
+
+double summed_flops(const Workload& workload, KernelClass kernel_class, std::optional<Pass> pass = std::nullopt) {
+  double total = 0.0;
+  for_each_op(workload, [&](int, const Program&, std::size_t, const Op& op) {
+    if (op.kind == OpKind::compute && op.kernel_class == kernel_class && (!pass || op.pass == *pass)) total += op.flops;
+  });
+  return total;
+}
+
+/// Sum of `bytes` of ops called `name` in the program of `rank`.
+double bytes_of(const Workload& workload, int rank, std::string_view name) {
+  double total = 0.0;
+  const Program& program = workload.program(rank);
+  for (const Stream& stream : program.streams)
+    for (const Op& op : stream.ops)
+      if (workload.name(op) == name) total += op.bytes;
+  return total;
+}
+
+int count_of(const Workload& workload, int rank, std::string_view name, std::optional<Pass> pass = std::nullopt) {
+  int count = 0;
+  const Program& program = workload.program(rank);
+  for (const Stream& stream : program.streams)
+    for (const Op& op : stream.ops)
+      if (workload.name(op) == name && (!pass || op.pass == *pass)) ++count;
+  return count;
+}
+
+std::vector<RunSetup> parallelism_mixes() {
+  std::vector<RunSetup> mixes;
+  mixes.push_back(setup("dp4_zero0_overlap", 4));
+  {
+    RunSetup s = setup("dp4_zero0_blocking", 4);
+    s.training.overlap.dp = false;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("dp4_zero1", 4);
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "dp4_zero2_blocking";
+    s.parallelism.zero_stage = 2;
+    s.training.overlap.dp = false;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("fsdp8_prefetch1", 8, 1, 1, 3);
+    s.parallelism.zero_stage = 3;
+    mixes.push_back(s);
+    s.label = "fsdp8_prefetch2";
+    s.training.fsdp_prefetch = 2;
+    mixes.push_back(s);
+    s.label = "fsdp8_blocking";
+    s.training.overlap.fsdp = false;
+    mixes.push_back(s);
+    s.label = "fsdp8_hybrid_shard4";
+    s.training.overlap.fsdp = true;
+    s.parallelism.shard_group_size = 4;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("tp2_sp_dp2", 2, 2);
+    s.parallelism.sequence_parallel = true;
+    mixes.push_back(s);
+    s.label = "tp4_no_sp_overlap";
+    s.parallelism.tp = 4;
+    s.parallelism.sequence_parallel = false;
+    s.training.overlap.tp = true;
+    mixes.push_back(s);
+    s.label = "tp4_sp_overlap";
+    s.parallelism.sequence_parallel = true;
+    mixes.push_back(s);
+  }
+  mixes.push_back(setup("pp4_1f1b_m8", 1, 1, 4, 8));
+  mixes.push_back(setup("pp4_1f1b_m2", 1, 1, 4, 2));
+  {
+    RunSetup s = setup("pp2_blocking_p2p", 2, 1, 2, 4);
+    s.training.overlap.pp = false;
+    mixes.push_back(s);
+  }
+  for (const auto& [pp, v, m] : std::vector<std::tuple<int, int, int>>{{2, 2, 4}, {4, 2, 4}, {4, 2, 12}, {2, 4, 6}}) {
+    RunSetup s =
+        setup("interleaved_pp" + std::to_string(pp) + "_v" + std::to_string(v) + "_m" + std::to_string(m), 1, 1, pp, m);
+    s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+    s.parallelism.virtual_stages = v;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("cp2_overlap", 2);
+    s.parallelism.cp = 2;
+    mixes.push_back(s);
+    s.label = "cp2_blocking_fsdp";
+    s.training.overlap.cp = false;
+    s.parallelism.zero_stage = 3;
+    mixes.push_back(s);
+    s.label = "cp2_tp2_sp";
+    s.parallelism.zero_stage = 0;
+    s.parallelism.tp = 2;
+    s.parallelism.sequence_parallel = true;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("moe_ep2_dp2", 2);
+    s.model = tiny_moe();
+    s.parallelism.ep = 2;
+    mixes.push_back(s);
+    s.label = "moe_ep2_tp2_sp_zero1";
+    s.parallelism.tp = 2;
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "moe_ep4_fsdp";
+    s.parallelism = ParallelismSpec{};
+    s.parallelism.dp = 4;
+    s.parallelism.ep = 4;
+    s.parallelism.zero_stage = 3;
+    s.training.global_batch = 8;
+    mixes.push_back(s);
+    s.label = "moe_ep2_of_dp4_overlap_ep";
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 0;
+    s.training.overlap.ep = true;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("3d_tp2_pp2_dp2_sp_zero1", 2, 2, 2, 4);
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "3d_interleaved_full_recompute";
+    s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+    s.parallelism.virtual_stages = 2;
+    s.training.recompute = RecomputePolicy::full;
+    mixes.push_back(s);
+    s.label = "3d_fsdp_pp_selective";
+    s.parallelism.pp_schedule = PipelineSchedule::one_f_one_b;
+    s.parallelism.virtual_stages = 1;
+    s.parallelism.zero_stage = 3;
+    s.training.recompute = RecomputePolicy::selective;
+    mixes.push_back(s);
+  }
+  {
+    RunSetup s = setup("all_tp2_cp2_pp2_dp2_ep2_moe", 2, 2, 2, 4);
+    s.model = tiny_moe();
+    s.parallelism.cp = 2;
+    s.parallelism.ep = 2;
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.zero_stage = 1;
+    s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+    s.parallelism.virtual_stages = 2;
+    mixes.push_back(s);
+  }
+  return mixes;
+}
+
+void PrintTo(const RunSetup& s, std::ostream* out) { *out << s.label; }
+
+class ParallelismMix : public ::testing::TestWithParam<RunSetup> {};
+
+TEST_P(ParallelismMix, CompletesWithoutDeadlock) {
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_NO_THROW(check_workload_completes(workload));
+  EXPECT_EQ(workload.programs.size(), static_cast<std::size_t>(s.parallelism.pp));
+}
+
+TEST_P(ParallelismMix, GemmFlopsAreSixTimesActiveParametersPerToken) {
+  // Every matmul parameter is used once per token forward (2 FLOPs) and twice backward (dgrad and
+  // wgrad, 4 FLOPs): 6*N per token over the whole cluster. Full recomputation re-runs the transformer
+  // layers' forward (not the output head, as in Megatron): 2 * (N - V*h) more, hardware FLOPs ~4x forward.
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  EXPECT_DOUBLE_EQ(workload.tokens_per_iteration, tokens);
+  const double n_active = count_parameters(s.model).active_matmul;
+  const double head = static_cast<double>(s.model.vocab) * s.model.hidden;
+  const double expected = 6.0 * n_active * tokens;
+  const double recomputed = s.training.recompute == RecomputePolicy::full ? 2.0 * (n_active - head) * tokens : 0.0;
+  EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::forward), 2.0 * n_active * tokens, expected * 1e-12);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::backward), 4.0 * n_active * tokens, expected * 1e-12);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::recompute), recomputed, expected * 1e-12);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::gemm), expected + recomputed, expected * 1e-12);
+  EXPECT_NEAR(workload.model_flops_per_iteration, model_training_flops_per_token(s.model, s.training.seq_len) * tokens,
+              workload.model_flops_per_iteration * 1e-12);
+}
+
+TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
+  // Model attention FLOPs are 12*L*h*s per token for forward + backward without masking (4*L*h*s
+  // forward); causal flash kernels do half of that, and their backward runs 2.5x the forward
+  // (FlashAttention-2: five matmuls against two).
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  const double forward = 0.5 * 4.0 * s.model.layers * s.model.hidden * s.training.seq_len * tokens;
+  EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
+  const double recomputed = s.training.recompute == RecomputePolicy::full ? forward : 0.0;
+  EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::recompute), recomputed, forward * 1e-12);
+}
+
+TEST_P(ParallelismMix, EverySendHasExactlyOneMatchingRecv) {
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const RankLayout& layout = workload.layout;
+  const int pp = s.parallelism.pp;
+  std::map<std::tuple<int, int, std::uint32_t>, int> sends;
+  std::map<std::tuple<int, int, std::uint32_t>, int> recvs;
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    if (op.kind != OpKind::send && op.kind != OpKind::recv) return;
+    RankCoordinates peer = layout.coordinates(rank);
+    peer.pp = ((peer.pp + op.peer_offset) % pp + pp) % pp;
+    const int other = layout.rank_of(peer);
+    if (op.kind == OpKind::send) ++sends[{rank, other, op.tag}];
+    if (op.kind == OpKind::recv) ++recvs[{other, rank, op.tag}];
+  });
+  EXPECT_EQ(sends, recvs);
+  for (const auto& [key, count] : sends) EXPECT_EQ(count, 1);
+  // 1F1B: every micro-batch crosses each of the (pp*v - 1) boundaries once forward and once backward.
+  const int chunks = s.parallelism.pp_schedule == PipelineSchedule::interleaved ? s.parallelism.virtual_stages : 1;
+  const int micro_batches = s.training.micro_batches(s.parallelism);
+  const int pipelines = layout.world_size() / pp;
+  EXPECT_EQ(static_cast<int>(sends.size()), pp == 1 ? 0 : pipelines * micro_batches * (pp * chunks - 1) * 2);
+}
+
+TEST_P(ParallelismMix, CollectivesSpanMoreThanOneRankAndOneStage) {
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  for_each_op(workload, [&](int, const Program&, std::size_t, const Op& op) {
+    if (op.kind != OpKind::collective) return;
+    EXPECT_GT(workload.layout.group_size(op.group), 1) << workload.name(op);
+    EXPECT_NE(op.group, GroupRole::pp) << workload.name(op);
+    EXPECT_NE(op.group, GroupRole::world) << workload.name(op);
+    EXPECT_NE(op.category, CommCategory::none) << workload.name(op);
+    EXPECT_EQ(op.kernel_class, KernelClass::communication);
+    EXPECT_GT(op.bytes, 0.0);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Workload, ParallelismMix, ::testing::ValuesIn(parallelism_mixes()),
+                         [](const ::testing::TestParamInfo<RunSetup>& info) { return info.param.label; });
+
+// --- pipeline schedule ------------------------------------------------------------------------------
+
+/// Per stage: order of (micro-batch, chunk) forward starts and backward ends on the compute stream.
+struct PassOrder {
+  std::map<std::pair<int, int>, std::size_t> first_forward;
+  std::map<std::pair<int, int>, std::size_t> last_backward;
+  int max_in_flight = 0;
+};
+
+PassOrder pass_order(const Program& program, int layers_per_chunk, int pp, int stage) {
+  PassOrder order;
+  const auto& ops = program.streams[0].ops;
+  auto chunk_of = [&](const Op& op) { return op.layer < 0 ? -1 : (op.layer / layers_per_chunk - stage) / pp; };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.micro_batch < 0 || op.layer < 0) continue;
+    const std::pair<int, int> key{op.micro_batch, chunk_of(op)};
+    if (op.pass == Pass::forward && !order.first_forward.count(key)) order.first_forward[key] = i;
+    if (op.pass == Pass::backward) order.last_backward[key] = i;
+  }
+  // Activations are held from a chunk's first forward op to its last backward op.
+  std::vector<std::pair<std::size_t, int>> events;
+  for (const auto& [key, index] : order.first_forward) events.emplace_back(index, +1);
+  for (const auto& [key, index] : order.last_backward) events.emplace_back(index, -1);
+  std::sort(events.begin(), events.end());
+  int in_flight = 0;
+  for (const auto& [index, delta] : events) {
+    in_flight += delta;
+    order.max_in_flight = std::max(order.max_in_flight, in_flight);
+  }
+  return order;
+}
+
+TEST(PipelineSchedule, OneFOneBKeepsAtMostPpMinusStageMicroBatchesInFlight) {
+  for (const int micro_batches : {2, 8}) {
+    const RunSetup s = setup("pp4", 1, 1, 4, micro_batches);
+    const Workload workload = build_workload(s.model, s.parallelism, s.training);
+    for (int stage = 0; stage < 4; ++stage) {
+      const PassOrder order = pass_order(workload.programs[stage], 2, 4, stage);
+      ASSERT_EQ(order.first_forward.size(), static_cast<std::size_t>(micro_batches));
+      for (const auto& [key, forward] : order.first_forward) EXPECT_LT(forward, order.last_backward.at(key));
+      // PipeDream-flush: stage i runs pp - i - 1 warm-up forwards, then one forward per backward.
+      EXPECT_EQ(order.max_in_flight, std::min(4 - stage, micro_batches)) << "stage " << stage;
+    }
+  }
+}
+
+TEST(PipelineSchedule, InterleavedFirstStageHoldsMegatronWarmupPlusOne) {
+  // Megatron-Core: (pp - stage - 1)*2 + (v - 1)*pp warm-up forwards, then 1F1B.
+  RunSetup s = setup("interleaved", 1, 1, 4, 8);
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  for (int stage = 0; stage < 4; ++stage) {
+    const PassOrder order = pass_order(workload.programs[stage], 1, 4, stage);
+    ASSERT_EQ(order.first_forward.size(), 16u);
+    for (const auto& [key, forward] : order.first_forward) EXPECT_LT(forward, order.last_backward.at(key));
+    EXPECT_EQ(order.max_in_flight, (4 - stage - 1) * 2 + (2 - 1) * 4 + 1) << "stage " << stage;
+  }
+}
+
+TEST(PipelineSchedule, LastChunkOfLastStageFeedsNextChunkOfFirstStage) {
+  RunSetup s = setup("interleaved", 1, 1, 2, 2);
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  // Stage 1 (last) sends chunk 0's output forward (+1 wraps to stage 0); stage 0 receives from -1.
+  int wrap_sends = 0;
+  for (const Stream& stream : workload.programs[1].streams)
+    for (const Op& op : stream.ops)
+      if (op.kind == OpKind::send && op.peer_offset == +1) ++wrap_sends;
+  EXPECT_EQ(wrap_sends, 2);  // chunk 0 of both micro-batches
+  int first_stage_activation_recvs = 0;
+  for (const Stream& stream : workload.programs[0].streams)
+    for (const Op& op : stream.ops)
+      if (op.kind == OpKind::recv && op.peer_offset == -1) ++first_stage_activation_recvs;
+  EXPECT_EQ(first_stage_activation_recvs, 2);
+}
+
+// --- communication volumes ----------------------------------------------------------------------------
+
+TEST(DataParallel, AllReducesEveryGradientOnceInBucketsDuringTheLastBackward) {
+  const RunSetup s = setup("dp4", 4, 1, 1, 3);
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double parameters = count_parameters(s.model).total;
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_all_reduce"), 4.0 * parameters);  // Megatron's fp32 gradients
+  const Program& program = workload.program(0);
+  int buckets = 0;
+  for (const Stream& stream : program.streams) {
+    for (const Op& op : stream.ops) {
+      if (workload.name(op) != "dp_all_reduce") continue;
+      ++buckets;
+      EXPECT_EQ(stream.name, "dp");
+      EXPECT_EQ(op.group, GroupRole::data);
+      ASSERT_EQ(op.dependency_count, 1u);
+      const OpDependency& producer = program.dependencies[op.first_dependency];
+      const Op& completed_by = program.streams[producer.stream].ops[producer.op];
+      EXPECT_EQ(completed_by.pass, Pass::backward);
+      EXPECT_EQ(completed_by.micro_batch, 2);
+    }
+  }
+  EXPECT_GT(buckets, 3);
+  // The optimizer waits for the last bucket.
+  const auto& compute = program.streams[0].ops;
+  const Op& adamw = compute.back();
+  EXPECT_EQ(workload.name(adamw), "adamw");
+  EXPECT_EQ(adamw.pass, Pass::optimizer);
+  ASSERT_EQ(adamw.dependency_count, 1u);
+  const OpDependency& waits_for = program.dependencies[adamw.first_dependency];
+  EXPECT_EQ(program.streams[waits_for.stream].name, "dp");
+  EXPECT_EQ(waits_for.op, program.streams[waits_for.stream].ops.size() - 1);
+  // AdamW on every parameter: fp32 master, m, v read and written, fp32 gradient read, bf16 copy written.
+  EXPECT_DOUBLE_EQ(adamw.bytes, (12.0 + 4.0 + 12.0 + 2.0) * parameters);
+}
+
+TEST(DataParallel, DistributedOptimizerReduceScattersAndGathersParameters) {
+  RunSetup s = setup("zero1", 4);
+  s.parallelism.zero_stage = 1;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double parameters = count_parameters(s.model).total;
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_reduce_scatter"), 4.0 * parameters);    // fp32 gradients
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_param_all_gather"), 2.0 * parameters);  // bf16 weights
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_all_reduce"), 0.0);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "adamw"), 30.0 * parameters / 4.0);
+}
+
+TEST(Fsdp, GathersEachUnitForForwardAndBackwardAndReduceScattersEveryMicroBatch) {
+  RunSetup s = setup("fsdp", 8, 1, 1, 2);
+  s.parallelism.zero_stage = 3;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const int units = s.model.layers + 2;  // layers, embedding, head
+  // Per micro-batch: every unit forward, every unit backward except the head, kept from its forward.
+  EXPECT_EQ(count_of(workload, 0, "fsdp_all_gather"), 2 * (2 * units - 1));
+  const double parameters = count_parameters(s.model).total;
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "fsdp_reduce_scatter"), 2 * 2.0 * parameters);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "adamw"), 28.0 * parameters / 8.0);
+  // Rate limiter: with prefetch 1, the gather for use j waits for use j-2's compute.
+  const Program& program = workload.program(0);
+  std::size_t gathers = 0;
+  for (const Stream& stream : program.streams) {
+    if (stream.name != "fsdp_ag") continue;
+    for (const Op& op : stream.ops) {
+      if (gathers < 2) {
+        EXPECT_EQ(op.dependency_count, 0u);
+      } else {
+        ASSERT_EQ(op.dependency_count, 1u);
+        EXPECT_EQ(program.dependencies[op.first_dependency].stream, 0);
+      }
+      ++gathers;
+    }
+  }
+  EXPECT_EQ(gathers, static_cast<std::size_t>(2 * (2 * units - 1)));
+}
+
+TEST(Fsdp, HybridShardingAllReducesTheShardAcrossReplicas) {
+  RunSetup s = setup("hsdp", 8, 1, 1, 1);
+  s.parallelism.zero_stage = 3;
+  s.parallelism.shard_group_size = 4;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double parameters = count_parameters(s.model).total;
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "fsdp_reduce_scatter"), 2.0 * parameters);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "fsdp_all_reduce_replicate"), 2.0 * parameters / 4.0);
+}
+
+TEST(TensorParallel, AllReducesTwicePerLayerEachWay) {
+  const RunSetup s = setup("tp2", 1, 2, 1, 1);
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double activation = 256.0 * 256.0 * 2.0;  // s * b * h bf16
+  // Per layer: after attention and after the MLP forward; at the QKV and fc1 inputs backward.
+  // Plus the embedding's vocab-parallel sum forward and the logits input gradient backward.
+  EXPECT_EQ(count_of(workload, 0, "tp_all_reduce", Pass::forward), 2 * 8 + 1);
+  EXPECT_EQ(count_of(workload, 0, "tp_all_reduce", Pass::backward), 2 * 8 + 1);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "tp_all_reduce"), (4 * 8 + 2) * activation);
+}
+
+TEST(TensorParallel, SequenceParallelSplitsPipelineMessagesAndGathersActivations) {
+  RunSetup s = setup("tp2_sp_pp2", 1, 2, 2, 2);
+  s.parallelism.sequence_parallel = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(workload, 0, "tp_all_reduce"), 0);
+  for (const Stream& stream : workload.programs[0].streams)
+    for (const Op& op : stream.ops) {
+      if (op.kind == OpKind::send) {
+        EXPECT_DOUBLE_EQ(op.bytes, 256.0 * 256.0 * 2.0 / 2.0);
+      }
+      if (workload.name(op) == "sp_all_gather" && op.pass == Pass::forward) {
+        EXPECT_DOUBLE_EQ(op.bytes, 256.0 * 256.0 * 2.0);
+      }
+    }
+}
+
+TEST(ContextParallel, GathersKeysAndValuesOfTheWholeSequence) {
+  RunSetup s = setup("cp2", 1);
+  s.parallelism.cp = 2;
+  s.training.global_batch = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  // K and V: 2 tensors of s * kv_heads * head_dim bf16 elements, 8 layers, forward and backward.
+  const double kv = 2.0 * 256.0 * 4.0 * 32.0 * 2.0;
+  EXPECT_EQ(count_of(workload, 0, "cp_all_gather_kv"), 2 * 2 * 8);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "cp_all_gather_kv"), 2 * 2 * 8 * kv);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "cp_reduce_scatter_dkv"), 2 * 8 * kv);
+}
+
+TEST(ExpertParallel, AllToAllMovesTopKCopiesOfEachLocalToken) {
+  RunSetup s = setup("ep2_tp2", 4, 2, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 2;
+  s.parallelism.sequence_parallel = true;
+  s.training.moe_capacity_factor = 1.25;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  // Each rank routes s/tp tokens, top_k * capacity copies of each, h bf16 elements per copy.
+  const double dispatched = 256.0 / 2.0 * 2.0 * 1.25 * 256.0 * 2.0;
+  int checked = 0;
+  for (const Stream& stream : workload.program(0).streams)
+    for (const Op& op : stream.ops)
+      if (workload.name(op) == "ep_all_to_all_dispatch") {
+        EXPECT_EQ(op.collective, CollectiveKind::all_to_all);
+        EXPECT_EQ(op.group, GroupRole::ep);
+        EXPECT_DOUBLE_EQ(op.bytes, dispatched);
+        ++checked;
+      }
+  EXPECT_EQ(checked, 2 * 8);  // forward and backward of every layer
+  // Expert gradients are reduced over the expert_data group (here 4 / 2 = 2 ranks), not the data group.
+  bool expert_group_used = false;
+  for (const Stream& stream : workload.program(0).streams)
+    for (const Op& op : stream.ops)
+      if (workload.name(op) == "dp_all_reduce" && op.group == GroupRole::expert_data) expert_group_used = true;
+  EXPECT_TRUE(expert_group_used);
+}
+
+TEST(ExpertParallel, OverlappedTensorGatherWaitsForTheDispatchedTokens) {
+  RunSetup s = setup("ep2_tp2_overlap", 4, 2, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 2;
+  s.parallelism.sequence_parallel = true;
+  s.training.overlap.ep = true;
+  s.training.overlap.tp = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Program& program = workload.program(0);
+  int checked = 0;
+  for (const Stream& stream : program.streams)
+    for (const Op& op : stream.ops) {
+      if (workload.name(op) != "moe_tp_all_gather" || op.pass != Pass::forward) continue;
+      bool waits_for_dispatch = false;
+      for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+        const OpDependency& dep = program.dependencies[op.first_dependency + d];
+        waits_for_dispatch |= workload.name(program.streams[dep.stream].ops[dep.op]) == "ep_all_to_all_dispatch";
+      }
+      EXPECT_TRUE(waits_for_dispatch);
+      ++checked;
+    }
+  EXPECT_EQ(checked, 8);
+  EXPECT_NO_THROW(check_workload_completes(workload));
+}
+
+TEST(Workload, RecomputationIsMarkedAndSelectiveCostsNothingWithFlashAttention) {
+  RunSetup s = setup("recompute", 1);
+  const double none = build_workload(s.model, s.parallelism, s.training).executed_flops_per_iteration();
+  s.training.recompute = RecomputePolicy::selective;
+  EXPECT_DOUBLE_EQ(build_workload(s.model, s.parallelism, s.training).executed_flops_per_iteration(), none);
+  s.training.recompute = RecomputePolicy::full;
+  const Workload full = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_GT(summed_flops(full, KernelClass::gemm, Pass::recompute), 0.0);
+  EXPECT_GT(full.executed_flops_per_iteration(), none);
+}
+
+TEST(Workload, RejectsSetupsItCannotLayOut) {
+  RunSetup s = setup("bad", 2);
+  s.model.layers = 6;
+  s.parallelism.pp = 4;
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 2);
+  s.training.global_batch = 3;
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 2);
+  s.parallelism.ep = 2;  // dense model
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 1, 3);  // 8 heads over tp=3
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 1, 1, 4, 6);  // interleaving needs a multiple of pp micro-batches
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
+// --- the checker catches broken programs ----------------------------------------------------------------
+
+TEST(WorkloadCheck, DetectsARecvWithoutPartner) {
+  const RunSetup s = setup("pp2", 1, 1, 2, 2);
+  Workload workload = build_workload(s.model, s.parallelism, s.training);
+  bool broken = false;
+  for (Stream& stream : workload.programs[1].streams)
+    for (Op& op : stream.ops)
+      if (!broken && op.kind == OpKind::recv) {
+        op.tag += 1000;
+        broken = true;
+      }
+  ASSERT_TRUE(broken);
+  try {
+    check_workload_completes(workload);
+    FAIL() << "expected a deadlock";
+  } catch (const ModelError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("deadlock"), std::string::npos) << message;
+    EXPECT_NE(message.find("pp_recv_activation"), std::string::npos) << message;
+  }
+}
+
+TEST(WorkloadCheck, DetectsADependencyCycle) {
+  const RunSetup s = setup("dp2", 2);
+  Workload workload = build_workload(s.model, s.parallelism, s.training);
+  Program& program = workload.programs[0];
+  // Make the first compute op wait for the last gradient bucket, which waits for backward compute.
+  std::uint16_t dp_stream = 0;
+  for (std::size_t i = 0; i < program.streams.size(); ++i)
+    if (program.streams[i].name == "dp") dp_stream = static_cast<std::uint16_t>(i);
+  ASSERT_NE(dp_stream, 0);
+  Op& first = program.streams[0].ops.front();
+  ASSERT_EQ(first.dependency_count, 0u);
+  first.first_dependency = static_cast<std::uint32_t>(program.dependencies.size());
+  first.dependency_count = 1;
+  program.dependencies.push_back({dp_stream, static_cast<std::uint32_t>(program.streams[dp_stream].ops.size() - 1)});
+  EXPECT_THROW(check_workload_completes(workload), ModelError);
+}
+
+TEST(WorkloadCheck, DetectsDuplicateTagsAndMissingDependencies) {
+  const RunSetup s = setup("pp2", 1, 1, 2, 2);
+  Workload duplicate = build_workload(s.model, s.parallelism, s.training);
+  std::vector<Op*> sends;
+  for (Stream& stream : duplicate.programs[0].streams)
+    for (Op& op : stream.ops)
+      if (op.kind == OpKind::send) sends.push_back(&op);
+  ASSERT_GE(sends.size(), 2u);
+  sends[1]->tag = sends[0]->tag;
+  EXPECT_THROW(check_workload_completes(duplicate), ModelError);
+
+  Workload dangling = build_workload(s.model, s.parallelism, s.training);
+  dangling.programs[0].dependencies.push_back({0, 999999});
+  Op& op = dangling.programs[0].streams[0].ops.back();
+  op.first_dependency = static_cast<std::uint32_t>(dangling.programs[0].dependencies.size() - 1);
+  op.dependency_count = 1;
+  EXPECT_THROW(check_workload_completes(dangling), ModelError);
+}
+
+}  // namespace
+}  // namespace chopsim
