@@ -150,6 +150,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
                           need);
   m.read("tied_embeddings", model.tied_embeddings, need);
   m.read("causal", model.causal);
+  m.read("dropout", model.dropout);
 }
 
 void check_model(const TransformerSpec& model, const Locator& locate, std::string_view prefix) {
