@@ -35,6 +35,11 @@ struct CollectiveStep {
   std::vector<Transfer> sends;
   std::vector<Transfer> receives;
   double latency_s = 0.0;
+  /// Pipelined algorithms: the `sync_members` members that carry the same `sync_id` in this step end it together,
+  /// when the last of them has finished its transfers (every chunk of a pipelined ring or tree crosses the slowest
+  /// link, so no member is done earlier); then each waits `latency_s`. 0 = each member ends the step on its own.
+  int sync_members = 0;
+  int sync_id = 0;  ///< equal for exactly the members that synchronise (e.g. the smallest member index of a sub-ring)
 };
 
 struct CollectivePlan {
@@ -61,9 +66,9 @@ struct CollectiveParams {
   double step_latency_s = 2e-6;
   /// Rings/channels used in parallel over full-mesh nodes (xGMI): traffic is split evenly.
   int mesh_channels = 0;  ///< 0: as many as the mesh allows
-  /// Execute a ring as one pipelined step per member (bandwidth term 2(n-1)/n*S/B as concurrent flows,
-  /// latency term added as step latency) instead of 2(n-1) synchronised steps. Same alpha-beta time,
-  /// far fewer events at scale.
+  /// Execute a ring as one pipelined step per member (bandwidth term 2(n-1)/n*S/B as concurrent flows that all
+  /// members wait for, latency term added as step latency) instead of 2(n-1) synchronised steps. Same alpha-beta
+  /// time, far fewer events at scale.
   bool pipelined_rings = true;
 };
 

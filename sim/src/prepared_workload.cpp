@@ -1,0 +1,170 @@
+#include "prepared_workload.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/topology.hpp"
+
+namespace chopsim::sim_detail {
+
+namespace {
+
+std::uint64_t pair_key(int a, int b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+}
+
+}  // namespace
+
+PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input) {
+  if (input.workload == nullptr || input.topology == nullptr || input.compute == nullptr ||
+      input.collectives == nullptr)
+    throw EngineError("simulation input is incomplete: workload, topology, compute and collective models are required");
+  if (input.iterations < 1) throw EngineError("simulation needs at least one iteration");
+  const Workload& workload = *input.workload;
+  const Topology& topology = *input.topology;
+  world_size_ = static_cast<int>(workload.program_of_rank.size());
+  if (world_size_ > topology.gpu_count())
+    throw EngineError("workload has " + std::to_string(world_size_) + " ranks but the topology only " +
+                      std::to_string(topology.gpu_count()) + " GPUs");
+  clock_hz_ = input.clock_hz > 0.0 ? input.clock_hz : input.compute->params().boost_clock_hz;
+
+  // Per program: durations, dependency checks and collective signatures.
+  const std::size_t programs = workload.programs.size();
+  durations_.resize(programs);
+  signature_.resize(programs);
+  signatures_.resize(programs);
+  for (std::size_t p = 0; p < programs; ++p) {
+    const Program& program = workload.programs[p];
+    std::map<std::tuple<GroupRole, CollectiveKind, double>, std::int32_t> index;
+    durations_[p].resize(program.streams.size());
+    signature_[p].resize(program.streams.size());
+    for (std::size_t s = 0; s < program.streams.size(); ++s) {
+      const Stream& stream = program.streams[s];
+      durations_[p][s].assign(stream.ops.size(), 0.0);
+      signature_[p][s].assign(stream.ops.size(), -1);
+      for (std::size_t i = 0; i < stream.ops.size(); ++i) {
+        const Op& op = stream.ops[i];
+        if (static_cast<std::size_t>(op.first_dependency) + op.dependency_count > program.dependencies.size())
+          throw EngineError("program " + std::to_string(p) + " stream '" + stream.name + "' op " + std::to_string(i) +
+                            ": dependency range outside the program's dependency list");
+        for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+          const OpDependency& dep = program.dependencies[op.first_dependency + d];
+          if (dep.stream >= program.streams.size() || dep.op >= program.streams[dep.stream].ops.size())
+            throw EngineError("program " + std::to_string(p) + " stream '" + stream.name + "' op " + std::to_string(i) +
+                              " depends on stream " + std::to_string(dep.stream) + " op " + std::to_string(dep.op) +
+                              ", which does not exist");
+        }
+        if (op.kind == OpKind::compute) {
+          durations_[p][s][i] =
+              input.compute->duration_s(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, clock_hz_);
+        } else if (op.kind == OpKind::collective) {
+          auto [it, inserted] = index.emplace(std::make_tuple(op.group, op.collective, op.bytes),
+                                              static_cast<std::int32_t>(signatures_[p].size()));
+          if (inserted) signatures_[p].push_back({op.group, op.collective, op.bytes});
+          signature_[p][s][i] = it->second;
+        }
+      }
+    }
+  }
+
+  // Per rank: its group for each signature and the plan, cached by (group, kind, bytes, member).
+  const RankLayout& layout = workload.layout;
+  std::map<std::pair<GroupRole, int>, std::size_t> group_index;  // (role, group id) -> groups_
+  std::map<std::tuple<std::size_t, CollectiveKind, double, int>, const CollectivePlan*> plan_cache;
+  std::unordered_set<std::uint64_t> pairs;
+  rank_collectives_.resize(static_cast<std::size_t>(world_size_));
+  for (int rank = 0; rank < world_size_; ++rank) {
+    const std::uint32_t p = workload.program_of_rank[static_cast<std::size_t>(rank)];
+    if (p >= programs) throw EngineError("rank " + std::to_string(rank) + " has no program");
+    auto& mine = rank_collectives_[static_cast<std::size_t>(rank)];
+    for (const CollectiveSignature& sig : signatures_[p]) {
+      const int id = layout.group_id(rank, sig.role);
+      auto [git, new_group] = group_index.emplace(std::make_pair(sig.role, id), groups_.size());
+      if (new_group) {
+        groups_.push_back(std::make_unique<std::vector<int>>(layout.group(rank, sig.role)));
+        for (const int member : *groups_.back())
+          if (member < 0 || member >= world_size_)
+            throw EngineError(std::string(to_string(sig.role)) + " group of rank " + std::to_string(rank) +
+                              " names rank " + std::to_string(member) + " outside the workload");
+      }
+      const std::vector<int>& members = *groups_[git->second];
+      const int position = layout.index_in_group(rank, sig.role);
+      if (position < 0 || position >= static_cast<int>(members.size()) ||
+          members[static_cast<std::size_t>(position)] != rank)
+        throw EngineError("rank " + std::to_string(rank) + " is not in its own " + std::string(to_string(sig.role)) +
+                          " group");
+      const int me = position;
+      auto [pit, new_plan] = plan_cache.emplace(std::make_tuple(git->second, sig.kind, sig.bytes, me), nullptr);
+      if (new_plan) {
+        const CollectiveCall call{sig.kind, sig.bytes, members};
+        plans_.push_back(std::make_unique<CollectivePlan>(input.collectives->plan(call, me, topology)));
+        pit->second = plans_.back().get();
+        for (const CollectiveStep& step : plans_.back()->steps) {
+          for (const Transfer& t : step.sends) {
+            if (t.peer < 0 || t.peer >= static_cast<int>(members.size()) || t.peer == me)
+              throw EngineError("collective plan of rank " + std::to_string(rank) + " sends to invalid member " +
+                                std::to_string(t.peer));
+            pairs.insert(pair_key(rank, members[static_cast<std::size_t>(t.peer)]));
+          }
+          for (const Transfer& t : step.receives)
+            if (t.peer < 0 || t.peer >= static_cast<int>(members.size()) || t.peer == me)
+              throw EngineError("collective plan of rank " + std::to_string(rank) + " receives from invalid member " +
+                                std::to_string(t.peer));
+        }
+      }
+      mine.push_back(RankCollective{pit->second, &members, static_cast<int>(git->second)});
+    }
+    // Pipeline peers.
+    for (const Stream& stream : workload.programs[p].streams)
+      for (const Op& op : stream.ops) {
+        if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
+        const int peer = pipeline_peer(rank, op.peer_offset);
+        if (peer == rank)
+          throw EngineError("rank " + std::to_string(rank) + ": " + std::string(to_string(op.kind)) +
+                            " with peer_offset " + std::to_string(op.peer_offset) + " reaches the rank itself");
+        pairs.insert(op.kind == OpKind::send ? pair_key(rank, peer) : pair_key(peer, rank));
+      }
+  }
+  pairs_.reserve(pairs.size());
+  for (const std::uint64_t key : pairs)
+    pairs_.emplace_back(static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffULL));
+  std::sort(pairs_.begin(), pairs_.end());
+}
+
+RankCollective PreparedWorkload::collective(int rank, std::size_t stream, std::size_t op) const {
+  const std::uint32_t p = input_.workload->program_of_rank[static_cast<std::size_t>(rank)];
+  const std::int32_t sig = signature_[p][stream][op];
+  return rank_collectives_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(sig)];
+}
+
+int PreparedWorkload::pipeline_peer(int rank, int offset) const {
+  const RankLayout& layout = input_.workload->layout;
+  RankCoordinates c = layout.coordinates(rank);
+  const int pp = layout.parallelism().pp;
+  c.pp = ((c.pp + offset) % pp + pp) % pp;
+  return layout.rank_of(c);
+}
+
+std::string PreparedWorkload::describe(int rank, std::size_t stream, std::size_t op) const {
+  const Workload& w = *input_.workload;
+  const Program& program = w.program(rank);
+  const Stream& s = program.streams[stream];
+  std::string text = "rank " + std::to_string(rank) + " stream " + std::to_string(stream) + " '" + s.name + "'";
+  if (op >= s.ops.size()) return text + " (after its last op)";
+  const Op& o = s.ops[op];
+  text += " op " + std::to_string(op);
+  if (o.name < w.names.size()) text += " '" + w.names[o.name] + "'";
+  text += " (" + std::string(to_string(o.kind));
+  if (o.kind == OpKind::collective)
+    text += " " + std::string(to_string(o.collective)) + " over " + std::string(to_string(o.group)) + ", " +
+            std::to_string(o.bytes) + " bytes";
+  if (o.kind == OpKind::send || o.kind == OpKind::recv)
+    text += " peer_offset " + std::to_string(o.peer_offset) + " tag " + std::to_string(o.tag);
+  return text + ")";
+}
+
+}  // namespace chopsim::sim_detail

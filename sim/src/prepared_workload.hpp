@@ -1,0 +1,72 @@
+#pragma once
+// Everything the engine derives from a SimulationInput before simulating, without SimGrid: kernel durations,
+// the groups and collective plans of every rank, pipeline peers, and the GPU pairs that communicate (whose routes
+// the platform must hold before it is sealed).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chopsim/models/collective.hpp"
+#include "chopsim/models/workload.hpp"
+#include "chopsim/sim/engine.hpp"
+
+namespace chopsim::sim_detail {
+
+/// A collective as it appears in a program: who (role), what and how much. Ranks of one program share signatures.
+struct CollectiveSignature {
+  GroupRole role = GroupRole::world;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes = 0.0;
+};
+
+/// A collective as one rank executes it.
+struct RankCollective {
+  const CollectivePlan* plan = nullptr;
+  const std::vector<int>* members = nullptr;  ///< global ranks in group order
+  int group = -1;                             ///< index of the group, equal for all its members
+};
+
+class PreparedWorkload {
+ public:
+  /// Validates the input (throws EngineError naming the problem) and computes plans; plans are cached by
+  /// (group, kind, bytes, member) so that ranks sharing them (and repeated ops) cost one plan() call.
+  explicit PreparedWorkload(const SimulationInput& input);
+
+  [[nodiscard]] const SimulationInput& input() const { return input_; }
+  [[nodiscard]] const Workload& workload() const { return *input_.workload; }
+  [[nodiscard]] int world_size() const { return world_size_; }
+  [[nodiscard]] double clock_hz() const { return clock_hz_; }
+
+  /// Duration of compute op `op` of `stream` in `program` (0 for other ops).
+  [[nodiscard]] double duration_s(std::size_t program, std::size_t stream, std::size_t op) const {
+    return durations_[program][stream][op];
+  }
+  /// The collective op `op` of `stream` as rank `rank` executes it.
+  [[nodiscard]] RankCollective collective(int rank, std::size_t stream, std::size_t op) const;
+  /// The rank `offset` pipeline stages from `rank` (send/recv peer).
+  [[nodiscard]] int pipeline_peer(int rank, int offset) const;
+
+  /// Ordered (source, destination) GPU pairs that exchange data, sorted.
+  [[nodiscard]] const std::vector<std::pair<int, int>>& communicating_pairs() const { return pairs_; }
+  [[nodiscard]] std::size_t plan_count() const { return plans_.size(); }
+
+  /// A readable description of an op for error messages: "rank 3 stream 1 'compute' op 17 'fwd.qkv' (compute)".
+  [[nodiscard]] std::string describe(int rank, std::size_t stream, std::size_t op) const;
+
+ private:
+  const SimulationInput& input_;
+  int world_size_ = 0;
+  double clock_hz_ = 0.0;
+  std::vector<std::vector<std::vector<double>>> durations_;        // [program][stream][op]
+  std::vector<std::vector<std::vector<std::int32_t>>> signature_;  // [program][stream][op] -> index or -1
+  std::vector<std::vector<CollectiveSignature>> signatures_;       // [program]
+  std::vector<std::vector<RankCollective>> rank_collectives_;      // [rank][signature]
+  std::vector<std::unique_ptr<std::vector<int>>> groups_;
+  std::vector<std::unique_ptr<CollectivePlan>> plans_;
+  std::vector<std::pair<int, int>> pairs_;
+};
+
+}  // namespace chopsim::sim_detail

@@ -1,0 +1,514 @@
+// The SimGrid execution of a workload (docs/design.md, "Engine semantics (SimGrid)").
+//
+// * Platform: one host per rank ("gpu<r>", speed 1 work unit per second, so an Exec of d units lasts d seconds at
+//   full speed; the compute model alone decides kernel time), one split-duplex link per topology link that some route
+//   uses, and an explicit route (from Topology::route) for every ordered pair of ranks that exchanges data, in one
+//   full zone. Hosts take a speed list so that clock steps can become pstates (issue 3: a governor will call
+//   Host::set_pstate, which stretches running Execs immediately; ../shared/docs/simgrid-3.32-notes.md).
+// * Network model CM02 without cross traffic and with the TCP window bound off (network/TCP-gamma:0 disables it in
+//   3.32; checked by the engine test "large transfer over a long link gets full bandwidth"): a transfer alone on a
+//   route takes latency + size / bottleneck bandwidth, concurrent transfers share links max-min fairly.
+// * One actor per (rank, stream). An op starts when the previous op of its stream has ended and its dependencies
+//   (ops of other streams of the rank, same iteration) have completed: per-rank completion counters per stream, and a
+//   condition variable per stream that is only signalled when someone waits on it.
+// * Iterations: a stream starts iteration i+1 once every stream of its rank has finished iteration i.
+// * Collectives run their plan's steps: all sends and receives of a step posted at once on mailboxes keyed by
+//   (source, destination, stream, channel), wait for all, then sleep the step's latency. Pipeline send/recv use
+//   mailboxes keyed by (source, destination, tag). Mailboxes match in FIFO order, which is what makes the plans'
+//   "same order per (peer, channel)" contract sufficient. Steps marked for synchronisation (pipelined rings, trees)
+//   end for all their members at once, on an s4u::Barrier.
+// * Compute slowdown while communicating: while at least one communication op is active on a rank, an Exec of
+//   unbounded work runs on its host with a bound of comm_compute_slowdown (fraction of the host speed) and a large
+//   sharing weight, so SimGrid's max-min CPU sharing leaves 1 - slowdown to the kernels (verified exact in the engine
+//   tests). It is cancelled when the last communication op of the rank ends.
+
+#include "simgrid_simulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/topology.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace chopsim::sim_detail {
+namespace {
+
+/// Work of the communication-load Exec: never finishes while a collective runs (at most 1 work unit per second).
+constexpr double kUnboundedWork = 1e30;
+/// Sharing weight of the load Exec: large, so that it always gets its bound and the kernels the rest.
+constexpr double kLoadPriority = 1e6;
+/// Actor stack size (KiB). Actors run this file's code only; observers run in the parent, or on these stacks in
+/// in-process mode, hence the margin.
+constexpr int kStackKiB = 512;
+/// Stuck actors listed in a deadlock message.
+constexpr std::size_t kStuckReported = 8;
+
+struct MailboxKey {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint32_t space = 0;  ///< collective: 1 + stream; pipeline: 0
+  std::uint32_t id = 0;     ///< collective: channel; pipeline: tag
+  bool operator==(const MailboxKey&) const = default;
+};
+
+struct MailboxKeyHash {
+  std::size_t operator()(const MailboxKey& k) const {
+    std::uint64_t h = (std::uint64_t{k.src} << 32 | k.dst) * 0x9e3779b97f4a7c15ULL;
+    h ^= (std::uint64_t{k.space} << 32 | k.id) + 0xbf58476d1ce4e5b9ULL + (h << 6) + (h >> 2);
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+};
+
+/// Identity of one synchronised collective step (CollectiveStep::sync_members): the group, the stream, the how-many-th
+/// collective of that group on that stream (members meet collectives in the same order), the step and the sync id.
+struct SyncKey {
+  int group = 0;
+  std::uint16_t stream = 0;
+  std::uint64_t sequence = 0;
+  std::uint32_t step = 0;
+  int sync_id = 0;
+  bool operator==(const SyncKey&) const = default;
+};
+
+struct SyncKeyHash {
+  std::size_t operator()(const SyncKey& k) const {
+    std::uint64_t h =
+        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.group)) << 16 | k.stream) * 0x9e3779b97f4a7c15ULL;
+    h ^= k.sequence * 0xbf58476d1ce4e5b9ULL + (h << 6) + (h >> 2);
+    h ^= (std::uint64_t{k.step} << 32 | static_cast<std::uint32_t>(k.sync_id)) * 0x94d049bb133111ebULL + (h << 6);
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+};
+
+/// Members that have reached a synchronised step, and the barrier they wait on.
+struct Rendezvous {
+  int arrived = 0;
+  sg4::BarrierPtr barrier;
+};
+
+enum class Wait : std::uint8_t { none, dependency, barrier, transfers, sync, send, recv };
+
+/// What an actor is doing, kept outside the actor so that a deadlock can be reported after SimGrid gives up.
+struct ActorState {
+  int rank = 0;
+  std::uint16_t stream = 0;
+  std::uint32_t iteration = 0;
+  std::uint32_t op = 0;
+  Wait wait = Wait::none;
+  std::uint16_t wait_stream = 0;
+  std::uint64_t wait_count = 0;  ///< completed ops of wait_stream needed
+  std::size_t step = 0;
+  int peer = -1;
+  bool finished = false;
+  std::unordered_map<int, std::uint64_t> collectives_of_group;  ///< collectives run per group, for SyncKey
+};
+
+struct RankState {
+  std::uint32_t program = 0;
+  std::vector<std::uint64_t> completed;  ///< ops completed per stream, all iterations
+  std::vector<std::uint64_t> lengths;    ///< ops per stream
+  std::vector<int> waiters;              ///< actors waiting on each stream's counter
+  std::vector<sg4::ConditionVariablePtr> signals;
+  sg4::MutexPtr mutex;
+  int active_comms = 0;
+  sg4::ExecPtr comm_load;
+};
+
+class Simulation {
+ public:
+  Simulation(const PreparedWorkload& prepared, const EngineOptions& options, EventSink& sink)
+      : prepared_(prepared), options_(options), sink_(sink), workload_(prepared.workload()) {}
+
+  SimulationStats run() {
+    if (sg4::Engine::has_instance())
+      throw EngineError(
+          "SimGrid already ran in this process (one engine per process): run with isolate_in_child_process = true");
+    std::vector<std::string> args{"chopsim",
+                                  "--log=root.thres:critical",
+                                  "--cfg=network/model:" + options_.network_model,
+                                  "--cfg=network/crosstraffic:0",
+                                  "--cfg=network/TCP-gamma:0",
+                                  "--cfg=contexts/stack-size:" + std::to_string(kStackKiB)};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    int argc = static_cast<int>(args.size());
+    // Deliberately never deleted: SimGrid allows one engine per process and a destroyed engine would let a second
+    // in-process run start on leftover state; while it lives, has_instance() refuses that run. A forked child exits
+    // right after the run anyway.
+    auto* engine = new sg4::Engine(&argc, argv.data());
+
+    build_platform();
+    create_actors();
+    engine->run();
+    for (RankState& rank : ranks_) rank.comm_load = nullptr;
+    if (failure_) std::rethrow_exception(failure_);
+    report_deadlock();
+    stats_.makespan_s = 0.0;
+    for (const double t : stats_.iteration_end_s) stats_.makespan_s = std::max(stats_.makespan_s, t);
+    return stats_;
+  }
+
+ private:
+  void build_platform() {
+    const Topology& topology = *prepared_.input().topology;
+    auto* zone = sg4::create_full_zone("cluster");
+    const int world = prepared_.world_size();
+    hosts_.reserve(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      // One pstate for now; issue 3 adds the governor's clock steps here.
+      hosts_.push_back(zone->create_host("gpu" + std::to_string(r), std::vector<double>{1.0}));
+      hosts_.back()->seal();
+    }
+    std::vector<sg4::Link*> links(topology.links().size(), nullptr);
+    std::vector<sg4::LinkInRoute> route;
+    for (const auto& [src, dst] : prepared_.communicating_pairs()) {
+      route.clear();
+      for (const RouteHop& hop : topology.route(src, dst)) {
+        sg4::Link*& link = links[static_cast<std::size_t>(hop.link)];
+        if (link == nullptr) {
+          const TopologyLink& spec = topology.links()[static_cast<std::size_t>(hop.link)];
+          link = zone->create_split_duplex_link(spec.name, spec.bandwidth_bytes_per_s);
+          link->set_latency(spec.latency_s);
+          link->seal();
+        }
+        route.emplace_back(link, hop.forward ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+      }
+      zone->add_route(hosts_[static_cast<std::size_t>(src)]->get_netpoint(),
+                      hosts_[static_cast<std::size_t>(dst)]->get_netpoint(), nullptr, nullptr, route, false);
+    }
+    zone->seal();
+  }
+
+  void create_actors() {
+    const int world = prepared_.world_size();
+    const int iterations = prepared_.input().iterations;
+    stats_.iteration_end_s.assign(static_cast<std::size_t>(iterations), 0.0);
+    slowdown_ = prepared_.input().compute->params().comm_compute_slowdown;
+    if (!(slowdown_ >= 0.0 && slowdown_ < 1.0))
+      throw EngineError("comm_compute_slowdown must be in [0, 1), got " + std::to_string(slowdown_));
+    ranks_.resize(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      RankState& rank = ranks_[static_cast<std::size_t>(r)];
+      rank.program = workload_.program_of_rank[static_cast<std::size_t>(r)];
+      const Program& program = workload_.programs[rank.program];
+      const std::size_t streams = program.streams.size();
+      rank.completed.assign(streams, 0);
+      rank.waiters.assign(streams, 0);
+      for (const Stream& s : program.streams) rank.lengths.push_back(s.ops.size());
+      rank.mutex = sg4::Mutex::create();
+      for (std::size_t s = 0; s < streams; ++s) rank.signals.push_back(sg4::ConditionVariable::create());
+    }
+    // Actor states are allocated up front so that references stay valid.
+    std::size_t actors = 0;
+    for (const RankState& rank : ranks_) actors += rank.completed.size();
+    actors_.reserve(actors);
+    for (int r = 0; r < world; ++r) {
+      const Program& program = workload_.programs[ranks_[static_cast<std::size_t>(r)].program];
+      for (std::size_t s = 0; s < program.streams.size(); ++s) {
+        ActorState* state = &actors_.emplace_back();
+        state->rank = r;
+        state->stream = static_cast<std::uint16_t>(s);
+        sg4::Actor::create("r" + std::to_string(r) + "." + program.streams[s].name, hosts_[static_cast<std::size_t>(r)],
+                           [this, state] { stream_actor(*state); });
+      }
+    }
+  }
+
+  // ---- ordering -------------------------------------------------------------------------------------------------
+
+  void wait_for(ActorState& actor, RankState& rank, std::uint16_t stream, std::uint64_t count, Wait why) {
+    if (rank.completed[stream] >= count) return;
+    actor.wait = why;
+    actor.wait_stream = stream;
+    actor.wait_count = count;
+    // Register before the first simcall: the notifier only signals streams with waiters.
+    ++rank.waiters[stream];
+    ++stats_.activities;
+    rank.mutex->lock();
+    while (rank.completed[stream] < count) rank.signals[stream]->wait(rank.mutex);
+    rank.mutex->unlock();
+    --rank.waiters[stream];
+    actor.wait = Wait::none;
+  }
+
+  void complete(RankState& rank, std::uint16_t stream) {
+    ++rank.completed[stream];
+    if (rank.waiters[stream] == 0) return;
+    rank.mutex->lock();
+    rank.signals[stream]->notify_all();
+    rank.mutex->unlock();
+  }
+
+  // ---- events ---------------------------------------------------------------------------------------------------
+
+  /// Passes an event on; a sink that throws stops the simulation and its exception is rethrown by run().
+  bool emit(const OpEvent& event) {
+    if (failure_) return false;
+    try {
+      sink_.on_event(event);
+      ++stats_.op_events;
+      return true;
+    } catch (const std::exception&) {
+      failure_ = std::current_exception();
+      for (RankState& rank : ranks_)
+        if (rank.comm_load) rank.comm_load->cancel();
+      sg4::Actor::kill_all();
+      return false;
+    }
+  }
+
+  // ---- the actor ------------------------------------------------------------------------------------------------
+
+  void stream_actor(ActorState& actor) {
+    RankState& rank = ranks_[static_cast<std::size_t>(actor.rank)];
+    const Program& program = workload_.programs[rank.program];
+    const Stream& stream = program.streams[actor.stream];
+    const auto iterations = static_cast<std::uint32_t>(prepared_.input().iterations);
+    for (std::uint32_t it = 0; it < iterations; ++it) {
+      actor.iteration = it;
+      for (std::uint32_t i = 0; i < stream.ops.size(); ++i) {
+        actor.op = i;
+        const Op& op = stream.ops[i];
+        for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+          const OpDependency& dep = program.dependencies[op.first_dependency + d];
+          wait_for(actor, rank, dep.stream, it * rank.lengths[dep.stream] + dep.op + 1, Wait::dependency);
+        }
+        OpEvent event;
+        event.time_s = sg4::Engine::get_clock();
+        event.start_s = event.time_s;
+        event.rank = static_cast<std::uint32_t>(actor.rank);
+        event.op = i;
+        event.iteration = it;
+        event.stream = actor.stream;
+        if (!emit(event)) return;
+        execute(actor, rank, op);
+        event.time_s = sg4::Engine::get_clock();
+        event.is_end = true;
+        if (!emit(event)) return;
+        double& iteration_end = stats_.iteration_end_s[it];
+        iteration_end = std::max(iteration_end, event.time_s);
+        complete(rank, actor.stream);
+      }
+      // Per-rank barrier between iterations.
+      actor.op = static_cast<std::uint32_t>(stream.ops.size());
+      for (std::size_t s = 0; s < rank.lengths.size(); ++s)
+        wait_for(actor, rank, static_cast<std::uint16_t>(s), (it + 1) * rank.lengths[s], Wait::barrier);
+    }
+    actor.finished = true;
+  }
+
+  void execute(ActorState& actor, RankState& rank, const Op& op) {
+    switch (op.kind) {
+      case OpKind::compute: {
+        const double duration = prepared_.duration_s(rank.program, actor.stream, actor.op);
+        if (duration > 0.0) {
+          ++stats_.activities;
+          sg4::this_actor::execute(duration);
+        }
+        return;
+      }
+      case OpKind::collective:
+        comm_begin(rank);
+        run_collective(actor, prepared_.collective(actor.rank, actor.stream, actor.op));
+        comm_end(rank);
+        return;
+      case OpKind::send:
+      case OpKind::recv: {
+        comm_begin(rank);
+        const int peer = prepared_.pipeline_peer(actor.rank, op.peer_offset);
+        actor.peer = peer;
+        ++stats_.activities;
+        if (op.kind == OpKind::send) {
+          actor.wait = Wait::send;
+          mailbox({static_cast<std::uint32_t>(actor.rank), static_cast<std::uint32_t>(peer), 0, op.tag})
+              ->put(&payload_, bytes(op.bytes));
+        } else {
+          actor.wait = Wait::recv;
+          void* data = nullptr;
+          mailbox({static_cast<std::uint32_t>(peer), static_cast<std::uint32_t>(actor.rank), 0, op.tag})
+              ->get_async<void>(&data)
+              ->wait();
+        }
+        actor.wait = Wait::none;
+        comm_end(rank);
+        return;
+      }
+    }
+  }
+
+  void run_collective(ActorState& actor, const RankCollective& collective) {
+    const auto me = static_cast<std::uint32_t>(actor.rank);
+    const std::uint32_t space = 1u + actor.stream;
+    const std::vector<int>& members = *collective.members;
+    std::vector<sg4::CommPtr> comms;
+    void* data = nullptr;
+    const auto& steps = collective.plan->steps;
+    const std::uint64_t sequence = actor.collectives_of_group[collective.group]++;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      actor.step = k;
+      const CollectiveStep& step = steps[k];
+      comms.clear();
+      for (const Transfer& t : step.sends) {
+        const auto peer = static_cast<std::uint32_t>(members[static_cast<std::size_t>(t.peer)]);
+        comms.push_back(
+            mailbox({me, peer, space, static_cast<std::uint32_t>(t.channel)})->put_async(&payload_, bytes(t.bytes)));
+      }
+      for (const Transfer& t : step.receives) {
+        const auto peer = static_cast<std::uint32_t>(members[static_cast<std::size_t>(t.peer)]);
+        comms.push_back(mailbox({peer, me, space, static_cast<std::uint32_t>(t.channel)})->get_async<void>(&data));
+      }
+      stats_.activities += step.sends.size();
+      actor.wait = Wait::transfers;
+      sg4::Comm::wait_all(comms);
+      if (step.sync_members > 1) {
+        actor.wait = Wait::sync;
+        synchronize({collective.group, actor.stream, sequence, static_cast<std::uint32_t>(k), step.sync_id},
+                    step.sync_members);
+      }
+      actor.wait = Wait::none;
+      if (step.latency_s > 0.0) {
+        ++stats_.activities;
+        sg4::this_actor::sleep_for(step.latency_s);
+      }
+    }
+    comms.clear();
+  }
+
+  /// Waits until `members` actors have reached the step `key` (a pipelined collective ends for all together).
+  void synchronize(const SyncKey& key, int members) {
+    auto it = rendezvous_.find(key);
+    if (it == rendezvous_.end()) {
+      sg4::BarrierPtr created = sg4::Barrier::create(static_cast<unsigned>(members));  // may let others run first
+      it = rendezvous_.emplace(key, Rendezvous{0, std::move(created)}).first;
+    }
+    const sg4::BarrierPtr barrier = it->second.barrier;
+    if (++it->second.arrived == members) rendezvous_.erase(it);
+    ++stats_.activities;
+    barrier->wait();
+  }
+
+  // The rank's state is updated before the simcalls (start, cancel) so that other actors of the rank that run
+  // during them see a consistent count and load.
+  void comm_begin(RankState& rank) {
+    if (rank.active_comms++ > 0 || slowdown_ <= 0.0) return;
+    ++stats_.activities;
+    sg4::ExecPtr load = sg4::this_actor::exec_init(kUnboundedWork);
+    load->set_bound(slowdown_);
+    load->set_priority(kLoadPriority);
+    rank.comm_load = load;
+    load->start();
+  }
+
+  void comm_end(RankState& rank) {
+    if (--rank.active_comms > 0 || !rank.comm_load) return;
+    sg4::ExecPtr load = std::move(rank.comm_load);
+    rank.comm_load = nullptr;
+    load->cancel();
+  }
+
+  /// Actors are cooperative but every simcall lets the others run: shared state must be consistent before each
+  /// simcall. Mailbox::by_name is one, so the cache entry is only added once the mailbox exists.
+  sg4::Mailbox* mailbox(const MailboxKey& key) {
+    if (auto it = mailboxes_.find(key); it != mailboxes_.end()) return it->second;
+    const std::string name = (key.space == 0 ? "p" : "c" + std::to_string(key.space - 1)) + ":" +
+                             std::to_string(key.src) + ">" + std::to_string(key.dst) + ":" + std::to_string(key.id);
+    sg4::Mailbox* created = sg4::Mailbox::by_name(name);
+    return mailboxes_.emplace(key, created).first->second;  // the same mailbox if another actor got there first
+  }
+
+  static std::uint64_t bytes(double value) { return value > 0.0 ? static_cast<std::uint64_t>(std::llround(value)) : 0; }
+
+  // ---- deadlock -------------------------------------------------------------------------------------------------
+
+  void report_deadlock() const {
+    std::vector<const ActorState*> stuck;
+    for (const ActorState& actor : actors_)
+      if (!actor.finished) stuck.push_back(&actor);
+    if (stuck.empty()) return;
+    std::string message = "deadlock at t = " + std::to_string(sg4::Engine::get_clock()) +
+                          " s: " + std::to_string(stuck.size()) + " of " + std::to_string(actors_.size()) +
+                          " streams never finished; the first:";
+    for (std::size_t i = 0; i < std::min(stuck.size(), kStuckReported); ++i) {
+      const ActorState& a = *stuck[i];
+      message += "\n  " + prepared_.describe(a.rank, a.stream, a.op) + ", iteration " + std::to_string(a.iteration);
+      message += ": " + reason(a);
+    }
+    throw EngineError(message);
+  }
+
+  std::string reason(const ActorState& a) const {
+    const Program& program = workload_.programs[ranks_[static_cast<std::size_t>(a.rank)].program];
+    const RankState& rank = ranks_[static_cast<std::size_t>(a.rank)];
+    auto stream_text = [&](std::uint16_t s) {
+      return "stream " + std::to_string(s) + " '" + program.streams[s].name + "'";
+    };
+    switch (a.wait) {
+      case Wait::dependency: {
+        const std::uint64_t length = std::max<std::uint64_t>(rank.lengths[a.wait_stream], 1);
+        return "waiting for op " + std::to_string((a.wait_count - 1) % length) + " of " + stream_text(a.wait_stream) +
+               " (" + std::to_string(rank.completed[a.wait_stream] - a.iteration * rank.lengths[a.wait_stream]) +
+               " of its ops done in this iteration)";
+      }
+      case Wait::barrier:
+        return "at the iteration barrier, waiting for " + stream_text(a.wait_stream);
+      case Wait::transfers: {
+        const RankCollective c = prepared_.collective(a.rank, a.stream, a.op);
+        std::string peers;
+        const auto& step = c.plan->steps[a.step];
+        for (const auto* list : {&step.sends, &step.receives})
+          for (const Transfer& t : *list)
+            peers += (peers.empty() ? "" : ", ") + std::to_string((*c.members)[static_cast<std::size_t>(t.peer)]);
+        return "in step " + std::to_string(a.step) + " of " + std::to_string(c.plan->steps.size()) + " of its " +
+               c.plan->algorithm + " plan, waiting for transfers with ranks " + peers;
+      }
+      case Wait::sync: {
+        const RankCollective c = prepared_.collective(a.rank, a.stream, a.op);
+        return "in step " + std::to_string(a.step) + " of its " + c.plan->algorithm +
+               " plan, transfers done, waiting for " + std::to_string(c.plan->steps[a.step].sync_members) +
+               " members of the " +
+               std::string(to_string(workload_.program(a.rank).streams[a.stream].ops[a.op].group)) +
+               " group to finish theirs";
+      }
+      case Wait::send:
+        return "waiting for rank " + std::to_string(a.peer) + " to receive";
+      case Wait::recv:
+        return "waiting for rank " + std::to_string(a.peer) + " to send";
+      case Wait::none:
+        break;
+    }
+    return "running";
+  }
+
+  const PreparedWorkload& prepared_;
+  const EngineOptions& options_;
+  EventSink& sink_;
+  const Workload& workload_;
+  double slowdown_ = 0.0;
+  std::vector<sg4::Host*> hosts_;
+  std::vector<RankState> ranks_;
+  std::vector<ActorState> actors_;
+  std::unordered_map<MailboxKey, sg4::Mailbox*, MailboxKeyHash> mailboxes_;
+  std::unordered_map<SyncKey, Rendezvous, SyncKeyHash> rendezvous_;
+  int payload_ = 0;  ///< what transfers carry: only their simulated size matters
+  SimulationStats stats_;
+  std::exception_ptr failure_;
+};
+
+}  // namespace
+
+SimulationStats run_simgrid(const PreparedWorkload& prepared, const EngineOptions& options, EventSink& sink) {
+  Simulation simulation(prepared, options, sink);
+  return simulation.run();
+}
+
+}  // namespace chopsim::sim_detail
