@@ -52,7 +52,8 @@ struct TimelineWriter::State {
   JsonWriter json;
   bool finished = false;
 
-  State(const Workload& w, const std::filesystem::path& path) : workload(w), file(open_for_writing(path)), json(file, 0) {}
+  State(const Workload& w, const std::filesystem::path& path)
+      : workload(w), file(open_for_writing(path)), json(file, 0) {}
 };
 
 TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node)
@@ -64,16 +65,21 @@ TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::
   const int world = workload.layout.world_size();
   for (int rank = 0; rank < world; ++rank) {
     const auto coordinates = workload.layout.coordinates(rank);
-    const std::string label = "GPU " + std::to_string(rank) + " (node " + std::to_string(rank / std::max(gpus_per_node, 1)) +
-                              ", pp " + std::to_string(coordinates.pp) + ", dp " + std::to_string(coordinates.dp) +
-                              ", tp " + std::to_string(coordinates.tp) + ")";
+    const std::string label = "GPU " + std::to_string(rank) + " (node " +
+                              std::to_string(rank / std::max(gpus_per_node, 1)) + ", pp " +
+                              std::to_string(coordinates.pp) + ", dp " + std::to_string(coordinates.dp) + ", tp " +
+                              std::to_string(coordinates.tp) + ")";
     json.begin_object().field("name", "process_name").field("ph", "M").field("pid", rank);
     json.key("args").begin_object().field("name", label).end_object().end_object();
     json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
     json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
     const auto& streams = workload.program(rank).streams;
     for (std::size_t s = 0; s < streams.size(); ++s) {
-      json.begin_object().field("name", "thread_name").field("ph", "M").field("pid", rank).field("tid", static_cast<int>(s));
+      json.begin_object()
+          .field("name", "thread_name")
+          .field("ph", "M")
+          .field("pid", rank)
+          .field("tid", static_cast<int>(s));
       json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
     }
   }
@@ -193,13 +199,20 @@ struct OpsTableWriter::State {
   bool finished = false;
 };
 
-OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path, const std::string& run_name) {
+OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path,
+                               const std::string& run_name) {
   H5::Exception::dontPrint();
   try {
     // Object timestamps off: the same run must give byte-identical files.
     H5::FileCreatPropList file_properties;
-    state_ = std::make_unique<State>(State{workload, path, H5::H5File(path.string(), H5F_ACC_TRUNC, file_properties),
-                                           op_row_type(), H5::DataSet(), {}, 0, false});
+    state_ = std::make_unique<State>(State{workload,
+                                           path,
+                                           H5::H5File(path.string(), H5F_ACC_TRUNC, file_properties),
+                                           op_row_type(),
+                                           H5::DataSet(),
+                                           {},
+                                           0,
+                                           false});
     const hsize_t initial[1] = {0};
     const hsize_t maximum[1] = {H5S_UNLIMITED};
     H5::DataSpace space(1, initial, maximum);

@@ -26,9 +26,12 @@ std::string_view schedule_name(PipelineSchedule schedule) {
 
 std::string_view recompute_name(RecomputePolicy policy) {
   switch (policy) {
-    case RecomputePolicy::none: return "none";
-    case RecomputePolicy::selective: return "selective";
-    case RecomputePolicy::full: return "full";
+    case RecomputePolicy::none:
+      return "none";
+    case RecomputePolicy::selective:
+      return "selective";
+    case RecomputePolicy::full:
+      return "full";
   }
   return "none";
 }
@@ -73,7 +76,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   if (write_files) {
     std::error_code error;
     std::filesystem::create_directories(options.output_dir, error);
-    if (error) throw OutputError("cannot create output directory " + options.output_dir.string() + ": " + error.message());
+    if (error)
+      throw OutputError("cannot create output directory " + options.output_dir.string() + ": " + error.message());
   }
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
@@ -92,7 +96,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     if (write_files) {
       timeline = std::make_unique<detail::TimelineWriter>(workload, outputs.stage(options.output_dir / "timeline.json"),
                                                           run.cluster.gpus_per_node);
-      ops_table = std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
+      ops_table =
+          std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
       observers.add(*timeline);
       observers.add(*ops_table);
     }
@@ -116,7 +121,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     report.breakdown = breakdown.finish(report.stats.makespan_s, iterations);
     if (report.iteration_time_s > 0.0) {
       report.tokens_per_s = workload.tokens_per_iteration / report.iteration_time_s;
-      report.model_tflops_per_gpu = workload.model_flops_per_iteration / report.iteration_time_s / report.gpus / units::kTera;
+      report.model_tflops_per_gpu =
+          workload.model_flops_per_iteration / report.iteration_time_s / report.gpus / units::kTera;
       report.hardware_tflops_per_gpu =
           workload.executed_flops_per_iteration() / report.iteration_time_s / report.gpus / units::kTera;
       const double peak = peak_flops(run);
@@ -251,8 +257,9 @@ std::string gib(double bytes) { return fixed(bytes / units::kGiB, 1); }
 }  // namespace
 
 void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& report) {
-  out << "chopsim run " << run.name << ": " << run.model.name << " on " << report.gpus << " x " << run.hardware.name << " ("
-      << run.cluster.nodes << (run.cluster.nodes == 1 ? " node" : " nodes") << ", " << run.cluster.node_topology;
+  out << "chopsim run " << run.name << ": " << run.model.name << " on " << report.gpus << " x " << run.hardware.name
+      << " (" << run.cluster.nodes << (run.cluster.nodes == 1 ? " node" : " nodes") << ", "
+      << run.cluster.node_topology;
   if (run.cluster.nodes > 1) out << " + " << run.cluster.fabric.kind;
   out << "), " << parallelism_label(run.parallelism) << "\n";
   out << "  global batch " << run.training.global_batch << " x " << run.training.seq_len << " tokens, micro-batch "
@@ -276,7 +283,8 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   out << "  throughput          " << with_thousands(report.tokens_per_s) << " tokens/s ("
       << with_thousands(report.tokens_per_s / report.gpus) << " per GPU)\n";
   out << "  model TFLOP/s / GPU " << fixed(report.model_tflops_per_gpu, 1) << "   MFU " << fixed(100.0 * report.mfu, 1)
-      << " % of " << fixed(peak_flops(run) / units::kTera, 1) << " TFLOP/s " << to_string(run.training.precision) << "\n";
+      << " % of " << fixed(peak_flops(run) / units::kTera, 1) << " TFLOP/s " << to_string(run.training.precision)
+      << "\n";
   out << "\n  time per iteration, mean over GPUs:\n";
   const auto& b = report.breakdown;
   const double total = std::max(b.total_s(), 1e-300);

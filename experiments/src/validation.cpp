@@ -96,7 +96,8 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
 }
 
 std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
 }
 
@@ -141,7 +142,8 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       const std::string precision = record["precision"].as<std::string>();
       run.training.precision = precision.find("fp8") != std::string::npos ? Precision::fp8 : Precision::bf16;
       const std::string recompute = record["recompute"].as<std::string>();
-      run.training.recompute = recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
+      run.training.recompute =
+          recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
       c.notes = record["model"].as<std::string>() + ", " + std::to_string(gpus) + " GPUs, seq " +
                 std::to_string(run.training.seq_len) + ", mbs " + std::to_string(run.training.micro_batch) +
                 (run.training.recompute == RecomputePolicy::full ? ", full recompute" : "") + ", " +
@@ -156,9 +158,12 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
 
 std::string metric_unit(ValidationMetric metric) {
   switch (metric) {
-    case ValidationMetric::iteration_time_s: return "s";
-    case ValidationMetric::tokens_per_s_per_gpu: return "tokens/s/GPU";
-    case ValidationMetric::peak_memory_bytes: return "GiB";
+    case ValidationMetric::iteration_time_s:
+      return "s";
+    case ValidationMetric::tokens_per_s_per_gpu:
+      return "tokens/s/GPU";
+    case ValidationMetric::peak_memory_bytes:
+      return "GiB";
   }
   return "";
 }
@@ -186,8 +191,8 @@ std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& d
   return cases;
 }
 
-std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases, const ModelRegistries& registries,
-                                             int jobs) {
+std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
+                                             const ModelRegistries& registries, int jobs) {
   std::vector<ValidationResult> results(cases.size());
   tbb::task_arena arena(std::max(jobs, 1));
   arena.execute([&] {
@@ -249,19 +254,21 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
       const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; });
       out << "| " << group << " | " << metric << " | " << count << " | " << errors.size() << " | "
           << (errors.empty() ? "-" : format(100.0 * median(errors), 1) + " %") << " | "
-          << (errors.empty() ? "-" : format(100.0 * *std::max_element(errors.begin(), errors.end()), 1) + " %")
-          << " | " << within << " of " << errors.size() << " |\n";
+          << (errors.empty() ? "-" : format(100.0 * *std::max_element(errors.begin(), errors.end()), 1) + " %") << " | "
+          << within << " of " << errors.size() << " |\n";
     }
   }
 
   for (const auto& [group, rows] : groups) {
-    out << "\n## " << group << "\n\n| case | metric | measured | predicted | error | measured MFU | predicted MFU | notes |\n"
+    out << "\n## " << group
+        << "\n\n| case | metric | measured | predicted | error | measured MFU | predicted MFU | notes |\n"
         << "|---|---|---|---|---|---|---|---|\n";
     for (const auto* r : rows) {
       const auto& c = r->validation_case;
       const int decimals = c.metric == ValidationMetric::tokens_per_s_per_gpu ? 0 : 3;
-      out << "| " << c.id << " | " << metric_unit(c.metric) << " | " << format(display_value(c.metric, c.measured), decimals)
-          << " | " << (r->ok ? format(display_value(c.metric, r->predicted), decimals) : "failed: " + r->failure) << " | "
+      out << "| " << c.id << " | " << metric_unit(c.metric) << " | "
+          << format(display_value(c.metric, c.measured), decimals) << " | "
+          << (r->ok ? format(display_value(c.metric, r->predicted), decimals) : "failed: " + r->failure) << " | "
           << (r->ok ? percent(r->relative_error) : "-") << " | "
           << (c.measured_mfu >= 0 ? format(100.0 * c.measured_mfu, 1) + " %" : "-") << " | "
           << (r->ok && r->predicted_mfu > 0 ? format(100.0 * r->predicted_mfu, 1) + " %" : "-") << " | " << c.notes

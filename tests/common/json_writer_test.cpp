@@ -31,7 +31,9 @@ TEST(JsonWriter, NumbersRoundTripExactly) {
 }
 
 TEST(JsonWriter, EscapesControlCharacters) {
-  EXPECT_EQ(JsonWriter::escape(std::string("a\x01" "b\\")), "a\\u0001b\\\\");
+  EXPECT_EQ(JsonWriter::escape(std::string("a\x01"
+                                           "b\\")),
+            "a\\u0001b\\\\");
 }
 
 TEST(JsonWriter, IndentedOutputIsStable) {

@@ -1,0 +1,64 @@
+#include "cli.hpp"
+
+#include <algorithm>
+
+namespace chopsim::cli {
+
+InputError argument_error(const std::string& problem, const std::string& fix) {
+  return InputError(SourceLocation{"command line", 0, 0}, "", problem, fix);
+}
+
+namespace {
+bool contains(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string valid_flags(const std::vector<std::string>& options, const std::vector<std::string>& switches) {
+  std::string text;
+  for (const auto& o : options) text += (text.empty() ? "" : ", ") + o + " VALUE";
+  for (const auto& s : switches) text += (text.empty() ? "" : ", ") + s;
+  return text.empty() ? "this command takes no options" : "valid options: " + text;
+}
+}  // namespace
+
+Arguments::Arguments(const std::vector<std::string>& args, const std::vector<std::string>& options,
+                     const std::vector<std::string>& switches) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() > 1 && arg[0] == '-') {
+      if (contains(options, arg)) {
+        if (i + 1 >= args.size()) throw argument_error(arg + " needs a value", "write " + arg + " VALUE");
+        options_[arg] = args[++i];
+      } else if (contains(switches, arg)) {
+        switches_.push_back(arg);
+      } else {
+        throw argument_error("unknown option '" + arg + "'", valid_flags(options, switches));
+      }
+    } else {
+      positional_.push_back(arg);
+    }
+  }
+}
+
+std::optional<std::string> Arguments::option(std::string_view name) const {
+  auto it = options_.find(name);
+  if (it == options_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int> Arguments::positive_int(std::string_view name) const {
+  const auto value = option(name);
+  if (!value) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(*value, &used);
+    if (used == value->size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw argument_error(std::string(name) + " expects a positive integer, found '" + *value + "'",
+                       "write e.g. " + std::string(name) + " 2");
+}
+
+bool Arguments::has_switch(std::string_view name) const { return contains(switches_, name); }
+
+}  // namespace chopsim::cli

@@ -1,0 +1,69 @@
+#pragma once
+// Shared pieces of the chopsim command line: argument parsing and the command table.
+// Each command lives in its own command_*.cpp and is listed in main.cpp.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitOutOfMemory = 3;
+
+/// Parsed command-line arguments: positionals in order, options by name ("--out" -> "DIR"),
+/// and switches ("--simulate-oom"). Each command declares which options and switches it takes.
+class Arguments {
+ public:
+  /// Parses `args` (after the command name). `options` take a value, `switches` do not; anything else
+  /// starting with '-' is an error naming the option and listing the valid ones.
+  Arguments(const std::vector<std::string>& args, const std::vector<std::string>& options,
+            const std::vector<std::string>& switches);
+
+  [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
+  [[nodiscard]] std::optional<std::string> option(std::string_view name) const;
+  /// The option's value as a positive integer; InputError naming the option otherwise.
+  [[nodiscard]] std::optional<int> positive_int(std::string_view name) const;
+  [[nodiscard]] bool has_switch(std::string_view name) const;
+
+ private:
+  std::vector<std::string> positional_;
+  std::map<std::string, std::string, std::less<>> options_;
+  std::vector<std::string> switches_;
+};
+
+/// An InputError about the command line.
+[[nodiscard]] InputError argument_error(const std::string& problem, const std::string& fix);
+
+struct Command {
+  std::string_view name;
+  std::string_view usage;  ///< lines for the help text
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int command_run(const std::vector<std::string>& args);
+int command_validate(const std::vector<std::string>& args);
+int command_describe(const std::vector<std::string>& args);
+
+inline constexpr std::string_view kRunUsage =
+    "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--simulate-oom]\n"
+    "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
+    "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
+    "      --iterations N   simulate N iterations back to back (overrides the config)\n"
+    "      --configs DIR    look up hardware/, models/ and clusters/ by name under DIR first\n"
+    "      --simulate-oom   simulate even when the run does not fit in GPU memory\n";
+inline constexpr std::string_view kValidateUsage =
+    "  validate [--data DIR] [--configs DIR] [--out FILE] [--jobs N]\n"
+    "      Predict every measured case in DIR/validation (default ../shared/data) and write the\n"
+    "      predicted-vs-measured table to FILE (default docs/validation.md).\n";
+inline constexpr std::string_view kDescribeUsage =
+    "  describe\n"
+    "      List the registered models, topologies and engines.\n";
+
+}  // namespace chopsim::cli

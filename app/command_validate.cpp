@@ -1,0 +1,38 @@
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/validation.hpp"
+#include "cli.hpp"
+
+namespace chopsim::cli {
+
+int command_validate(const std::vector<std::string>& raw) {
+  const Arguments args(raw, {"--data", "--configs", "--out", "-o", "--jobs", "-j"}, {});
+  if (!args.positional().empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
+  const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
+  const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
+  const std::filesystem::path out = args.option("--out").value_or(args.option("-o").value_or("docs/validation.md"));
+  if (!std::filesystem::is_directory(data_dir / "validation"))
+    throw argument_error("no measured data at " + (data_dir / "validation").string(),
+                         "pass --data with the path of the shared data folder (../shared/data from the project root)");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(data_dir, configs_dir, registries);
+  const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
+  std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
+  const auto results = run_validation(cases, registries, jobs);
+  std::ostringstream page;
+  write_validation_markdown(page, results);
+  write_file_atomically(out, page.str());
+  int failed = 0;
+  for (const auto& result : results) failed += result.ok ? 0 : 1;
+  std::cout << "wrote " << out.string() << " (" << results.size() << " cases, " << failed << " not predicted)\n";
+  return kExitOk;
+}
+
+}  // namespace chopsim::cli
