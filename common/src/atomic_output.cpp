@@ -28,13 +28,21 @@ void AtomicOutputSet::commit() {
   for (const auto& file : staged_) {
     if (!std::filesystem::exists(file.temporary))
       throw OutputError("output file " + file.temporary.string() + " was staged but never written");
+    if (std::filesystem::is_directory(file.final_path))
+      throw OutputError("cannot write " + file.final_path.string() + ": a directory of that name exists");
   }
-  for (const auto& file : staged_) {
+  for (std::size_t i = 0; i < staged_.size(); ++i) {
     std::error_code error;
-    std::filesystem::rename(file.temporary, file.final_path, error);
-    if (error)
-      throw OutputError("cannot rename " + file.temporary.string() + " to " + file.final_path.string() + ": " +
-                        error.message());
+    std::filesystem::rename(staged_[i].temporary, staged_[i].final_path, error);
+    if (error) {
+      // Take back the files already renamed so that the set stays all-or-nothing.
+      for (std::size_t j = 0; j < i; ++j) {
+        std::error_code ignored;
+        std::filesystem::remove(staged_[j].final_path, ignored);
+      }
+      throw OutputError("cannot rename " + staged_[i].temporary.string() + " to " + staged_[i].final_path.string() +
+                        ": " + error.message());
+    }
   }
   committed_ = true;
 }

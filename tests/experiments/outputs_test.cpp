@@ -1,0 +1,93 @@
+// Output files: written whole or not at all, byte-identical for the same inputs, and complete.
+
+#include <H5Cpp.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim_test_paths.hpp"
+
+namespace chopsim {
+namespace {
+
+std::filesystem::path fresh_directory(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("chopsim_outputs_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+RunSpec quickstart_run(const ModelRegistries& registries) {
+  const auto config = test::configs_dir() / "llama3-8b-fsdp.yaml";
+  return load_run_config(config, default_search_path(config), registries);
+}
+
+TEST(RunOutputs, SameInputsGiveByteIdenticalFiles) {
+  const auto registries = ModelRegistries::with_builtins();
+  const RunSpec run = quickstart_run(registries);
+  const auto first = fresh_directory("first");
+  const auto second = fresh_directory("second");
+  (void)run_simulation(run, registries, RunOptions{first, false});
+  (void)run_simulation(run, registries, RunOptions{second, false});
+  for (const char* file : {"summary.json", "timeline.json", "ops.h5"}) {
+    const std::string a = read_bytes(first / file);
+    ASSERT_FALSE(a.empty()) << file;
+    EXPECT_TRUE(a == read_bytes(second / file)) << file << " differs between two identical runs";
+  }
+}
+
+TEST(RunOutputs, OpsTableHasOneRowPerExecutedOp) {
+  const auto registries = ModelRegistries::with_builtins();
+  const RunSpec run = quickstart_run(registries);
+  const auto dir = fresh_directory("rows");
+  const RunReport report = run_simulation(run, registries, RunOptions{dir, false});
+  H5::H5File file((dir / "ops.h5").string(), H5F_ACC_RDONLY);
+  const H5::DataSet ops = file.openDataSet("ops");
+  hsize_t rows = 0;
+  ops.getSpace().getSimpleExtentDims(&rows);
+  // Every op emits a start and an end event.
+  EXPECT_EQ(rows * 2, report.stats.op_events);
+  const H5::CompType type = ops.getCompType();
+  for (const char* column : {"rank", "stream", "name", "class", "start_s", "duration_s", "flops", "bytes"})
+    EXPECT_GE(type.getMemberIndex(column), 0) << column;
+}
+
+TEST(RunOutputs, FailedRunLeavesNoFiles) {
+  const auto registries = ModelRegistries::with_builtins();
+  const RunSpec run = quickstart_run(registries);
+  const auto dir = fresh_directory("failed");
+  // summary.json is written last; a directory in its way makes the run fail after the timeline and the op
+  // table were written under temporary names.
+  std::filesystem::create_directories(dir / "summary.json");
+  EXPECT_THROW((void)run_simulation(run, registries, RunOptions{dir, false}), OutputError);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"summary.json"}) << "a failed run must not leave partial output files";
+}
+
+TEST(RunOutputs, OutOfMemoryRunWritesOnlyTheSummary) {
+  const auto registries = ModelRegistries::with_builtins();
+  RunSpec run = quickstart_run(registries);
+  run.training.micro_batch = 16;  // 8 x 8192-token sequences per GPU: far beyond 192 GB of activations
+  run.training.global_batch = 128;
+  const auto dir = fresh_directory("oom");
+  const RunReport report = run_simulation(run, registries, RunOptions{dir, false});
+  EXPECT_TRUE(report.out_of_memory);
+  EXPECT_FALSE(report.simulated);
+  EXPECT_GT(report.memory.total_bytes, report.memory.capacity_bytes);
+  EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "timeline.json"));
+  EXPECT_NE(read_bytes(dir / "summary.json").find("\"status\": \"out_of_memory\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chopsim
