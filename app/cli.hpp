@@ -50,6 +50,7 @@ struct Command {
 int command_run(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
+int command_ingest(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--simulate-oom]\n"
@@ -62,6 +63,13 @@ inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--out FILE] [--jobs N]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data) and write the\n"
     "      predicted-vs-measured table to FILE (default docs/validation.md).\n";
+inline constexpr std::string_view kIngestUsage =
+    "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N]\n"
+    "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"
+    "      nvidia-smi / DCGM dmon / rocm-smi logs) into one HDF5 store (docs/traces.md).\n"
+    "      -o STORE.h5      write the store (whole or not at all)\n"
+    "      --summary        print GPU time per kernel class, the top N kernels (default 10) and per rank\n"
+    "      --format NAME    read every TRACE as NAME instead of detecting its format\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
     "      List the registered models, topologies and engines.\n";

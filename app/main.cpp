@@ -19,6 +19,7 @@ constexpr std::array kCommands = {
     Command{"run", chopsim::cli::kRunUsage, chopsim::cli::command_run},
     Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},
     Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
+    Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},
 };
 
 void print_usage(std::ostream& out) {

@@ -11,6 +11,12 @@ packages=(
   libtbb-dev              # parallel sweeps
   libhdf5-dev             # op tables and trace stores
   libgtest-dev            # tests
+  libsimdjson-dev         # trace ingest: Kineto and rocprofv3 JSON (simdjson On-Demand)
+  libsqlite3-dev          # trace ingest: Nsight Systems SQLite exports
+  zlib1g-dev              # trace ingest: .json.gz traces
+  libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
+  python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
+  time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
   python3                 # scripts/check_outputs.py reads the outputs back
 )
 

@@ -9,17 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "chopsim/common/kernel_class.hpp"
 #include "chopsim/common/registry.hpp"
 
 namespace chopsim {
 
 class Topology;
 
-/// Size conventions for `bytes` (as nccl-tests reports them):
-/// all_reduce: the buffer S each member holds; all_gather: the gathered output (n shards);
-/// reduce_scatter: the input (n shards); all_to_all: what one member sends in total (n equal parts,
-/// one kept); broadcast: the buffer; send_recv: the message.
-enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+// CollectiveKind (and the size convention of its bytes) lives in chopsim/common/kernel_class.hpp (shared with
+// traces/).
 [[nodiscard]] std::string_view to_string(CollectiveKind kind);
 
 /// One point-to-point transfer seen from one member. `peer` is a member index (position in the group).

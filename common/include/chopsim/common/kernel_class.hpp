@@ -1,0 +1,78 @@
+#pragma once
+// Vocabulary shared by every layer that talks about GPU kernels: the trace readers (traces/) classify measured
+// kernels into these classes, calibration fits per class, and the compute model (models/) predicts per class.
+// It lives in common/ because traces/ sits below models/ (docs/design.md) and both must use the same enums;
+// models/hardware.hpp and models/collective.hpp include this header.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace chopsim {
+
+/// Kernel classes, shared by the compute model, the workload and the trace classifier.
+enum class KernelClass : std::uint8_t {
+  gemm,           ///< matrix multiplications (cuBLAS/hipBLASLt/CUTLASS)
+  attention,      ///< fused flash-style attention
+  elementwise,    ///< activations, residual adds, rotary embedding, dropout
+  norm,           ///< RMSNorm / LayerNorm
+  reduction,      ///< softmax/cross-entropy, sums
+  communication,  ///< NCCL/RCCL kernels
+  memcpy,         ///< copies and memsets
+  optimizer,      ///< fused AdamW and similar
+  other,
+};
+inline constexpr std::size_t kKernelClassCount = 9;
+
+/// The lower-case name of a class ("gemm", ...); models' to_string(KernelClass) gives the same names.
+[[nodiscard]] constexpr std::string_view kernel_class_name(KernelClass kernel_class) {
+  switch (kernel_class) {
+    case KernelClass::gemm:
+      return "gemm";
+    case KernelClass::attention:
+      return "attention";
+    case KernelClass::elementwise:
+      return "elementwise";
+    case KernelClass::norm:
+      return "norm";
+    case KernelClass::reduction:
+      return "reduction";
+    case KernelClass::communication:
+      return "communication";
+    case KernelClass::memcpy:
+      return "memcpy";
+    case KernelClass::optimizer:
+      return "optimizer";
+    case KernelClass::other:
+      return "other";
+  }
+  return "other";
+}
+
+/// Collective operations. Size conventions for a collective's bytes (as nccl-tests reports them):
+/// all_reduce: the buffer S each member holds; all_gather: the gathered output (n shards);
+/// reduce_scatter: the input (n shards); all_to_all: what one member sends in total (n equal parts,
+/// one kept); broadcast: the buffer; send_recv: the message.
+enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+inline constexpr std::size_t kCollectiveKindCount = 6;
+
+/// The lower-case name of a collective ("all_reduce", ...); models' to_string(CollectiveKind) gives the same.
+[[nodiscard]] constexpr std::string_view collective_kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveKind::all_to_all:
+      return "all_to_all";
+    case CollectiveKind::broadcast:
+      return "broadcast";
+    case CollectiveKind::send_recv:
+      return "send_recv";
+  }
+  return "send_recv";
+}
+
+}  // namespace chopsim

@@ -1,0 +1,750 @@
+// PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip.
+//
+// Format: the Chrome Trace Event Format (ts and dur in microseconds, "ph":"X" complete events) with Kineto's
+// additions: top-level deviceProperties, distributedInfo (rank, world_size, pg_config), baseTimeNanoseconds (ts is
+// then relative to it), and per-event args: kernels carry device, stream, correlation, grid, block and usually
+// "External id"; cuda_runtime/cuda_driver launches carry correlation and External id; cpu_ops carry External id,
+// "Input Dims", "Input type" (record_shapes=True) and, for record_param_comms, the collective's name, message
+// sizes, dtype and process group.
+//
+// Two streamed passes over the file (memory bounded; see json_stream.hpp):
+//   pass 1 indexes metadata, the CPU ops whose shapes give FLOPs (GEMM, attention) or whose args describe a
+//   collective (record_param_comms), the launches (correlation -> External id) of those ops, and the earliest GPU
+//   timestamp (the source's time origin);
+//   pass 2 emits one KernelRecord per kernel/gpu_memcpy/gpu_memset event, linked to its op through its own
+//   External id or its launch's correlation id, and one AnnotationRecord per user annotation.
+// State kept between passes: ~100 bytes per shape- or collective-carrying op, not per event.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "byte_source.hpp"
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/units.hpp"
+#include "chopsim/traces/classifier.hpp"
+#include "json_stream.hpp"
+#include "reader_util.hpp"
+
+namespace chopsim::detail {
+
+namespace {
+
+using simdjson::ondemand::array;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+enum class OpFamily : std::uint8_t { none, gemm, attention, collective };
+
+/// What a CPU op contributes to the kernels it launches.
+struct OpInfo {
+  StringId name = kNoString;
+  OpFamily family = OpFamily::none;
+  double flops = kUnknown;
+  double bytes = kUnknown;
+  bool given = false;  // FLOPs already attributed to one kernel
+  std::optional<CollectiveKind> collective;
+  double collective_bytes = kUnknown;
+  StringId group = kNoString;
+  std::int32_t group_size = -1;
+};
+
+/// Collective args as record_param_comms (and, in newer PyTorch, the NCCL kernel itself) records them.
+struct CollectiveArgs {
+  std::string name;
+  std::int64_t in_nelems = -1;
+  std::int64_t out_nelems = -1;
+  std::string dtype;
+  std::int32_t group_size = -1;
+  std::string ranks;
+  bool present() const { return !name.empty(); }
+};
+
+struct Tensor {
+  std::vector<std::int64_t> dims;
+  double element_bytes = kUnknown;
+};
+
+double numel(const std::vector<std::int64_t>& dims) {
+  double n = 1.0;
+  for (auto d : dims) n *= static_cast<double>(d);
+  return n;
+}
+
+enum class Layout : std::uint8_t { bshd, bhsd };
+
+/// Attention ops: layout of q/k/v and the position of is_causal (or custom_mask_type) among the inputs, from the
+/// signatures in PyTorch's aten/src/ATen/native/native_functions.yaml.
+struct AttentionSignature {
+  std::string_view op;
+  Layout layout;
+  int causal_index;
+  bool backward;
+};
+constexpr std::array<AttentionSignature, 10> kAttentionOps = {{
+    {"aten::_flash_attention_forward", Layout::bshd, 8, false},
+    {"aten::_flash_attention_backward", Layout::bshd, 11, true},
+    {"aten::_scaled_dot_product_flash_attention", Layout::bhsd, 4, false},
+    {"aten::_scaled_dot_product_flash_attention_backward", Layout::bhsd, 11, true},
+    {"aten::_scaled_dot_product_efficient_attention", Layout::bhsd, 6, false},
+    {"aten::_scaled_dot_product_efficient_attention_backward", Layout::bhsd, 11, true},
+    {"aten::_efficient_attention_forward", Layout::bshd, 9, false},
+    {"aten::_efficient_attention_backward", Layout::bshd, 14, true},
+    {"aten::_scaled_dot_product_cudnn_attention", Layout::bhsd, 6, false},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", Layout::bhsd, 11, true},
+}};
+
+const AttentionSignature* attention_signature(std::string_view name) {
+  for (const auto& signature : kAttentionOps)
+    if (signature.op == name) return &signature;
+  return nullptr;
+}
+
+bool is_gemm_op(std::string_view name) {
+  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
+         name == "aten::matmul" || name == "aten::linear" || name == "aten::_scaled_mm";
+}
+
+/// FLOPs (2 per multiply-add) and minimal HBM bytes of a GEMM op from its input shapes.
+void gemm_cost(std::string_view op, const std::vector<Tensor>& inputs, OpInfo& info) {
+  auto tensor = [&](std::size_t i) -> const Tensor* { return i < inputs.size() ? &inputs[i] : nullptr; };
+  double batch = 1.0, m = 0.0, n = 0.0, k = 0.0, bias = 0.0;
+  const Tensor* a = nullptr;
+  if (op == "aten::mm" || op == "aten::_scaled_mm") {
+    a = tensor(0);
+    const Tensor* b = tensor(1);
+    if (!a || !b || a->dims.size() != 2 || b->dims.size() != 2) return;
+    m = static_cast<double>(a->dims[0]);
+    k = static_cast<double>(a->dims[1]);
+    n = static_cast<double>(b->dims[1]);
+  } else if (op == "aten::addmm") {
+    a = tensor(1);
+    const Tensor* b = tensor(2);
+    if (!a || !b || a->dims.size() != 2 || b->dims.size() != 2) return;
+    m = static_cast<double>(a->dims[0]);
+    k = static_cast<double>(a->dims[1]);
+    n = static_cast<double>(b->dims[1]);
+    if (const Tensor* c = tensor(0)) bias = numel(c->dims);
+  } else if (op == "aten::bmm" || op == "aten::baddbmm") {
+    const std::size_t first = op == "aten::bmm" ? 0 : 1;
+    a = tensor(first);
+    const Tensor* b = tensor(first + 1);
+    if (!a || !b || a->dims.size() != 3 || b->dims.size() != 3) return;
+    batch = static_cast<double>(a->dims[0]);
+    m = static_cast<double>(a->dims[1]);
+    k = static_cast<double>(a->dims[2]);
+    n = static_cast<double>(b->dims[2]);
+  } else if (op == "aten::linear") {
+    a = tensor(0);
+    const Tensor* w = tensor(1);  // weight [N, K]
+    if (!a || !w || a->dims.empty() || w->dims.size() != 2) return;
+    k = static_cast<double>(a->dims.back());
+    m = numel(a->dims) / std::max(k, 1.0);
+    n = static_cast<double>(w->dims[0]);
+    if (const Tensor* c = tensor(2)) bias = numel(c->dims);
+  } else if (op == "aten::matmul") {
+    a = tensor(0);
+    const Tensor* b = tensor(1);
+    if (!a || !b || a->dims.size() < 2 || b->dims.size() < 2) return;
+    k = static_cast<double>(a->dims.back());
+    n = static_cast<double>(b->dims.back());
+    if (b->dims.size() == 2) {
+      m = numel(a->dims) / std::max(k, 1.0);
+    } else {
+      m = static_cast<double>(a->dims[a->dims.size() - 2]);
+      batch = numel(a->dims) / std::max(m * k, 1.0);
+    }
+  } else {
+    return;
+  }
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  info.flops = 2.0 * batch * m * n * k;
+  if (a && std::isfinite(a->element_bytes)) info.bytes = a->element_bytes * (batch * (m * k + k * n + m * n) + bias);
+}
+
+/// FLOPs of an attention op: 4*B*H*Sq*Sk*D forward (QK^T and PV), halved when causal, and 2.5x the forward for the
+/// backward pass (five matmuls instead of two) -- the convention of FlashAttention's benchmarks
+/// (Dao et al., benchmarks/benchmark_flash_attention.py).
+void attention_cost(const AttentionSignature& signature, const std::vector<Tensor>& inputs,
+                    const std::vector<std::string>& concrete, OpInfo& info) {
+  std::vector<const Tensor*> four_d;
+  for (const auto& t : inputs)
+    if (t.dims.size() == 4) four_d.push_back(&t);
+  // Backward ops take grad_out first: q, k, v are the 2nd-4th 4-D inputs.
+  const std::size_t q_index = signature.backward ? 1 : 0;
+  if (four_d.size() < q_index + 3) return;
+  const Tensor& q = *four_d[q_index];
+  const Tensor& k = *four_d[q_index + 1];
+  const Tensor& v = *four_d[q_index + 2];
+  const bool bshd = signature.layout == Layout::bshd;
+  const double batch = static_cast<double>(q.dims[0]);
+  const double heads = static_cast<double>(bshd ? q.dims[2] : q.dims[1]);
+  const double sq = static_cast<double>(bshd ? q.dims[1] : q.dims[2]);
+  const double sk = static_cast<double>(bshd ? k.dims[1] : k.dims[2]);
+  const double d = static_cast<double>(q.dims[3]);
+  bool causal = false;
+  if (signature.causal_index >= 0 && static_cast<std::size_t>(signature.causal_index) < concrete.size()) {
+    const auto& flag = concrete[static_cast<std::size_t>(signature.causal_index)];
+    causal = flag == "True" || flag == "true" || flag == "1";
+  }
+  double flops = 4.0 * batch * heads * sq * sk * d;
+  if (causal) flops *= 0.5;
+  if (signature.backward) flops *= 2.5;
+  info.flops = flops;
+  if (std::isfinite(q.element_bytes)) {
+    const double nq = numel(q.dims), nk = numel(k.dims), nv = numel(v.dims);
+    info.bytes = q.element_bytes * (signature.backward ? 4.0 * nq + 2.0 * nk + 2.0 * nv : 2.0 * nq + nk + nv);
+  }
+}
+
+double collective_size(CollectiveKind kind, const CollectiveArgs& args, double element_bytes) {
+  const double in = static_cast<double>(args.in_nelems), out = static_cast<double>(args.out_nelems);
+  double elements = -1.0;
+  switch (kind) {
+    case CollectiveKind::all_gather:
+      elements = out;  // the gathered output (CollectiveKind's convention)
+      break;
+    case CollectiveKind::send_recv:
+      elements = std::max(in, out);
+      break;
+    default:
+      elements = in;
+  }
+  if (elements < 0) return kUnknown;
+  return elements * element_bytes;
+}
+
+/// The fields of one event that the passes use, as raw text (views into the batch, dead with it). Only what a pass
+/// needs is converted: most events are CPU ops and flows that one of the two passes ignores.
+struct Event {
+  std::string_view ph, cat, name;
+  std::string_view ts, dur;  // raw number tokens: the unit is decided per trace
+  std::string_view pid_text, tid_text;
+  bool name_escaped = false;  // the name has backslash escapes: read it with get_string() when needed
+  std::optional<std::int64_t> ts_ns, dur_ns;
+  std::optional<std::int64_t> pid() const { return text_int(pid_text); }
+  std::optional<std::int64_t> tid() const { return text_int(tid_text); }
+};
+
+void parse_times(Event& e, bool ns_units) {
+  if (!e.ts.empty()) e.ts_ns = parse_time_as_ns(e.ts, ns_units);
+  if (!e.dur.empty()) e.dur_ns = parse_time_as_ns(e.dur, ns_units);
+}
+
+/// The value of a top-level string field of an event, read from its raw text: Kineto writes "ph", "cat" and "name"
+/// first, so only the first bytes are searched. nullopt if not found there (the event is then parsed in full).
+std::optional<std::string_view> peek_string_field(std::string_view element, std::string_view quoted_key,
+                                                  std::size_t window) {
+  const std::string_view head = element.substr(0, std::min(window, element.size()));
+  const auto at = head.find(quoted_key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t i = at + quoted_key.size();
+  while (i < element.size() && (element[i] == ' ' || element[i] == ':' || element[i] == '\n' || element[i] == '\t'))
+    ++i;
+  if (i >= element.size() || element[i] != '"') return std::nullopt;
+  const auto end = element.find('"', i + 1);
+  if (end == std::string_view::npos) return std::nullopt;
+  const std::string_view text = element.substr(i + 1, end - i - 1);
+  if (text.find('\\') != std::string_view::npos) return std::nullopt;
+  return text;
+}
+
+bool is_gpu_category(std::string_view cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
+bool is_launch_category(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
+
+/// Reads ph, cat, name, pid, tid, ts, dur as text; leaves args unread (returns true if the event has args).
+bool read_event_header(object& event, Event& out) {
+  bool has_args = false;
+  for (auto field : event) {
+    const std::string_view key = raw_key(field);
+    value v = field.value();
+    if (key == "ph") {
+      out.ph = scalar_text(v);
+    } else if (key == "cat") {
+      out.cat = scalar_text(v);
+    } else if (key == "name") {
+      out.name = scalar_text(v);
+      out.name_escaped = out.name.find('\\') != std::string_view::npos;
+    } else if (key == "ts") {
+      out.ts = scalar_text(v);
+    } else if (key == "dur") {
+      out.dur = scalar_text(v);
+    } else if (key == "pid") {
+      out.pid_text = scalar_text(v);
+    } else if (key == "tid") {
+      out.tid_text = scalar_text(v);
+    } else if (key == "args") {
+      has_args = true;
+    }
+  }
+  return has_args;
+}
+
+/// The event's name unescaped (only names with backslashes need the second look-up).
+std::string_view event_name(object& event, const Event& e) {
+  if (!e.name_escaped) return e.name;
+  std::string_view name;
+  if (event.find_field_unordered("name").get_string().get(name) != simdjson::SUCCESS) return e.name;
+  return name;
+}
+
+// "Input Dims" and "Input type" are parallel lists (one entry per op input, in either order in the args): both
+// fill inputs[i] by position.
+void read_dims(value v, std::vector<Tensor>& inputs) {
+  std::size_t i = 0;
+  for (value element : v.get_array()) {
+    if (i >= inputs.size()) inputs.emplace_back();
+    Tensor& tensor = inputs[i++];
+    tensor.dims.clear();
+    if (element.type() != simdjson::ondemand::json_type::array) continue;
+    for (value d : element.get_array()) {
+      if (d.type() != simdjson::ondemand::json_type::number) {
+        tensor.dims.clear();  // TensorList: nested dims, not one tensor
+        break;
+      }
+      tensor.dims.push_back(d.get_int64());
+    }
+  }
+}
+
+void read_types(value v, std::vector<Tensor>& inputs) {
+  std::size_t i = 0;
+  for (value element : v.get_array()) {
+    if (i >= inputs.size()) inputs.emplace_back();
+    if (auto text = json_string(element)) inputs[i].element_bytes = dtype_bytes(*text).value_or(kUnknown);
+    ++i;
+  }
+}
+
+void read_concrete(value v, std::vector<std::string>& concrete) {
+  for (value element : v.get_array()) {
+    auto text = json_string(element);
+    concrete.emplace_back(text ? *text : std::string_view());
+  }
+}
+
+/// Pass-1 handler: metadata and the op index.
+class Indexer final : public JsonStreamHandler {
+ public:
+  Indexer(RecordSink& sink, const std::string& file) : sink_(sink), file_(file) {}
+
+  JsonAction action(const JsonPath& path) override {
+    if (path.empty()) return JsonAction::descend;
+    if (path.size() == 1) {
+      const auto& key = path[0];
+      if (key == "traceEvents") {
+        saw_events_ = true;
+        return JsonAction::stream;
+      }
+      if (key == "deviceProperties" || key == "distributedInfo" || key == "displayTimeUnit" ||
+          key == "baseTimeNanoseconds" || key == "schemaVersion" || key == "cupti_version" ||
+          key == "roctracer_version" || key == "cuda_runtime_version" || key == "hip_runtime_version")
+        return JsonAction::capture;
+    }
+    return JsonAction::skip;
+  }
+
+  void captured(const JsonPath& path, value v) override {
+    const auto& key = path[0];
+    if (key == "displayTimeUnit") {
+      display_unit = std::string(json_string(v).value_or(""));
+    } else if (key == "baseTimeNanoseconds") {
+      base_ns = json_int(v).value_or(0);
+    } else if (key == "schemaVersion") {
+      schema_version = json_int(v).value_or(-1);
+    } else if (key == "distributedInfo") {
+      for (auto field : v.get_object()) {
+        std::string_view k = raw_key(field);
+        if (k == "rank") rank = static_cast<std::int32_t>(json_int(field.value()).value_or(-1));
+        if (k == "world_size") world_size = static_cast<std::int32_t>(json_int(field.value()).value_or(-1));
+      }
+    } else if (key == "deviceProperties") {
+      for (value device : v.get_array()) {
+        std::int64_t id = -1;
+        std::string name;
+        for (auto field : device.get_object()) {
+          std::string_view k = raw_key(field);
+          if (k == "id") id = json_int(field.value()).value_or(-1);
+          if (k == "name") name = std::string(json_string(field.value()).value_or(""));
+        }
+        if (id >= 0) device_names[id] = name;
+      }
+    } else {
+      if (!tool_versions.empty()) tool_versions += ", ";
+      tool_versions += key + " " + std::string(simdjson::to_json_string(v).value_unsafe());
+    }
+  }
+
+  /// Pass 1 needs CPU ops that carry shapes or collective args, launches and GPU events.
+  bool keep(const JsonPath&, std::string_view element) override {
+    const auto cat = peek_string_field(element, "\"cat\"", 256);
+    if (!cat) return true;
+    if (is_gpu_category(*cat) || is_launch_category(*cat)) return true;
+    if (*cat != "cpu_op") return false;
+    const auto name = peek_string_field(element, "\"name\"", 512);
+    return !name || *name == "record_param_comms" || is_gemm_op(*name) || attention_signature(*name) != nullptr;
+  }
+
+  void batch(const JsonPath&, array events) override {
+    for (value element : events) {
+      object event = element.get_object();
+      Event e;
+      const bool has_args = read_event_header(event, e);
+      if (e.ph != "X") continue;
+      if (is_gpu_category(e.cat)) {
+        // Chrome-trace ts and dur are microseconds (displayTimeUnit only sets the viewer's unit). A trace whose
+        // timestamps have 17 or more integer digits was written in nanoseconds: as microseconds since the epoch
+        // they would lie after the year 5000. Decided once per trace, on its first GPU event.
+        if (!units_decided) {
+          ns_units = integer_digits(e.ts) >= 17;
+          units_decided = true;
+        }
+        parse_times(e, ns_units);
+        if (!e.ts_ns) missing_ts(e);
+        ++gpu_events;
+        min_gpu_ts = std::min(min_gpu_ts, *e.ts_ns);
+        if (has_args) note_device(event);
+      } else if (has_args && e.cat == "cpu_op") {
+        index_op(event, event_name(event, e));
+      } else if (has_args && is_launch_category(e.cat)) {
+        index_launch(event);
+      }
+    }
+  }
+
+  [[noreturn]] void missing_ts(const Event& e) const {
+    throw InputError({file_}, "traceEvents",
+                     "a GPU event ('" + std::string(e.name) + "', cat " + std::string(e.cat) + ") has no numeric 'ts'",
+                     "GPU events need ts and dur in microseconds (Chrome trace format)");
+  }
+
+  RecordSink& sink_;
+  const std::string& file_;
+  bool saw_events_ = false;
+  std::string display_unit;
+  std::int64_t base_ns = 0;
+  std::int64_t schema_version = -1;
+  std::int32_t rank = -1;
+  std::int32_t world_size = -1;
+  std::map<std::int64_t, std::string> device_names;
+  std::string tool_versions;
+  std::int64_t min_gpu_ts = std::numeric_limits<std::int64_t>::max();
+  std::uint64_t gpu_events = 0;
+  bool units_decided = false;
+  bool ns_units = false;
+  std::int64_t first_device = -1;
+  std::unordered_map<std::int64_t, OpInfo> ops;                 // External id -> op
+  std::unordered_map<std::int64_t, std::int64_t> launch_to_op;  // correlation -> External id (ops only)
+
+ private:
+  void note_device(object& event) {
+    if (first_device >= 0) return;
+    for (auto field : event.find_field_unordered("args").get_object()) {
+      if (raw_key(field) == "device") {
+        first_device = json_int(field.value()).value_or(-1);
+        return;
+      }
+    }
+  }
+
+  void index_op(object& event, std::string_view name) {
+    const bool comms = name == "record_param_comms";
+    const AttentionSignature* attention = attention_signature(name);
+    const bool gemm = is_gemm_op(name);
+    if (!comms && !attention && !gemm) return;
+    std::int64_t external = -1;
+    std::vector<Tensor> inputs;
+    std::vector<std::string> concrete;
+    CollectiveArgs collective;
+    for (auto field : event.find_field_unordered("args").get_object()) {
+      std::string_view key = raw_key(field);
+      value v = field.value();
+      if (key == "External id") {
+        external = json_int(v).value_or(-1);
+      } else if (!comms && key == "Input Dims") {
+        read_dims(v, inputs);
+      } else if (!comms && key == "Input type") {
+        read_types(v, inputs);
+      } else if (attention && key == "Concrete Inputs") {
+        read_concrete(v, concrete);
+      } else if (comms) {
+        read_collective_field(key, v, collective);
+      }
+    }
+    if (external < 0) return;
+    OpInfo info;
+    if (comms) {
+      if (!collective.present()) return;  // older PyTorch: record_param_comms without args
+      info.family = OpFamily::collective;
+      info.name = sink_.intern(collective.name);
+      fill_collective(collective, info);
+    } else {
+      info.name = sink_.intern(name);
+      if (gemm) {
+        info.family = OpFamily::gemm;
+        gemm_cost(name, inputs, info);
+      } else {
+        info.family = OpFamily::attention;
+        attention_cost(*attention, inputs, concrete, info);
+      }
+    }
+    ops[external] = info;
+  }
+
+  void index_launch(object& event) {
+    std::int64_t external = -1, correlation = -1;
+    for (auto field : event.find_field_unordered("args").get_object()) {
+      std::string_view key = raw_key(field);
+      if (key == "External id") external = text_int(scalar_text(field.value())).value_or(-1);
+      if (key == "correlation") correlation = text_int(scalar_text(field.value())).value_or(-1);
+    }
+    // Kineto writes every CPU op before the GPU section, so the op index is complete here and only launches of
+    // indexed ops are kept (bounded memory); kernels that carry their own External id do not need this map.
+    if (external >= 0 && correlation >= 0 && ops.count(external)) launch_to_op[correlation] = external;
+  }
+
+ public:
+  static void read_collective_field(std::string_view key, value v, CollectiveArgs& c) {
+    if (key == "Collective name") c.name = std::string(json_string(v).value_or(""));
+    if (key == "In msg nelems") c.in_nelems = json_int(v).value_or(-1);
+    if (key == "Out msg nelems") c.out_nelems = json_int(v).value_or(-1);
+    if (key == "dtype") c.dtype = std::string(json_string(v).value_or(""));
+    if (key == "Group size") c.group_size = static_cast<std::int32_t>(json_int(v).value_or(-1));
+    if (key == "Process Group Ranks") c.ranks = std::string(json_string(v).value_or(""));
+  }
+
+  void fill_collective(const CollectiveArgs& c, OpInfo& info) {
+    info.collective = collective_from_op_name(c.name);
+    const double element = dtype_bytes(c.dtype).value_or(kUnknown);
+    if (info.collective) info.collective_bytes = collective_size(*info.collective, c, element);
+    if (!c.ranks.empty()) info.group = sink_.intern(canonical_rank_list(c.ranks));
+    info.group_size = c.group_size;
+  }
+};
+
+/// Pass-2 handler: records.
+class Emitter final : public JsonStreamHandler {
+ public:
+  Emitter(RecordSink& sink, Indexer& index, std::int64_t origin_ts)
+      : sink_(sink), index_(index), origin_ts_(origin_ts) {}
+
+  JsonAction action(const JsonPath& path) override {
+    if (path.empty()) return JsonAction::descend;
+    if (path.size() == 1 && path[0] == "traceEvents") return JsonAction::stream;
+    return JsonAction::skip;
+  }
+  void captured(const JsonPath&, value) override {}
+
+  /// Pass 2 needs GPU events and annotations.
+  bool keep(const JsonPath&, std::string_view element) override {
+    const auto cat = peek_string_field(element, "\"cat\"", 256);
+    return !cat || is_gpu_category(*cat) || *cat == "user_annotation" || *cat == "gpu_user_annotation";
+  }
+
+  void batch(const JsonPath&, array events) override {
+    for (value element : events) {
+      object event = element.get_object();
+      Event e;
+      const bool has_args = read_event_header(event, e);
+      if (e.ph != "X") continue;
+      parse_times(e, index_.ns_units);
+      if (is_gpu_category(e.cat)) {
+        emit_gpu(event, e, has_args);
+      } else if (e.cat == "user_annotation" || e.cat == "gpu_user_annotation") {
+        emit_annotation(event, e, has_args);
+      }
+    }
+  }
+
+  std::uint64_t kernels = 0, annotations = 0, linked = 0;
+
+ private:
+  double seconds(std::int64_t ts) const { return static_cast<double>(ts - origin_ts_) * units::kNanosecond; }
+
+  KernelClass class_of(StringId name, std::string_view text) {
+    auto it = classes_.find(name);
+    if (it != classes_.end()) return it->second;
+    const KernelClass c = classify_kernel_name(text);
+    classes_.emplace(name, c);
+    return c;
+  }
+
+  void emit_gpu(object& event, const Event& e, bool has_args) {
+    KernelRecord r;
+    r.rank = index_.rank;
+    const std::string name_text(event_name(event, e));
+    r.name = sink_.intern(name_text);
+    r.kind = e.cat == "kernel"       ? ActivityKind::kernel
+             : e.cat == "gpu_memcpy" ? ActivityKind::memcpy
+                                     : ActivityKind::memset;
+    r.kernel_class = r.kind == ActivityKind::kernel ? class_of(r.name, name_text) : KernelClass::memcpy;
+    r.start_s = seconds(*e.ts_ns);
+    r.duration_s = e.dur_ns ? static_cast<double>(*e.dur_ns) * units::kNanosecond : 0.0;
+    r.device = e.pid().value_or(-1) >= 0 ? static_cast<std::int32_t>(*e.pid()) : -1;
+    r.stream = e.tid().value_or(-1);
+    std::int64_t external = -1;
+    CollectiveArgs collective;
+    if (has_args) {
+      for (auto field : event.find_field_unordered("args").get_object()) {
+        std::string_view key = raw_key(field);
+        value v = field.value();
+        if (key == "External id") {
+          external = text_int(scalar_text(v)).value_or(-1);
+        } else if (key == "correlation") {
+          r.correlation = text_int(scalar_text(v)).value_or(-1);
+        } else if (key == "device") {
+          r.device = static_cast<std::int32_t>(text_int(scalar_text(v)).value_or(r.device));
+        } else if (key == "stream") {
+          r.stream = text_int(scalar_text(v)).value_or(r.stream);
+        } else if (key == "bytes") {
+          if (auto b = json_double(v)) r.bytes = *b;
+        } else if (key == "grid" || key == "block") {
+          auto& dims = key == "grid" ? r.grid : r.block;
+          std::size_t i = 0;
+          for (value d : v.get_array())
+            if (i < 3) dims[i++] = static_cast<std::uint32_t>(json_int(d).value_or(0));
+        } else if (r.kernel_class == KernelClass::communication) {
+          Indexer::read_collective_field(key, v, collective);
+        }
+      }
+    }
+    if (external < 0 && r.correlation >= 0) {
+      auto it = index_.launch_to_op.find(r.correlation);
+      if (it != index_.launch_to_op.end()) external = it->second;
+    }
+    OpInfo* op = nullptr;
+    if (external >= 0) {
+      auto it = index_.ops.find(external);
+      if (it != index_.ops.end()) op = &it->second;
+    }
+    if (op) {
+      ++linked;
+      r.op = op->name;
+      // Classes from names and shapes: an unknown kernel launched by a GEMM or attention op is one.
+      if (r.kernel_class == KernelClass::other && r.kind == ActivityKind::kernel) {
+        if (op->family == OpFamily::gemm) r.kernel_class = KernelClass::gemm;
+        if (op->family == OpFamily::attention) r.kernel_class = KernelClass::attention;
+      }
+      const bool matches = (op->family == OpFamily::gemm && r.kernel_class == KernelClass::gemm) ||
+                           (op->family == OpFamily::attention && r.kernel_class == KernelClass::attention);
+      // One op may launch several kernels (a memset, the GEMM, a split-K reduction): its FLOPs and bytes go to the
+      // first kernel of the op's own class.
+      if (matches && !op->given) {
+        r.flops = op->flops;
+        r.bytes = op->bytes;
+        op->given = true;
+      }
+    }
+    if (r.kernel_class == KernelClass::communication) {
+      if (collective.present()) {  // args on the kernel itself (PyTorch >= 2.4)
+        OpInfo from_kernel;
+        index_.fill_collective(collective, from_kernel);
+        r.op = sink_.intern(collective.name);
+        apply_collective(from_kernel, r);
+      } else if (op && op->family == OpFamily::collective) {
+        apply_collective(*op, r);
+      }
+      if (!r.collective) r.collective = collective_from_kernel_name(name_text);
+    }
+    sink_.add_kernel(r);
+    ++kernels;
+  }
+
+  static void apply_collective(const OpInfo& op, KernelRecord& r) {
+    r.collective = op.collective;
+    r.collective_bytes = op.collective_bytes;
+    r.group = op.group;
+    r.group_size = op.group_size;
+  }
+
+  void emit_annotation(object& event, const Event& e, bool has_args) {
+    if (!e.ts_ns) return;
+    AnnotationRecord a;
+    a.rank = index_.rank;
+    a.name = sink_.intern(event_name(event, e));
+    a.start_s = seconds(*e.ts_ns);
+    a.duration_s = e.dur_ns ? static_cast<double>(*e.dur_ns) * units::kNanosecond : 0.0;
+    a.stream = e.tid().value_or(-1);
+    if (e.cat == "gpu_user_annotation") {
+      a.device = e.pid().value_or(-1) >= 0 ? static_cast<std::int32_t>(*e.pid()) : -1;
+      if (has_args)
+        for (auto field : event.find_field_unordered("args").get_object())
+          if (raw_key(field) == "device")
+            a.device = static_cast<std::int32_t>(json_int(field.value()).value_or(a.device));
+    }
+    sink_.add_annotation(a);
+    ++annotations;
+  }
+
+  RecordSink& sink_;
+  Indexer& index_;
+  std::int64_t origin_ts_;
+  std::unordered_map<StringId, KernelClass> classes_;
+};
+
+class KinetoReader final : public TraceReader {
+ public:
+  SourceInfo read(const std::filesystem::path& path, RecordSink& sink) const override {
+    const std::string file = path.string();
+    Indexer index(sink, file);
+    {
+      auto source = ByteSource::open(path);
+      JsonStreamer streamer(*source, file);
+      streamer.run(index);
+    }
+    if (!index.saw_events_)
+      throw InputError({file}, "traceEvents", "the JSON document has no top-level 'traceEvents' array",
+                       "this is not a PyTorch profiler / Chrome trace; export it with prof.export_chrome_trace() or "
+                       "torch.profiler.tensorboard_trace_handler");
+    SourceInfo info;
+    info.format = "kineto";
+    info.rank = index.rank;
+    info.world_size = index.world_size;
+    info.tool = "PyTorch profiler (Kineto)";
+    if (index.schema_version >= 0) info.tool += ", schemaVersion " + std::to_string(index.schema_version);
+    if (!index.tool_versions.empty()) info.tool += ", " + index.tool_versions;
+    if (auto it = index.device_names.find(index.first_device); it != index.device_names.end())
+      info.gpu_name = it->second;
+    else if (!index.device_names.empty())
+      info.gpu_name = index.device_names.begin()->second;
+    if (index.gpu_events == 0) return info;  // the caller reports an empty trace
+
+    info.notes = index.ns_units ? "ts/dur read as nanoseconds (timestamps with 17+ integer digits)"
+                                : "ts/dur read as microseconds (Chrome trace format; displayTimeUnit ignored)";
+    info.time_origin_ns = index.base_ns + index.min_gpu_ts;
+    info.time_origin_clock = "unix_epoch";
+    if (index.base_ns != 0) info.notes += ", relative to baseTimeNanoseconds";
+    info.notes += "; time origin = first GPU event";
+
+    Emitter emitter(sink, index, index.min_gpu_ts);
+    {
+      auto source = ByteSource::open(path);
+      JsonStreamer streamer(*source, file);
+      streamer.run(emitter);
+    }
+    info.kernel_count = emitter.kernels;
+    info.annotation_count = emitter.annotations;
+    info.linked_op_count = emitter.linked;
+    return info;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TraceReader> make_kineto_reader() { return std::make_unique<KinetoReader>(); }
+
+bool probe_kineto(const FilePreview& preview) {
+  const std::string_view head = preview.head;
+  const auto start = head.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || head[start] != '{') return false;
+  // rocprofv3 is JSON too; its root key comes first.
+  if (head.find("\"rocprofiler-sdk-tool\"") != std::string_view::npos) return false;
+  return head.find("\"traceEvents\"") != std::string_view::npos ||
+         head.find("\"schemaVersion\"") != std::string_view::npos ||
+         head.find("\"deviceProperties\"") != std::string_view::npos ||
+         head.find("\"distributedInfo\"") != std::string_view::npos;
+}
+
+}  // namespace chopsim::detail
