@@ -11,6 +11,11 @@ double TimeBreakdown::exposed_comm_total_s() const {
 
 double TimeBreakdown::total_s() const { return compute_s + exposed_comm_total_s() + pipeline_bubble_s + idle_s; }
 
+double LossBreakdown::total_s() const {
+  return ideal_s + efficiency_loss_s + frequency_s + launch_s + comm_contention_s + exposed_comm_s + pipeline_bubble_s +
+         idle_s;
+}
+
 namespace detail {
 
 BreakdownObserver::BreakdownObserver(const Workload& workload)
@@ -74,6 +79,104 @@ TimeBreakdown BreakdownObserver::finish(double end_s, int iterations) {
   mean.pipeline_bubble_s *= scale;
   mean.idle_s *= scale;
   return mean;
+}
+
+// ---- the Chopper-style loss breakdown --------------------------------------------------------------------------
+
+LossBreakdownObserver::LossBreakdownObserver(const Workload& workload, const ComputeModel& compute, double clock_hz,
+                                             double max_clock_hz)
+    : workload_(workload),
+      compute_(compute),
+      max_clock_hz_(max_clock_hz),
+      slowdown_(compute.params().comm_compute_slowdown),
+      ranks_(static_cast<std::size_t>(workload.layout.world_size())) {
+  for (Rank& rank : ranks_) rank.clock_hz = clock_hz;
+}
+
+void LossBreakdownObserver::advance(Rank& rank, double time_s) const {
+  const double dt = time_s - rank.time_s;
+  rank.time_s = std::max(rank.time_s, time_s);
+  if (dt <= 0.0 || rank.kernels.empty()) return;
+  const double share = (1.0 - (rank.communications > 0 ? slowdown_ : 0.0)) / static_cast<double>(rank.kernels.size());
+  for (Kernel& k : rank.kernels) {
+    if (k.clock_hz != rank.clock_hz) {
+      const double duration =
+          compute_.duration_s(KernelWork{k.op->kernel_class, k.op->precision, k.op->flops, k.op->bytes}, rank.clock_hz);
+      k.ratio = duration > 0.0 ? k.max_clock_duration_s / duration : 1.0;
+      k.clock_hz = rank.clock_hz;
+    }
+    k.frequency_s += (1.0 - k.ratio) * dt;
+    k.contention_s += k.ratio * (1.0 - share) * dt;
+  }
+}
+
+void LossBreakdownObserver::on_op_event(const OpEvent& event) {
+  Rank& rank = ranks_[event.rank];
+  advance(rank, event.time_s);
+  const Op& op = workload_.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
+  if (op.kind != OpKind::compute) {
+    rank.communications += event.is_end ? -1 : 1;
+    return;
+  }
+  if (!event.is_end) {
+    Kernel k;
+    k.op = &op;
+    k.start_s = event.time_s;
+    k.max_clock_duration_s =
+        compute_.duration_s(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, max_clock_hz_);
+    rank.kernels.push_back(k);
+    return;
+  }
+  const auto it = std::find_if(rank.kernels.begin(), rank.kernels.end(), [&](const Kernel& k) { return k.op == &op; });
+  if (it == rank.kernels.end()) return;
+  const Kernel k = *it;
+  rank.kernels.erase(it);
+  const KernelTiming timing =
+      compute_.timing(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, max_clock_hz_);
+  const double duration = event.time_s - k.start_s;
+  // The integrals are exact up to rounding; make the two stretch parts add up to the measured stretch.
+  const double stretch = duration - timing.duration_s;
+  const double parts = k.frequency_s + k.contention_s;
+  const double scale = parts > 0.0 ? stretch / parts : 0.0;
+  rank.ideal_s += timing.ideal_s;
+  rank.efficiency_s += timing.duration_s - timing.launch_s - timing.ideal_s;
+  rank.launch_s += timing.launch_s;
+  rank.frequency_s += parts > 0.0 ? k.frequency_s * scale : stretch;
+  rank.contention_s += parts > 0.0 ? k.contention_s * scale : 0.0;
+  rank.kernel_s += duration;
+}
+
+void LossBreakdownObserver::on_telemetry(const TelemetrySample& sample) {
+  if (sample.gpu >= ranks_.size()) return;
+  Rank& rank = ranks_[sample.gpu];
+  advance(rank, sample.time_s);
+  rank.clock_hz = sample.clock_hz;
+}
+
+LossBreakdown LossBreakdownObserver::finish(const TimeBreakdown& time, int iterations) const {
+  LossBreakdown out;
+  if (ranks_.empty()) return out;
+  double ideal = 0.0, efficiency = 0.0, launch = 0.0, frequency = 0.0, contention = 0.0, kernel = 0.0;
+  for (const Rank& r : ranks_) {
+    ideal += r.ideal_s;
+    efficiency += r.efficiency_s;
+    launch += r.launch_s;
+    frequency += r.frequency_s;
+    contention += r.contention_s;
+    kernel += r.kernel_s;
+  }
+  const double per_gpu_iteration = 1.0 / (static_cast<double>(ranks_.size()) * std::max(iterations, 1));
+  const double scale = kernel > 0.0 ? time.compute_s / (kernel * per_gpu_iteration) : 0.0;
+  const double k = per_gpu_iteration * scale;
+  out.ideal_s = ideal * k;
+  out.efficiency_loss_s = efficiency * k;
+  out.launch_s = launch * k;
+  out.frequency_s = frequency * k;
+  out.comm_contention_s = contention * k;
+  out.exposed_comm_s = time.exposed_comm_total_s();
+  out.pipeline_bubble_s = time.pipeline_bubble_s;
+  out.idle_s = time.idle_s;
+  return out;
 }
 
 }  // namespace detail

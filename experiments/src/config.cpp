@@ -238,6 +238,15 @@ void decode_collectives(Mapping& c, CollectiveParams& params) {
   c.read("pipelined_rings", params.pipelined_rings);
 }
 
+void decode_power(Mapping& p, PowerRunSpec& power) {
+  p.read("dynamics", power.dynamics);
+  p.read("model", power.power_model);
+  p.read("governor", power.governor);
+  p.read("cap_w", power.cap_w, 1.0, kPositiveReal, "W per GPU");
+  p.read("lock_clock_mhz", power.lock_clock_hz, units::kMega, kPositiveReal, "MHz");
+  p.read("telemetry_interval_ms", power.telemetry_interval_s, units::kMillisecond, kPositiveReal, "ms");
+}
+
 template <class R>
 void check_registered(const R& registry, const std::string& name, const std::string& key, const Locator& locate) {
   if (registry.contains(name)) return;
@@ -316,6 +325,21 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
     s.read("isolate_in_child_process", run.engine_options.isolate_in_child_process);
     s.finish();
   }
+  if (top.has("power")) {
+    Mapping p = top.child("power");
+    decode_power(p, run.power);
+    p.finish();
+  }
+  if (top.has("thermal")) {
+    Mapping t = top.child("thermal");
+    CoolingSpec cooling = run.hardware.cooling;
+    t.read("model", run.power.thermal_model);
+    apply_cooling(t, cooling);
+    t.read("start_power_fraction", run.power.start_power_fraction, 1.0,
+           RealRule{0.0, false, 1.5, false, "a fraction of the power cap in [0, 1.5]"}, "");
+    t.finish();
+    run.power.cooling = cooling;
+  }
   top.finish();
 
   const Locator locate(SourceLocation{shown}, &locations);
@@ -324,6 +348,9 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
   check_registered(registries.node_topology, run.cluster.node_topology, "cluster.node_topology", locate);
   check_registered(registries.fabric_topology, run.cluster.fabric.kind, "cluster.fabric.kind", locate);
   check_registered(registries.engine, run.engine, "simulation.engine", locate);
+  check_registered(registries.power, run.power.power_model, "power.model", locate);
+  check_registered(registries.governor, run.power.governor, "power.governor", locate);
+  check_registered(registries.thermal, run.power.thermal_model, "thermal.model", locate);
 
   check_model(run.model, locate, "model.");
   check_hardware(run.hardware, locate, "hardware.");

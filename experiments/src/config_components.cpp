@@ -2,6 +2,7 @@
 // own consistency checks. Units are converted to SI here and nowhere else: each reader names the file's
 // unit (TFLOP/s, GB/s, Gbit/s, GiB, MHz, µs) and the factor to SI.
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -58,6 +59,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
 
   section(m, "clocks_mhz", need, "a mapping with 'boost' and 'min' in MHz", [&](Mapping& clocks) {
     clocks.read("boost", hw.compute.boost_clock_hz, kMega, kPositiveReal, "MHz", need);
+    clocks.read("rated", hw.compute.rated_clock_hz, kMega, kPositiveReal, "MHz, the clock of peak_tflops");
     clocks.read("min", hw.min_clock_hz, kMega, kPositiveReal, "MHz", need);
   });
 
@@ -70,6 +72,43 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
     power.read("tdp", hw.tdp_w, 1.0, kPositiveReal, "W", need);
     power.read("idle", hw.idle_power_w, 1.0, kNonNegativeReal, "W", need);
   });
+
+  section(m, "power_model", need, "a mapping with 'dynamic_w', 'hbm_w' and 'voltage'", [&](Mapping& pm) {
+    auto& p = hw.power;
+    pm.read("dynamic_w", p.dynamic_w, 1.0, kNonNegativeReal, "W at activity 1 and the boost clock", need);
+    pm.read("hbm_w", p.hbm_w, 1.0, kNonNegativeReal, "W at full HBM bandwidth", need);
+    pm.read("busy_activity", p.busy_activity, 1.0, kNonNegativeReal, "");
+    pm.read("tensor_activity", p.tensor_activity, 1.0, kNonNegativeReal, "");
+    pm.read("vector_activity", p.vector_activity, 1.0, kNonNegativeReal, "");
+    pm.read("communication_activity", p.communication_activity, 1.0, kNonNegativeReal, "");
+    pm.read("communication_hbm", p.communication_hbm, 1.0, kFractionBelowOne, "");
+    pm.read("leakage_w_per_k", p.leakage_w_per_k, 1.0, kNonNegativeReal, "W/K");
+    pm.read("reference_c", p.reference_c, 1.0, RealRule{-50.0, false, 150.0, false, "a temperature in °C"}, "°C");
+    section(pm, "voltage", need, "a mapping with 'knee_mhz', 'max_ratio' and 'exponent'", [&](Mapping& v) {
+      v.read("knee_mhz", p.voltage.knee_hz, kMega, kNonNegativeReal, "MHz", need);
+      v.read("max_ratio", p.voltage.max_ratio, 1.0, kAtLeastOne, "V(boost) / V(knee)", need);
+      v.read("exponent", p.voltage.exponent, 1.0, kPositiveReal, "", need);
+    });
+  });
+
+  section(m, "thermal", need, "a mapping with 'resistance_k_per_w', 'capacitance_j_per_k' and 'slowdown_c'",
+          [&](Mapping& t) {
+            t.read("resistance_k_per_w", hw.thermal.resistance_k_per_w, 1.0, kPositiveReal, "K/W", need);
+            t.read("capacitance_j_per_k", hw.thermal.capacitance_j_per_k, 1.0, kPositiveReal, "J/K", need);
+            t.read("slowdown_c", hw.thermal.slowdown_c, 1.0, RealRule{0.0, true, 200.0, false, "a temperature in °C"},
+                   "°C", need);
+          });
+
+  section(m, "governor", need, "a mapping with 'window_ms', 'response_ms' and 'clock_step_mhz'", [&](Mapping& g) {
+    auto& p = hw.governor;
+    g.read("window_ms", p.window_s, units::kMillisecond, kPositiveReal, "ms", need);
+    g.read("response_ms", p.response_s, units::kMillisecond, kNonNegativeReal, "ms", need);
+    g.read("clock_step_mhz", p.clock_step_hz, kMega, kPositiveReal, "MHz", need);
+    g.read("hold_band", p.hold_band, 1.0, kFractionBelowOne, "");
+    g.read("thermal_hysteresis_k", p.thermal_hysteresis_k, 1.0, kNonNegativeReal, "K");
+  });
+
+  section(m, "cooling", Need::optional, "", [&](Mapping& c) { apply_cooling(c, hw.cooling); });
 
   section(m, "intra_node_link", need, "a mapping with 'bandwidth_gb_s', 'links_per_gpu' and 'latency_us'",
           [&](Mapping& link) {
@@ -118,8 +157,51 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
           });
 }
 
+void apply_cooling(Mapping& c, CoolingSpec& cooling) {
+  c.read("ambient_c", cooling.ambient_c, 1.0, RealRule{-20.0, false, 80.0, false, "a temperature in °C"}, "°C");
+  c.read_choice<CoolingSpec::Profile>("profile", cooling.profile,
+                                      {{"uniform", CoolingSpec::Profile::uniform},
+                                       {"front_to_back", CoolingSpec::Profile::front_to_back},
+                                       {"per_slot", CoolingSpec::Profile::per_slot}});
+  c.read("rear_rise_k", cooling.rear_rise_k, 1.0, kNonNegativeReal, "K");
+  if (c.has("slot_offsets_k")) {
+    const YAML::Node list = c.value("slot_offsets_k");
+    const std::string fix = "write a list of numbers (K), one per GPU slot of a node, e.g. [0, 0, 0, 0, 8, 8, 8, 8]";
+    if (!list.IsSequence() || list.size() == 0)
+      c.fail("slot_offsets_k", "expected a list of temperature offsets in K, found " + describe_value(list), fix);
+    cooling.slot_offsets_k.clear();
+    for (const auto& item : list) {
+      double value = 0.0;
+      try {
+        value = item.as<double>();
+      } catch (const YAML::Exception&) {
+        c.fail("slot_offsets_k", "expected numbers (K), found " + describe_value(item), fix);
+      }
+      if (!std::isfinite(value) || value < -50.0 || value > 80.0)
+        c.fail("slot_offsets_k", "offset " + describe_value(item) + " is outside -50..80 K", fix);
+      cooling.slot_offsets_k.push_back(value);
+    }
+  }
+}
+
 void check_hardware(const HardwareSpec& hw, const Locator& locate, std::string_view prefix) {
   const std::string p(prefix);
+  if (hw.compute.rated_clock_hz > hw.compute.boost_clock_hz)
+    fail_at(locate, p + "clocks_mhz.rated",
+            "the rated clock (" + std::to_string(hw.compute.rated_clock_hz / kMega) +
+                " MHz) is above the boost clock (" + std::to_string(hw.compute.boost_clock_hz / kMega) + " MHz)",
+            "set clocks_mhz.rated to the clock the datasheet's peak_tflops are quoted at, <= boost");
+  if (hw.compute.rated_clock_hz > 0.0 && hw.compute.rated_clock_hz < hw.min_clock_hz)
+    fail_at(locate, p + "clocks_mhz.rated", "the rated clock is below the minimum clock",
+            "set clocks_mhz.rated between clocks_mhz.min and clocks_mhz.boost");
+  if (hw.power.voltage.knee_hz > hw.compute.boost_clock_hz)
+    fail_at(locate, p + "power_model.voltage.knee_mhz",
+            "the voltage knee (" + std::to_string(hw.power.voltage.knee_hz / kMega) +
+                " MHz) is above the boost clock (" + std::to_string(hw.compute.boost_clock_hz / kMega) + " MHz)",
+            "set knee_mhz between clocks_mhz.min and clocks_mhz.boost");
+  if (hw.idle_power_w >= hw.tdp_w)
+    fail_at(locate, p + "power_w.idle", "the idle power is not below the TDP",
+            "power_w.idle is the board power with nothing running; it must be below power_w.tdp");
   if (hw.min_clock_hz > hw.compute.boost_clock_hz)
     fail_at(locate, p + "clocks_mhz.min",
             "the minimum clock (" + std::to_string(hw.min_clock_hz / kMega) + " MHz) is above the boost clock (" +

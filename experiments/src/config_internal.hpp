@@ -14,6 +14,9 @@ namespace chopsim::config_detail {
 /// loaded file. Unknown keys are left for the caller's m.finish().
 void apply_hardware(Mapping& m, HardwareSpec& hardware, Need need);
 void apply_model(Mapping& m, TransformerSpec& model, Need need);
+/// The cooling keys (ambient_c, profile, rear_rise_k, slot_offsets_k) of a hardware file's `cooling:` or a run's
+/// `thermal:` section.
+void apply_cooling(Mapping& m, CoolingSpec& cooling);
 /// `in_run`: the mapping is in a run file, where `nodes` belongs; a cluster file may not set it.
 void apply_cluster(Mapping& m, ClusterSpec& cluster, Need need, bool in_run);
 

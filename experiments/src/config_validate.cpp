@@ -2,6 +2,7 @@
 // Each message names the keys involved, shows the numbers and says what to change; it is placed at the
 // key most likely to be changed (the run's parallelism or training key).
 
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -216,6 +217,33 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
                    " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
                "use a precision the GPU supports (bf16 everywhere)");
+
+  // Power.
+  const auto& power = run.power;
+  const auto& hw = run.hardware;
+  auto mhz = [](double hz) { return std::to_string(static_cast<long long>(std::llround(hz / 1e6))); };
+  if (power.lock_clock_hz > 0.0 &&
+      (power.lock_clock_hz < hw.min_clock_hz || power.lock_clock_hz > hw.compute.boost_clock_hz))
+    rules.fail("power.lock_clock_mhz",
+               "the locked clock " + mhz(power.lock_clock_hz) + " MHz is outside the clock range of " + hw.name + " (" +
+                   mhz(hw.min_clock_hz) + " to " + mhz(hw.compute.boost_clock_hz) + " MHz)",
+               "lock a clock between hardware clocks_mhz.min and clocks_mhz.boost");
+  if (power.cap_w > 0.0 && power.cap_w <= hw.idle_power_w)
+    rules.fail("power.cap_w",
+               "the power cap (" + std::to_string(power.cap_w) + " W) is not above the idle power of " + hw.name +
+                   " (" + std::to_string(hw.idle_power_w) + " W): nothing could run",
+               "set a cap above power_w.idle (typical caps: 50-100 % of the TDP, " + std::to_string(hw.tdp_w) + " W)");
+  if (!(power.telemetry_interval_s > 0.0)) rules.fail("power.telemetry_interval_ms", "must be > 0", "use e.g. 1 (ms)");
+  if (power.cooling && power.cooling->profile == CoolingSpec::Profile::per_slot) {
+    const auto n = static_cast<int>(power.cooling->slot_offsets_k.size());
+    const int packages = cluster.gpus_per_node / std::max(hw.dies_per_package, 1);
+    if (n != cluster.gpus_per_node && n != packages)
+      rules.fail("thermal.slot_offsets_k",
+                 "profile per_slot needs one offset per GPU slot of a node (" + str(cluster.gpus_per_node) +
+                     (packages != cluster.gpus_per_node ? " GPUs, or " + str(packages) + " packages" : "") +
+                     "), found " + str(n),
+                 "list " + str(cluster.gpus_per_node) + " offsets in K, e.g. [0, 0, 0, 0, 8, 8, 8, 8]");
+  }
 }
 
 }  // namespace config_detail

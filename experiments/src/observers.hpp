@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/thermal.hpp"
 #include "chopsim/models/workload.hpp"
 #include "chopsim/sim/engine.hpp"
 
@@ -20,6 +22,9 @@ class FanOutObserver final : public SimulationObserver {
   void add(SimulationObserver& observer) { observers_.push_back(&observer); }
   void on_op_event(const OpEvent& event) override {
     for (auto* observer : observers_) observer->on_op_event(event);
+  }
+  void on_telemetry(const TelemetrySample& sample) override {
+    for (auto* observer : observers_) observer->on_telemetry(sample);
   }
 
  private:
@@ -50,6 +55,50 @@ class BreakdownObserver final : public SimulationObserver {
   std::vector<RankState> ranks_;
 };
 
+/// The Chopper-style loss breakdown (run.hpp, LossBreakdown). Every compute kernel's duration D splits exactly into
+/// its ideal time, its efficiency loss and launch overhead at the max clock (together d(f_max)), and the stretch
+/// beyond d(f_max): while the kernel runs at share s of the GPU and clock f it progresses at s / d(f), so
+///   D - d(f_max) = integral (1 - d(f_max)/d(f)) dt  +  integral d(f_max)/d(f) (1 - s) dt
+///                  `-- frequency overhead --'        `-- communication contention --'
+/// (the clock comes from telemetry; without power dynamics it is the fixed clock). The non-kernel time comes from
+/// the TimeBreakdown. O(1) per event.
+class LossBreakdownObserver final : public SimulationObserver {
+ public:
+  /// `clock_hz`: every GPU's clock until its first telemetry sample; `max_clock_hz`: the reference of the ideal.
+  LossBreakdownObserver(const Workload& workload, const ComputeModel& compute, double clock_hz, double max_clock_hz);
+  void on_op_event(const OpEvent& event) override;
+  void on_telemetry(const TelemetrySample& sample) override;
+  /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal unless compute kernels
+  /// overlap on a GPU) and the rest taken from `time`.
+  [[nodiscard]] LossBreakdown finish(const TimeBreakdown& time, int iterations) const;
+
+ private:
+  struct Kernel {
+    const Op* op = nullptr;
+    double start_s = 0.0;
+    double max_clock_duration_s = 0.0;  ///< d(f_max)
+    double clock_hz = -1.0;             ///< clock of the cached ratio
+    double ratio = 1.0;                 ///< d(f_max) / d(clock_hz)
+    double frequency_s = 0.0;
+    double contention_s = 0.0;
+  };
+  struct Rank {
+    double time_s = 0.0;
+    double clock_hz = 0.0;
+    int communications = 0;
+    std::vector<Kernel> kernels;
+    double ideal_s = 0.0, efficiency_s = 0.0, launch_s = 0.0, frequency_s = 0.0, contention_s = 0.0;
+    double kernel_s = 0.0;
+  };
+  void advance(Rank& rank, double time_s) const;
+
+  const Workload& workload_;
+  const ComputeModel& compute_;
+  double max_clock_hz_;
+  double slowdown_;
+  std::vector<Rank> ranks_;
+};
+
 /// Writes a Chrome/Perfetto trace (timeline.json): one process per GPU, one thread per stream, one
 /// complete event per op with its size in the arguments. Events stream to disk as ops end.
 class TimelineWriter final : public SimulationObserver {
@@ -57,6 +106,9 @@ class TimelineWriter final : public SimulationObserver {
   TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node);
   ~TimelineWriter() override;
   void on_op_event(const OpEvent& event) override;
+  /// Counter tracks per GPU: power (W), clock (MHz) and temperature (°C) at each change (the temperature when it
+  /// moved by 0.1 K or more since the last point drawn).
+  void on_telemetry(const TelemetrySample& sample) override;
   void finish();
 
  private:
@@ -70,7 +122,12 @@ class OpsTableWriter final : public SimulationObserver {
   OpsTableWriter(const Workload& workload, const std::filesystem::path& path, const std::string& run_name);
   ~OpsTableWriter() override;
   void on_op_event(const OpEvent& event) override;
-  void finish();
+  /// Adds the table `/telemetry`: per GPU and interval of `interval_s`, mean power and clock, the temperature at the
+  /// end of the interval (from the thermal model between samples) and the throttled fraction.
+  void enable_telemetry(double interval_s, std::vector<double> inlet_c, const ThermalModel& thermal);
+  void on_telemetry(const TelemetrySample& sample) override;
+  /// `end_s`: end of the simulation (closes the last telemetry interval).
+  void finish(double end_s = 0.0);
 
  private:
   struct State;

@@ -9,6 +9,9 @@ ModelRegistries ModelRegistries::with_builtins() {
   register_builtin_node_topologies(registries.node_topology);
   register_builtin_fabric_topologies(registries.fabric_topology);
   register_builtin_engines(registries.engine);
+  register_builtin_power_models(registries.power);
+  register_builtin_thermal_models(registries.thermal);
+  register_builtin_governors(registries.governor);
   return registries;
 }
 

@@ -51,6 +51,11 @@ struct TimelineWriter::State {
   std::ofstream file;
   JsonWriter json;
   bool finished = false;
+  struct Counters {
+    bool any = false;
+    double power_w = 0.0, clock_hz = 0.0, temperature_c = 0.0;
+  };
+  std::vector<Counters> counters;
 
   State(const Workload& w, const std::filesystem::path& path)
       : workload(w), file(open_for_writing(path)), json(file, 0) {}
@@ -117,6 +122,31 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
   }
   json.end_object();
   json.end_object();
+}
+
+void TimelineWriter::on_telemetry(const TelemetrySample& sample) {
+  auto& counters = state_->counters;
+  if (sample.gpu >= counters.size()) counters.resize(sample.gpu + 1);
+  auto& last = counters[sample.gpu];
+  auto& json = state_->json;
+  auto counter = [&](const char* name, const char* unit, double value) {
+    json.begin_object();
+    json.field("name", name);
+    json.field("ph", "C");
+    json.field("ts", sample.time_s * 1e6);
+    json.field("pid", static_cast<std::uint64_t>(sample.gpu));
+    json.key("args").begin_object().field(unit, value).end_object();
+    json.end_object();
+  };
+  if (!last.any || sample.power_w != last.power_w) counter("power (W)", "W", sample.power_w);
+  if (!last.any || sample.clock_hz != last.clock_hz) counter("clock (MHz)", "MHz", sample.clock_hz / 1e6);
+  if (!last.any || std::abs(sample.temperature_c - last.temperature_c) >= 0.1) {
+    counter("temperature (°C)", "C", sample.temperature_c);
+    last.temperature_c = sample.temperature_c;
+  }
+  last.any = true;
+  last.power_w = sample.power_w;
+  last.clock_hz = sample.clock_hz;
 }
 
 void TimelineWriter::finish() {
@@ -188,6 +218,37 @@ void write_string_attribute(H5::H5Object& object, const char* name, const std::s
 }
 }  // namespace
 
+/// One row of /telemetry.
+struct TelemetryRow {
+  std::uint32_t gpu;
+  double time_s;         ///< start of the interval
+  double duration_s;     ///< its length (the last interval of a run may be shorter)
+  double power_w;        ///< mean over the interval
+  double clock_mhz;      ///< time-weighted mean over the interval
+  double temperature_c;  ///< at the end of the interval
+  double throttled_fraction;
+};
+
+H5::CompType telemetry_row_type() {
+  H5::CompType type(sizeof(TelemetryRow));
+  type.insertMember("gpu", HOFFSET(TelemetryRow, gpu), H5::PredType::NATIVE_UINT32);
+  type.insertMember("time_s", HOFFSET(TelemetryRow, time_s), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("duration_s", HOFFSET(TelemetryRow, duration_s), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("power_w", HOFFSET(TelemetryRow, power_w), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("clock_mhz", HOFFSET(TelemetryRow, clock_mhz), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("temperature_c", HOFFSET(TelemetryRow, temperature_c), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("throttled_fraction", HOFFSET(TelemetryRow, throttled_fraction), H5::PredType::NATIVE_DOUBLE);
+  return type;
+}
+
+/// Per GPU: the last sample and the interval being filled.
+struct TelemetryBin {
+  bool started = false;
+  TelemetrySample last;
+  double bin_start_s = 0.0;
+  double energy_j = 0.0, clock_time = 0.0, throttled_s = 0.0;
+};
+
 struct OpsTableWriter::State {
   const Workload& workload;
   std::filesystem::path path;
@@ -197,6 +258,15 @@ struct OpsTableWriter::State {
   std::vector<OpRow> buffer;
   hsize_t rows_written = 0;
   bool finished = false;
+  // Telemetry.
+  double interval_s = 0.0;
+  std::vector<double> inlet_c;
+  const ThermalModel* thermal = nullptr;
+  H5::CompType telemetry_type;
+  H5::DataSet telemetry;
+  std::vector<TelemetryBin> bins;
+  std::vector<TelemetryRow> telemetry_buffer;
+  hsize_t telemetry_rows = 0;
 };
 
 OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path,
@@ -212,7 +282,15 @@ OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::
                                            H5::DataSet(),
                                            {},
                                            0,
-                                           false});
+                                           false,
+                                           0.0,
+                                           {},
+                                           nullptr,
+                                           H5::CompType(),
+                                           H5::DataSet(),
+                                           {},
+                                           {},
+                                           0});
     const hsize_t initial[1] = {0};
     const hsize_t maximum[1] = {H5S_UNLIMITED};
     H5::DataSpace space(1, initial, maximum);
@@ -280,9 +358,134 @@ void OpsTableWriter::on_op_event(const OpEvent& event) {
   }
 }
 
-void OpsTableWriter::finish() {
-  if (state_->finished) return;
+void OpsTableWriter::enable_telemetry(double interval_s, std::vector<double> inlet_c, const ThermalModel& thermal) {
+  auto& st = *state_;
+  if (!(interval_s > 0.0)) throw OutputError("telemetry interval must be positive");
+  st.interval_s = interval_s;
+  st.inlet_c = std::move(inlet_c);
+  st.thermal = &thermal;
+  st.bins.resize(st.inlet_c.size());
   try {
+    st.telemetry_type = telemetry_row_type();
+    const hsize_t initial[1] = {0};
+    const hsize_t maximum[1] = {H5S_UNLIMITED};
+    H5::DataSpace space(1, initial, maximum);
+    H5::DSetCreatPropList properties;
+    const hsize_t chunk[1] = {kChunkRows};
+    properties.setChunk(1, chunk);
+    properties.setShuffle();
+    properties.setDeflate(4);
+    H5Pset_obj_track_times(properties.getId(), 0);
+    st.telemetry = st.file.createDataSet("telemetry", st.telemetry_type, space, properties);
+    write_string_attribute(st.telemetry, "description",
+                           "per GPU and interval: mean power (W), time-weighted mean clock (MHz), temperature at the "
+                           "interval's end (degrees C), fraction of the interval throttled by the power cap or the "
+                           "slowdown temperature; times in seconds from the start of the simulation");
+    std::array<char, 64> text{};
+    std::snprintf(text.data(), text.size(), "%.17g", interval_s);
+    write_string_attribute(st.telemetry, "interval_s", text.data());
+    st.telemetry_buffer.reserve(kChunkRows);
+  } catch (const H5::Exception& error) {
+    throw OutputError("cannot create the telemetry table in " + st.path.string() + ": " + error.getDetailMsg());
+  }
+}
+
+namespace {
+/// Appends rows of `rows` to a growing dataset (generic over the row type).
+template <class Row>
+void flush_table(H5::DataSet& dataset, const H5::CompType& type, std::vector<Row>& rows, hsize_t& written) {
+  if (rows.empty()) return;
+  const hsize_t new_size[1] = {written + rows.size()};
+  dataset.extend(new_size);
+  H5::DataSpace file_space = dataset.getSpace();
+  const hsize_t offset[1] = {written};
+  const hsize_t count[1] = {rows.size()};
+  file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
+  H5::DataSpace memory_space(1, count);
+  dataset.write(rows.data(), type, memory_space, file_space);
+  written += rows.size();
+  rows.clear();
+}
+
+/// Moves a GPU's telemetry bin from its last sample to `time_s`, emitting every interval completed on the way.
+void fill_bins(TelemetryBin& bin, std::uint32_t gpu, double time_s, double interval_s, double inlet_c,
+               const ThermalModel& thermal, std::vector<TelemetryRow>& out) {
+  const TelemetrySample& s = bin.last;
+  double t = s.time_s;
+  while (t < time_s) {
+    const double bin_end = bin.bin_start_s + interval_s;
+    const double until = std::min(bin_end, time_s);
+    const double dt = until - t;
+    bin.energy_j += s.power_w * dt;
+    bin.clock_time += s.clock_hz * dt;
+    if (s.flags != 0) bin.throttled_s += dt;
+    t = until;
+    if (until >= bin_end) {
+      TelemetryRow row{};
+      row.gpu = gpu;
+      row.time_s = bin.bin_start_s;
+      row.duration_s = interval_s;
+      row.power_w = bin.energy_j / interval_s;
+      row.clock_mhz = bin.clock_time / interval_s / 1e6;
+      row.temperature_c = thermal.advance_c(s.temperature_c, inlet_c, s.power_w, bin_end - s.time_s);
+      row.throttled_fraction = bin.throttled_s / interval_s;
+      out.push_back(row);
+      bin.bin_start_s = bin_end;
+      bin.energy_j = bin.clock_time = bin.throttled_s = 0.0;
+    }
+  }
+}
+}  // namespace
+
+void OpsTableWriter::on_telemetry(const TelemetrySample& sample) {
+  auto& st = *state_;
+  if (st.thermal == nullptr || sample.gpu >= st.bins.size()) return;
+  TelemetryBin& bin = st.bins[sample.gpu];
+  if (!bin.started) {
+    bin.started = true;
+    bin.bin_start_s = sample.time_s;
+  } else {
+    fill_bins(bin, sample.gpu, sample.time_s, st.interval_s, st.inlet_c[sample.gpu], *st.thermal, st.telemetry_buffer);
+  }
+  bin.last = sample;
+  if (st.telemetry_buffer.size() >= kChunkRows) {
+    try {
+      flush_table(st.telemetry, st.telemetry_type, st.telemetry_buffer, st.telemetry_rows);
+    } catch (const H5::Exception& error) {
+      throw OutputError("cannot write " + st.path.string() + ": " + error.getDetailMsg());
+    }
+  }
+}
+
+void OpsTableWriter::finish(double end_s) {
+  if (state_->finished) return;
+  auto& st = *state_;
+  if (st.thermal != nullptr) {
+    for (std::size_t g = 0; g < st.bins.size(); ++g) {
+      TelemetryBin& bin = st.bins[g];
+      if (!bin.started) continue;
+      const auto gpu = static_cast<std::uint32_t>(g);
+      fill_bins(bin, gpu, end_s, st.interval_s, st.inlet_c[g], *st.thermal, st.telemetry_buffer);
+      const double covered = end_s - bin.bin_start_s;
+      if (covered > 0.0) {  // the last, partial interval
+        TelemetryRow row{};
+        row.gpu = gpu;
+        row.time_s = bin.bin_start_s;
+        row.duration_s = covered;
+        row.power_w = bin.energy_j / covered;
+        row.clock_mhz = bin.clock_time / covered / 1e6;
+        row.temperature_c =
+            st.thermal->advance_c(bin.last.temperature_c, st.inlet_c[g], bin.last.power_w, end_s - bin.last.time_s);
+        row.throttled_fraction = bin.throttled_s / covered;
+        st.telemetry_buffer.push_back(row);
+      }
+    }
+  }
+  try {
+    if (st.thermal != nullptr) {
+      flush_table(st.telemetry, st.telemetry_type, st.telemetry_buffer, st.telemetry_rows);
+      st.telemetry.close();
+    }
     flush_rows(state_->dataset, state_->row_type, state_->buffer, state_->rows_written);
     state_->dataset.close();
     state_->file.close();

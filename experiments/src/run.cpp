@@ -13,6 +13,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/models/topology.hpp"
 #include "observers.hpp"
+#include "power_report.hpp"
 
 namespace chopsim {
 
@@ -88,9 +89,17 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const auto collectives = registries.collective.create(run.collective_model, run.collectives);
     const auto engine = registries.engine.create(run.engine, run.engine_options);
 
+    const detail::PowerSetup power = detail::make_power_setup(run, registries);
     detail::FanOutObserver observers;
     detail::BreakdownObserver breakdown(workload);
     observers.add(breakdown);
+    detail::PowerObserver power_observer(workload, run, power);
+    if (power.enabled()) observers.add(power_observer);
+    // The clock kernels run at until telemetry says otherwise: the fixed clock of runs without a governor.
+    const double fixed_clock = power.enabled() ? power.input.ceiling_hz : run.hardware.compute.peak_clock_hz();
+    detail::LossBreakdownObserver losses(workload, *compute, fixed_clock, run.hardware.compute.boost_clock_hz);
+    observers.add(losses);
+    if (options.observer != nullptr) observers.add(*options.observer);
     std::unique_ptr<detail::TimelineWriter> timeline;
     std::unique_ptr<detail::OpsTableWriter> ops_table;
     if (write_files) {
@@ -98,6 +107,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
                                                           run.cluster.gpus_per_node);
       ops_table =
           std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
+      if (power.enabled())
+        ops_table->enable_telemetry(run.power.telemetry_interval_s, power.input.inlet_c, *power.thermal);
       observers.add(*timeline);
       observers.add(*ops_table);
     }
@@ -108,6 +119,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     input.compute = compute.get();
     input.collectives = collectives.get();
     input.iterations = run.iterations;
+    if (power.enabled()) input.power = &power.input;
     report.stats = engine->run(input, observers);
     report.simulated = true;
 
@@ -119,6 +131,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const int iterations = std::max(run.iterations, 1);
     report.iteration_time_s = report.stats.makespan_s / iterations;
     report.breakdown = breakdown.finish(report.stats.makespan_s, iterations);
+    report.losses = losses.finish(report.breakdown, iterations);
+    report.power = power_observer.finish(report.stats.makespan_s, iterations, workload.tokens_per_iteration);
     if (report.iteration_time_s > 0.0) {
       report.tokens_per_s = workload.tokens_per_iteration / report.iteration_time_s;
       report.model_tflops_per_gpu =
@@ -129,7 +143,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
       if (peak > 0.0) report.mfu = report.model_tflops_per_gpu * units::kTera / peak;
     }
     if (timeline) timeline->finish();
-    if (ops_table) ops_table->finish();
+    if (ops_table) ops_table->finish(report.stats.makespan_s);
   }
 
   if (write_files) {
@@ -149,6 +163,44 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
 }
 
 namespace detail {
+
+namespace {
+/// summary.json "power", "energy_j", "energy_per_token_j", "clock", "temperature", "throttled_fraction".
+void write_power_json(JsonWriter& json, const RunSpec& run, const RunReport& report) {
+  const PowerReport& p = report.power;
+  json.key("power").begin_object();
+  json.field("governor", run.power.governor);
+  json.field("cap_w", p.cap_w);
+  json.field("mean_w", p.mean_w);
+  json.field("peak_w", p.peak_w);
+  json.field("peak_1ms_w", p.peak_1ms_w);
+  json.field("peak_100ms_w", p.peak_100ms_w);
+  json.field("max_rise_w_per_ms", p.max_rise_w_per_ms);
+  json.end_object();
+  json.field("energy_j", p.energy_per_iteration_j);
+  json.field("energy_per_token_j", p.energy_per_token_j);
+  json.key("clock").begin_object();
+  json.field("ceiling_mhz", p.ceiling_hz / units::kMega);
+  json.field("max_mhz", p.max_clock_hz / units::kMega);
+  json.field("mean_mhz", p.clock_mean_hz / units::kMega);
+  json.field("mean_all_mhz", p.clock_mean_all_hz / units::kMega);
+  json.field("min_mhz", p.clock_min_hz / units::kMega);
+  json.field("time_below_90pct_s", p.below_90pct_s);
+  json.field("fraction_below_90pct", p.below_90pct_fraction);
+  json.end_object();
+  json.key("temperature").begin_object();
+  double peak = -1e300;
+  for (double t : p.peak_temperature_c) peak = std::max(peak, t);
+  json.field("peak_c", peak);
+  json.key("peak_per_gpu_c").begin_array();
+  for (double t : p.peak_temperature_c) json.value(t);
+  json.end_array();
+  json.end_object();
+  json.field("throttled_fraction", p.throttled_fraction);
+  json.field("power_capped_fraction", p.power_capped_fraction);
+  json.field("thermal_throttled_fraction", p.thermal_throttled_fraction);
+}
+}  // namespace
 
 void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& report) {
   JsonWriter json(out);
@@ -222,12 +274,29 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("pipeline_bubble", b.pipeline_bubble_s);
     json.field("idle", b.idle_s);
     json.end_object();
+    const auto& l = report.losses;
+    json.key("losses_s").begin_object();
+    json.field("ideal", l.ideal_s);
+    json.field("frequency", l.frequency_s);
+    json.field("kernel_efficiency", l.efficiency_loss_s);
+    json.field("launch", l.launch_s);
+    json.field("comm_contention", l.comm_contention_s);
+    json.field("exposed_comm", l.exposed_comm_s);
+    json.field("pipeline_bubble", l.pipeline_bubble_s);
+    json.field("idle", l.idle_s);
+    json.end_object();
+    if (report.power.available) write_power_json(json, run, report);
     json.key("simulation").begin_object();
     json.field("engine", run.engine);
     json.field("network_model", run.engine_options.network_model);
     json.field("makespan_s", report.stats.makespan_s);
     json.field("activities", report.stats.activities);
     json.field("op_events", report.stats.op_events);
+    if (report.power.available) {
+      json.field("telemetry_samples", report.stats.telemetry_samples);
+      json.field("governor_decisions", report.stats.governor_decisions);
+      json.field("governor_timed_decisions", report.stats.governor_timed_events);
+    }
     json.end_object();
   }
   json.end_object();
@@ -299,6 +368,32 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       line("exposed " + std::string(to_string(static_cast<CommCategory>(c))) + " comm", b.exposed_comm_s[c]);
   if (run.parallelism.pp > 1) line("pipeline bubble", b.pipeline_bubble_s);
   line("idle", b.idle_s);
+  const auto& l = report.losses;
+  out << "\n  gap to the ideal time (every kernel at its roofline peak and max clock, no communication):\n";
+  line("ideal", l.ideal_s);
+  line("frequency overhead", l.frequency_s);
+  line("kernel efficiency loss", l.efficiency_loss_s);
+  line("launch overhead", l.launch_s);
+  line("comm contention", l.comm_contention_s);
+  line("exposed comm", l.exposed_comm_s);
+  if (run.parallelism.pp > 1) line("pipeline bubble", l.pipeline_bubble_s);
+  line("idle", l.idle_s);
+  if (report.power.available) {
+    const auto& p = report.power;
+    double peak_c = -1e300;
+    for (double t : p.peak_temperature_c) peak_c = std::max(peak_c, t);
+    out << "\n  power / GPU         mean " << fixed(p.mean_w, 0) << " W, peak " << fixed(p.peak_w, 0) << " W (1 ms "
+        << fixed(p.peak_1ms_w, 0) << " W, 100 ms " << fixed(p.peak_100ms_w, 0) << " W), cap " << fixed(p.cap_w, 0)
+        << " W, largest rise " << fixed(p.max_rise_w_per_ms, 0) << " W/ms\n";
+    out << "  energy              " << fixed(p.energy_per_iteration_j / 1e3, 2) << " kJ per iteration, "
+        << fixed(p.energy_per_token_j, 3) << " J per token\n";
+    out << "  clock (in kernels)  mean " << fixed(p.clock_mean_hz / units::kMega, 0) << " MHz, min "
+        << fixed(p.clock_min_hz / units::kMega, 0) << " MHz of " << fixed(p.max_clock_hz / units::kMega, 0)
+        << " MHz max; below 90 % of max " << fixed(100.0 * p.below_90pct_fraction, 1) << " % of kernel time\n";
+    out << "  throttled           " << fixed(100.0 * p.throttled_fraction, 1) << " % of GPU time (power cap "
+        << fixed(100.0 * p.power_capped_fraction, 1) << " %, thermal " << fixed(100.0 * p.thermal_throttled_fraction, 1)
+        << " %); peak temperature " << fixed(peak_c, 1) << " °C (" << run.power.governor << " governor)\n";
+  }
   out << "\n  simulated " << with_thousands(static_cast<double>(report.stats.op_events / 2)) << " ops ("
       << with_thousands(static_cast<double>(report.stats.activities)) << " engine activities) in "
       << fixed(report.wall_time_s, 2) << " s wall time\n";

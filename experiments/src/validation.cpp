@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <ostream>
 
@@ -16,6 +17,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/models/workload.hpp"
 
 namespace chopsim {
 
@@ -156,6 +158,289 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
   }
 }
 
+// ---- power, DVFS and thermal cases ----------------------------------------------------------------------------
+
+/// CSV rows as maps of column -> text (the files in ../shared/data/power are plain comma-separated, quoted fields
+/// only in columns read here as a whole).
+std::vector<std::map<std::string, std::string>> read_csv(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(SourceLocation{path.string(), 0, 0}, "", "cannot read the file", "restore it from ../shared/data");
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> rows;
+  auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false;
+    for (const char c : text) {
+      if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.push_back(field);
+        field.clear();
+      } else if (c != '\r') {
+        field += c;
+      }
+    }
+    fields.push_back(field);
+    return fields;
+  };
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    if (fields.size() != header.size())
+      throw InputError(SourceLocation{path.string(), line_number, 1}, "",
+                       "has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(header.size()),
+                       "restore the file from ../shared/data");
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < header.size(); ++i) row[header[i]] = fields[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+double number(const std::map<std::string, std::string>& row, const std::string& key,
+              const std::filesystem::path& file) {
+  const auto it = row.find(key);
+  if (it == row.end()) throw InputError(SourceLocation{file.string(), 0, 0}, key, "column missing", "restore the file");
+  return std::stod(it->second);
+}
+
+constexpr const char* kPerseusSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/emulation/stage_profile/gpt3-175b+a100_sxm_bf16.csv (Perseus, SOSP'24)";
+
+/// Perseus (Chung et al., SOSP'24) stage profiles: time and energy of one forward and one backward pass of each
+/// GPT-3 175B pipeline stage on A100-SXM at every SM clock from 1410 to 855 MHz (nvidia-smi locked clocks).
+/// Stages 0-6 are identical (12 transformer layers), stage 7 adds the LM head and loss. Inferred from the data
+/// (stated in the notes): one tensor-parallel (TP 8) shard of the stage, micro-batch 1, sequence 2048, without the
+/// TP all-reduces (time is ~1/f down to a 3 ms clock-independent part, too small to hold 24 NVLink all-reduces of
+/// 48 MiB), on a board with a 500 W limit (the measured average power at 1410 MHz is 475-480 W, above the 400 W
+/// default). chopsim predicts it from a 12-layer GPT-3 175B with TP 8 on one DGX A100 node with free NVLink (no
+/// all-reduce time) at the locked clock under a 500 W cap: the compute kernels of the second micro-batch's pass on
+/// GPU 0, their time and their energy.
+void add_perseus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                       std::vector<ValidationCase>& cases) {
+  const auto file =
+      data_dir / "power" / "perseus_sosp24" / "emulation" / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv";
+  if (!std::filesystem::exists(file)) return;
+  RunSpec base;
+  base.model = load_model_config(configs_dir / "models" / "gpt3-175b.yaml");
+  base.model.layers = 12;
+  base.hardware = load_hardware_config(configs_dir / "hardware" / "A100-SXM4-80GB.yaml");
+  base.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-a100.yaml");
+  base.cluster.nodes = 1;
+  base.cluster.fabric.kind = "none";
+  base.parallelism.tp = 8;
+  base.training.global_batch = 2;
+  base.training.micro_batch = 1;
+  base.training.seq_len = 2048;
+  base.training.recompute = RecomputePolicy::none;
+  base.training.overlap.tp = false;
+  base.power.cap_w = 500.0;
+  // One shard without its all-reduces: NVLink made effectively free (the all-reduce ops remain, lasting ~0 s).
+  base.hardware.intra_node_link_bandwidth_bytes_per_s = 1e18;
+  base.hardware.intra_node_link_latency_s = 0.0;
+  base.collectives.step_latency_s = 0.0;
+  validate_run(base, SourceLocation{file.string(), 0, 0});
+  for (const auto& row : read_csv(file)) {
+    const int stage = static_cast<int>(number(row, "stage", file));
+    if (stage != 0 && stage != 7) continue;  // 0..6 are the same stage
+    const double clock = number(row, "frequency", file);
+    const std::string pass = row.at("instruction");
+    for (const bool energy : {false, true}) {
+      ValidationCase c;
+      c.group = "perseus_a100";
+      c.source = kPerseusSource;
+      c.metric = energy ? ValidationMetric::stage_energy_j : ValidationMetric::stage_time_s;
+      c.measured = number(row, energy ? "energy" : "time", file);
+      c.label = clock;
+      const std::string where = stage == 0 ? "middle" : "last";
+      c.id = "stage " + std::to_string(stage) + " " + pass + " @ " + std::to_string(static_cast<int>(clock)) + " MHz";
+      c.probe = pass + "_" + (energy ? "energy" : "time") + "_" + where;
+      c.shared_run = "perseus@" + std::to_string(static_cast<int>(clock));
+      c.run = base;
+      c.run.name = c.shared_run;
+      c.run.power.lock_clock_hz = clock * units::kMega;
+      c.notes = stage == 0 ? "stages 0-6: the 12 transformer layers" : "stage 7: layers, final norm, LM head, loss";
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
+constexpr const char* kZeusSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/zeus/csv/A100/zeus_global.csv (Zeus power-limit baseline in Perseus, SOSP'24)";
+
+/// The Zeus (Chung et al., NSDI'23) power-limit sweep on A100 as measured for Perseus: GPT-3 XL trained with a
+/// 4-stage pipeline (micro-batch 8, 128 micro-batches) with every GPU's power limit set from 300 down to 175 W.
+/// The limit tops out at 300 W: an A100 PCIe board, modelled with the SXM4 file (same GA100 die and clocks) and the
+/// limit as its cap. The stages are split evenly here (the measurement used a custom split 0,8,14,21,27).
+void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                    std::vector<ValidationCase>& cases) {
+  const auto file = data_dir / "power" / "perseus_sosp24" / "zeus" / "csv" / "A100" / "zeus_global.csv";
+  if (!std::filesystem::exists(file)) return;
+  RunSpec base;
+  base.model.name = "gpt3-xl";
+  base.model.layers = 24;  // GPT-3 XL (Brown et al. 2020, table 2.1): 1.3B, 24 layers, d 2048, 16 heads
+  base.model.hidden = 2048;
+  base.model.ffn_hidden = 8192;
+  base.model.heads = 16;
+  base.model.kv_heads = 16;
+  base.model.vocab = 50257;
+  base.model.mlp = MlpKind::gelu;
+  base.model.norm = NormKind::layernorm;
+  base.model.tied_embeddings = true;
+  base.hardware = load_hardware_config(configs_dir / "hardware" / "A100-SXM4-80GB.yaml");
+  base.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-a100.yaml");
+  base.cluster.nodes = 1;
+  base.cluster.gpus_per_node = 4;
+  base.cluster.nics_per_node = 4;
+  base.cluster.fabric.kind = "none";
+  base.parallelism.pp = 4;
+  base.training.micro_batch = 8;
+  base.training.global_batch = 8 * 128;
+  base.training.seq_len = 2048;
+  base.training.recompute = RecomputePolicy::none;
+  base.training.overlap.pp = false;
+  validate_run(base, SourceLocation{file.string(), 0, 0});
+  std::map<int, std::pair<double, double>> measured;  // limit -> (time, energy)
+  for (const auto& row : read_csv(file)) {
+    if (row.at("model_name") != "gpt3-xl") continue;
+    const double limit = number(row, "power_limit_0", file);
+    bool uniform = true;  // the global sweep: every stage at the same limit
+    for (const char* column : {"power_limit_1", "power_limit_2", "power_limit_3"})
+      uniform = uniform && number(row, column, file) == limit;
+    if (uniform) measured[static_cast<int>(limit)] = {number(row, "time", file), number(row, "energy", file)};
+  }
+  if (!measured.count(300)) return;
+  auto spec = [&](int limit) {
+    RunSpec run = base;
+    run.power.cap_w = limit;
+    run.name = "zeus@" + std::to_string(limit) + "W";
+    return run;
+  };
+  for (const auto& [limit, values] : measured) {
+    ValidationCase time;
+    time.group = "zeus_a100_power_limit";
+    time.source = kZeusSource;
+    time.metric = ValidationMetric::relative_time;
+    time.measured = values.first / measured.at(300).first;
+    time.label = limit;
+    time.id = "GPT-3 XL pp4 @ " + std::to_string(limit) + " W: time / time at 300 W";
+    time.probe = "relative_time";
+    time.shared_run = "zeus@" + std::to_string(limit) + "W";
+    time.baseline_run = "zeus@300W";
+    time.run = spec(limit);
+    time.baseline = spec(300);
+    time.notes = "even 6-layer stages (measured: custom split)";
+    cases.push_back(time);
+    ValidationCase power = time;
+    power.metric = ValidationMetric::average_power_w;
+    power.measured = values.second / values.first / 4.0;
+    power.id = "GPT-3 XL pp4 @ " + std::to_string(limit) + " W: mean power per GPU";
+    power.probe = "average_power";
+    power.baseline_run.clear();
+    power.notes = "measured: energy of the 4 GPUs / time / 4";
+    cases.push_back(power);
+  }
+  ValidationCase absolute;
+  absolute.group = "zeus_a100_power_limit";
+  absolute.source = kZeusSource;
+  absolute.metric = ValidationMetric::iteration_time_s;
+  absolute.measured = measured.at(300).first;
+  absolute.label = 300;
+  absolute.id = "GPT-3 XL pp4 @ 300 W: iteration time";
+  absolute.probe = "iteration_time";
+  absolute.shared_run = "zeus@300W";
+  absolute.run = spec(300);
+  absolute.notes = "1024 sequences of 2048 tokens; even stages";
+  cases.push_back(absolute);
+}
+
+/// The seed papers' findings as checks that can fail.
+void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
+                       std::vector<ValidationCase>& cases) {
+  const auto fsdp = configs_dir / "llama3-8b-fsdp.yaml";
+  if (!std::filesystem::exists(fsdp)) return;
+  const RunSpec chopper = load_run_config(fsdp, default_search_path(fsdp), registries);
+  const char* chopper_source =
+      "Kurzynski, Aga, Wu: Chopper (arXiv:2512.08242), Llama-3-8B FSDP on 8x MI300X; configs/llama3-8b-fsdp.yaml";
+  ValidationCase below;
+  below.group = "seed_findings";
+  below.source = chopper_source;
+  below.metric = ValidationMetric::finding;
+  below.measured = 1.0;
+  below.id = "MI300X mean clock under training load is below the 2100 MHz peak";
+  below.probe = "chopper_clock";
+  below.shared_run = "chopper";
+  below.run = chopper;
+  cases.push_back(below);
+  ValidationCase largest = below;
+  largest.id = "frequency overhead is the largest single loss (above kernel efficiency, communication, launch)";
+  largest.probe = "chopper_largest";
+  cases.push_back(largest);
+
+  // CharLLM-PPT (MICRO'25): larger micro-batches -> burstier power, higher peaks, more throttling.
+  const char* charllm_source =
+      "CharLLM-PPT (sitar-lab/CharLLM-PPT, arXiv:2509.10371): H100/H200/MI250 training, power and thermal";
+  RunSpec small = chopper;
+  small.hardware = load_hardware_config(configs_dir / "hardware" / "H100-SXM5-80GB.yaml");
+  small.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-h100.yaml");
+  small.cluster.fabric.kind = "none";
+  small.parallelism = ParallelismSpec{};
+  small.parallelism.tp = 8;
+  small.parallelism.sequence_parallel = true;
+  small.training.seq_len = 2048;
+  small.training.global_batch = 8;
+  small.training.micro_batch = 1;
+  small.training.recompute = RecomputePolicy::full;
+  small.name = "charllm-mbs1";
+  RunSpec large = small;
+  large.training.micro_batch = 4;
+  large.name = "charllm-mbs4";
+  validate_run(small, SourceLocation{"seed findings", 0, 0});
+  validate_run(large, SourceLocation{"seed findings", 0, 0});
+  ValidationCase peak;
+  peak.group = "seed_findings";
+  peak.source = charllm_source;
+  peak.metric = ValidationMetric::finding;
+  peak.measured = 1.0;
+  peak.id = "a larger micro-batch (1 -> 4) raises the peak power (1 ms window), Llama-3-8B TP 8 on DGX H100";
+  peak.probe = "charllm_peak";
+  peak.shared_run = "charllm-mbs4";
+  peak.run = large;
+  peak.baseline_run = "charllm-mbs1";
+  peak.baseline = small;
+  cases.push_back(peak);
+  ValidationCase throttle = peak;
+  throttle.id = "a larger micro-batch (1 -> 4) throttles more (power-capped time)";
+  throttle.probe = "charllm_throttle";
+  cases.push_back(throttle);
+  ValidationCase hot;
+  hot.group = "seed_findings";
+  hot.source = charllm_source;
+  hot.metric = ValidationMetric::finding;
+  hot.measured = 1.0;
+  hot.id = "a hotter slot (inlet +18 K) reaches its slowdown temperature first (8x MI300X, 30 °C air, 3 iterations)";
+  hot.probe = "charllm_hot_slot";
+  hot.shared_run = "charllm-hot-slot";
+  hot.run = chopper;
+  hot.run.name = hot.shared_run;
+  CoolingSpec cooling;
+  cooling.ambient_c = 30.0;
+  cooling.profile = CoolingSpec::Profile::per_slot;
+  cooling.slot_offsets_k = {0, 0, 0, 0, 0, 18, 0, 0};
+  hot.run.power.cooling = cooling;
+  hot.run.iterations = 3;  // the hot slot starts below its slowdown temperature and warms up into it
+  cases.push_back(hot);
+}
+
 std::string metric_unit(ValidationMetric metric) {
   switch (metric) {
     case ValidationMetric::iteration_time_s:
@@ -164,6 +449,16 @@ std::string metric_unit(ValidationMetric metric) {
       return "tokens/s/GPU";
     case ValidationMetric::peak_memory_bytes:
       return "GiB";
+    case ValidationMetric::stage_time_s:
+      return "stage s";
+    case ValidationMetric::stage_energy_j:
+      return "stage J";
+    case ValidationMetric::relative_time:
+      return "time ratio";
+    case ValidationMetric::average_power_w:
+      return "W/GPU";
+    case ValidationMetric::finding:
+      return "finding";
   }
   return "";
 }
@@ -188,18 +483,198 @@ std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& d
   std::vector<ValidationCase> cases;
   add_megatron_cases(data_dir, configs_dir, registries, cases);
   add_llm_foundry_cases(data_dir, configs_dir, cases);
+  add_perseus_cases(data_dir, configs_dir, cases);
+  add_zeus_cases(data_dir, configs_dir, cases);
+  add_seed_findings(configs_dir, registries, cases);
   return cases;
 }
+
+namespace {
+
+/// What the power probes read from one shared simulation.
+struct SharedResult {
+  bool ok = false;
+  std::string failure;
+  RunReport report;
+  /// [pass: 0 forward, 1 backward][0 middle stage (layers only), 1 last stage (all kernels)]
+  double time_s[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
+  double energy_j[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
+};
+
+/// GPU 0's compute kernels of the second micro-batch (steady state) and GPU 0's power over time.
+class StageProbe final : public SimulationObserver {
+ public:
+  explicit StageProbe(const Workload& workload) : workload_(workload) {}
+  void on_op_event(const OpEvent& e) override {
+    if (e.rank != 0 || !e.is_end || e.iteration != 0) return;
+    const Op& op = workload_.program(0).streams[e.stream].ops[e.op];
+    if (op.kind != OpKind::compute || op.micro_batch != 1) return;
+    if (op.pass != Pass::forward && op.pass != Pass::backward) return;
+    kernels_.push_back({e.start_s, e.time_s, op.pass == Pass::backward ? 1 : 0, op.layer >= 0});
+  }
+  void on_telemetry(const TelemetrySample& s) override {
+    if (s.gpu == 0) power_.emplace_back(s.time_s, s.power_w);
+  }
+  void finish(SharedResult& r) const {
+    for (const Kernel& k : kernels_) {
+      const double t = k.end - k.start;
+      const double e = energy(k.start, k.end);
+      for (int stage = 0; stage < 2; ++stage) {
+        if (stage == 0 && !k.layer) continue;
+        r.time_s[k.pass][stage] += t;
+        r.energy_j[k.pass][stage] += e;
+      }
+    }
+  }
+
+ private:
+  struct Kernel {
+    double start, end;
+    int pass;
+    bool layer;
+  };
+  /// Integral of GPU 0's piecewise-constant power over [a, b].
+  double energy(double a, double b) const {
+    double e = 0.0;
+    for (std::size_t i = 0; i < power_.size(); ++i) {
+      const double from = std::max(a, power_[i].first);
+      const double to = std::min(b, i + 1 < power_.size() ? power_[i + 1].first : b);
+      if (to > from) e += power_[i].second * (to - from);
+    }
+    return e;
+  }
+  const Workload& workload_;
+  std::vector<Kernel> kernels_;
+  std::vector<std::pair<double, double>> power_;
+};
+
+SharedResult simulate_shared(const RunSpec& run, const ModelRegistries& registries) {
+  SharedResult r;
+  try {
+    const Workload workload = build_workload(run.model, run.parallelism, run.training);
+    StageProbe probe(workload);
+    RunOptions options;
+    options.observer = &probe;
+    r.report = run_simulation(run, registries, options);
+    if (!r.report.simulated) {
+      r.failure = "does not fit in memory (" + format(r.report.memory.total_bytes / units::kGiB, 1) + " GiB)";
+      return r;
+    }
+    probe.finish(r);
+    r.ok = true;
+  } catch (const std::exception& error) {
+    r.failure = error.what();
+  }
+  return r;
+}
+
+std::string mhz(double hz) { return format(hz / units::kMega, 0) + " MHz"; }
+
+/// The predicted value of a power case from its shared simulation(s); findings also explain themselves in `notes`.
+double probe_value(const ValidationCase& c, const SharedResult& r, const SharedResult* baseline, std::string& notes) {
+  const std::string& p = c.probe;
+  if (p == "iteration_time") return r.report.iteration_time_s;
+  if (p == "average_power") return r.report.power.mean_w;
+  if (p == "relative_time") return r.report.iteration_time_s / baseline->report.iteration_time_s;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int stage = 0; stage < 2; ++stage)
+      for (const bool energy : {false, true}) {
+        const std::string name = std::string(pass == 0 ? "forward" : "backward") + (energy ? "_energy_" : "_time_") +
+                                 (stage == 0 ? "middle" : "last");
+        if (p == name) return energy ? r.energy_j[pass][stage] : r.time_s[pass][stage];
+      }
+  const PowerReport& power = r.report.power;
+  const LossBreakdown& l = r.report.losses;
+  if (p == "chopper_clock") {
+    notes = "predicted mean clock in kernels " + mhz(power.clock_mean_hz) + " of " + mhz(power.max_clock_hz) +
+            "; frequency overhead " + format(1e3 * l.frequency_s, 0) + " ms of " +
+            format(1e3 * r.report.iteration_time_s, 0) + " ms per iteration; power-capped " +
+            format(100.0 * power.power_capped_fraction, 0) + " % of the time";
+    return power.clock_mean_hz < power.max_clock_hz ? 1.0 : 0.0;
+  }
+  if (p == "chopper_largest") {
+    notes = "predicted losses per iteration: frequency " + format(1e3 * l.frequency_s, 0) + " ms, kernel efficiency " +
+            format(1e3 * l.efficiency_loss_s, 0) + " ms, exposed communication " + format(1e3 * l.exposed_comm_s, 0) +
+            " ms, contention " + format(1e3 * l.comm_contention_s, 0) + " ms, launch " + format(1e3 * l.launch_s, 0) +
+            " ms (kernel efficiencies of configs/hardware/MI300X.yaml may include clock loss of the measurements "
+            "they were fitted to)";
+    const double largest_other =
+        std::max({l.efficiency_loss_s, l.exposed_comm_s, l.comm_contention_s, l.launch_s, l.pipeline_bubble_s});
+    return l.frequency_s > largest_other ? 1.0 : 0.0;
+  }
+  if (p == "charllm_peak" || p == "charllm_throttle") {
+    const PowerReport& small = baseline->report.power;
+    notes = "micro-batch 1 -> 4: 1 ms peak " + format(small.peak_1ms_w, 0) + " -> " + format(power.peak_1ms_w, 0) +
+            " W, 100 ms peak " + format(small.peak_100ms_w, 0) + " -> " + format(power.peak_100ms_w, 0) +
+            " W, largest rise " + format(small.max_rise_w_per_ms, 0) + " -> " + format(power.max_rise_w_per_ms, 0) +
+            " W/ms, power-capped " + format(100.0 * small.power_capped_fraction, 1) + " -> " +
+            format(100.0 * power.power_capped_fraction, 1) + " % of the time";
+    if (p == "charllm_peak") return power.peak_1ms_w > small.peak_1ms_w ? 1.0 : 0.0;
+    return power.power_capped_fraction > small.power_capped_fraction ? 1.0 : 0.0;
+  }
+  if (p == "charllm_hot_slot") {
+    const auto& first = power.first_thermal_throttle_s;
+    bool holds = first.size() > 5 && first[5] >= 0.0;
+    for (std::size_t g = 0; holds && g < first.size(); ++g)
+      if (g != 5 && first[g] >= 0.0 && first[g] <= first[5]) holds = false;
+    notes = "hot slot: throttles from " +
+            (first.size() > 5 && first[5] >= 0.0 ? format(1e3 * first[5], 1) + " ms" : "never") + ", peak " +
+            format(power.peak_temperature_c.size() > 5 ? power.peak_temperature_c[5] : 0.0, 1) +
+            " °C; the others peak at " +
+            format(power.peak_temperature_c.empty() ? 0.0 : power.peak_temperature_c[0], 1) + " °C";
+    return holds ? 1.0 : 0.0;
+  }
+  throw ModelError("validation: unknown probe '" + p + "'");
+}
+
+}  // namespace
 
 std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
                                              const ModelRegistries& registries, int jobs) {
   std::vector<ValidationResult> results(cases.size());
   tbb::task_arena arena(std::max(jobs, 1));
+  // Simulations shared by power cases, once each.
+  std::map<std::string, const RunSpec*> specs;
+  for (const ValidationCase& c : cases) {
+    if (!c.shared_run.empty()) specs.emplace(c.shared_run, &c.run);
+    if (!c.baseline_run.empty()) specs.emplace(c.baseline_run, &c.baseline);
+  }
+  std::vector<std::pair<std::string, const RunSpec*>> list(specs.begin(), specs.end());
+  std::vector<SharedResult> shared(list.size());
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, list.size(),
+                      [&](std::size_t i) { shared[i] = simulate_shared(*list[i].second, registries); });
+  });
+  auto find_shared = [&](const std::string& key) -> const SharedResult* {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].first == key) return &shared[i];
+    return nullptr;
+  };
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, cases.size(), [&](std::size_t i) {
       ValidationResult& result = results[i];
       result.validation_case = cases[i];
       const ValidationCase& c = cases[i];
+      if (!c.probe.empty()) {
+        const SharedResult* r = find_shared(c.shared_run);
+        const SharedResult* base = c.baseline_run.empty() ? nullptr : find_shared(c.baseline_run);
+        if (r == nullptr || !r->ok || (base != nullptr && !base->ok)) {
+          result.failure = r == nullptr ? "no simulation" : !r->ok ? r->failure : base->failure;
+          return;
+        }
+        try {
+          std::string notes;
+          result.predicted = probe_value(c, *r, base, notes);
+          if (!notes.empty()) result.validation_case.notes = notes;
+          result.predicted_mfu = r->report.mfu;
+          result.ok = true;
+          result.relative_error = c.metric == ValidationMetric::finding ? result.predicted - c.measured
+                                                                        : (result.predicted - c.measured) / c.measured;
+        } catch (const std::exception& error) {
+          result.failure = error.what();
+        }
+        return;
+      }
       try {
         RunOptions options;
         options.simulate_when_out_of_memory = c.metric == ValidationMetric::peak_memory_bytes;
@@ -229,12 +704,84 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
   return results;
 }
 
+namespace {
+
+void write_sources(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
+  out << "\nSources:\n";
+  std::vector<std::string> sources;
+  for (const auto* r : rows) sources.push_back(r->validation_case.source);
+  std::sort(sources.begin(), sources.end());
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  for (const auto& s : sources) out << "- " << s << "\n";
+}
+
+/// The power groups' own layouts: Perseus pivoted by clock, findings as holds / does not hold. False for others.
+bool write_power_group(std::ostream& out, const std::string& group, const std::vector<const ValidationResult*>& rows) {
+  if (group == "perseus_a100") {
+    out << "\n## " << group
+        << "\n\nPerseus stage profiles (A100-SXM, GPT-3 175B stage, one TP-8 shard, micro-batch 1, sequence 2048) "
+           "against chopsim at the same locked SM clock under the 500 W limit of the measured board. The A100 power "
+           "model's dynamic power and voltage curve were fitted to the stage-0 forward power at 855-1290 MHz "
+           "(configs/hardware/A100-SXM4-80GB.yaml); everything else here is predicted: times at every clock, "
+           "backward passes, the last stage, and 1305-1410 MHz where the 500 W limit makes the governor throttle.\n";
+    for (const char* stage : {"stage 0 ", "stage 7 "}) {
+      out << "\n"
+          << (std::string(stage) == "stage 0 " ? "Stages 0-6 (12 layers)" : "Stage 7 (12 layers, LM head, loss)")
+          << ":\n\n| clock MHz | fwd time ms (meas / pred / err) | fwd energy J (meas / pred / err) | "
+             "bwd time ms (meas / pred / err) | bwd energy J (meas / pred / err) |\n|---|---|---|---|---|\n";
+      std::map<double, std::map<std::string, const ValidationResult*>, std::greater<>> by_clock;
+      for (const auto* r : rows) {
+        const auto& c = r->validation_case;
+        if (c.id.rfind(stage, 0) != 0) continue;
+        const bool backward = c.id.find("backward") != std::string::npos;
+        by_clock[c.label]
+                [std::string(backward ? "b" : "f") + (c.metric == ValidationMetric::stage_energy_j ? "e" : "t")] = r;
+      }
+      for (const auto& [clock, cells] : by_clock) {
+        out << "| " << format(clock, 0);
+        for (const char* key : {"ft", "fe", "bt", "be"}) {
+          const auto it = cells.find(key);
+          if (it == cells.end()) {
+            out << " | -";
+            continue;
+          }
+          const ValidationResult& r = *it->second;
+          const double scale = key[1] == 't' ? 1e3 : 1.0;
+          const int decimals = key[1] == 't' ? 1 : 1;
+          out << " | " << format(scale * r.validation_case.measured, decimals) << " / "
+              << (r.ok ? format(scale * r.predicted, decimals) + " / " + percent(r.relative_error) : "failed");
+        }
+        out << " |\n";
+      }
+    }
+    write_sources(out, rows);
+    return true;
+  }
+  if (group == "seed_findings") {
+    out << "\n## " << group
+        << "\n\nPublished qualitative findings of the seed papers, checked on chopsim's predictions (a check that "
+           "does not hold is reported as such).\n\n| finding | published | chopsim | predicted values |\n"
+           "|---|---|---|---|\n";
+    for (const auto* r : rows) {
+      const auto& c = r->validation_case;
+      out << "| " << c.id << " | holds | "
+          << (r->ok ? (r->predicted == 1.0 ? "holds" : "**does not hold**") : "failed: " + r->failure) << " | "
+          << c.notes << " |\n";
+    }
+    write_sources(out, rows);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void write_validation_markdown(std::ostream& out, const std::vector<ValidationResult>& results) {
   out << "# Validation: predicted vs measured\n\n"
          "Generated by `chopsim validate` (see README). Do not edit by hand. Every measured case in "
-         "`../shared/data/validation` is predicted with the default, uncalibrated parameters of "
-         "`configs/hardware/`; error = (predicted - measured) / measured. Sources are the public repositories "
-         "named per row.\n\n";
+         "`../shared/data/validation` and `../shared/data/power` is predicted with the default, uncalibrated "
+         "parameters of `configs/hardware/` (power dynamics on: firmware governor at each GPU's power limit); error "
+         "= (predicted - measured) / measured. Sources are the public repositories named per row.\n\n";
 
   std::map<std::string, std::vector<const ValidationResult*>> groups;
   for (const auto& r : results) groups[r.validation_case.group].push_back(&r);
@@ -251,6 +798,12 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
     }
     for (const auto& [metric, count] : counts) {
       const auto& errors = errors_by_metric[metric];
+      if (metric == metric_unit(ValidationMetric::finding)) {
+        const auto holds = std::count_if(errors.begin(), errors.end(), [](double e) { return e == 0.0; });
+        out << "| " << group << " | " << metric << " | " << count << " | " << errors.size() << " | - | - | " << holds
+            << " of " << errors.size() << " reproduced |\n";
+        continue;
+      }
       const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; });
       out << "| " << group << " | " << metric << " | " << count << " | " << errors.size() << " | "
           << (errors.empty() ? "-" : format(100.0 * median(errors), 1) + " %") << " | "
@@ -260,12 +813,14 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
   }
 
   for (const auto& [group, rows] : groups) {
+    if (write_power_group(out, group, rows)) continue;
     out << "\n## " << group
         << "\n\n| case | metric | measured | predicted | error | measured MFU | predicted MFU | notes |\n"
         << "|---|---|---|---|---|---|---|---|\n";
     for (const auto* r : rows) {
       const auto& c = r->validation_case;
-      const int decimals = c.metric == ValidationMetric::tokens_per_s_per_gpu ? 0 : 3;
+      const int decimals =
+          c.metric == ValidationMetric::tokens_per_s_per_gpu || c.metric == ValidationMetric::average_power_w ? 0 : 3;
       out << "| " << c.id << " | " << metric_unit(c.metric) << " | "
           << format(display_value(c.metric, c.measured), decimals) << " | "
           << (r->ok ? format(display_value(c.metric, r->predicted), decimals) : "failed: " + r->failure) << " | "
@@ -274,12 +829,7 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
           << (r->ok && r->predicted_mfu > 0 ? format(100.0 * r->predicted_mfu, 1) + " %" : "-") << " | " << c.notes
           << " |\n";
     }
-    out << "\nSources:\n";
-    std::vector<std::string> sources;
-    for (const auto* r : rows) sources.push_back(r->validation_case.source);
-    std::sort(sources.begin(), sources.end());
-    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
-    for (const auto& s : sources) out << "- " << s << "\n";
+    write_sources(out, rows);
   }
 }
 

@@ -22,19 +22,20 @@ class RooflineModel final : public ComputeModel {
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
     const auto& efficiency = params_.efficiency[static_cast<std::size_t>(work.kernel_class)];
-    const double peak_at_boost = peak_for(work.precision);
-    const double clock_ratio = clock_hz > 0.0 ? clock_hz / params_.boost_clock_hz : 1.0;
+    const double peak_rated = peak_for(work.precision);  // at the rated clock (peak_clock_hz)
+    const double rated = params_.peak_clock_hz();
+    const double clock_ratio = clock_hz > 0.0 ? clock_hz / rated : 1.0;
 
     double compute_eta = efficiency.compute;
     if (efficiency.half_efficiency_flops > 0.0 && work.flops > 0.0)
       compute_eta *= work.flops / (work.flops + efficiency.half_efficiency_flops);
 
     const double compute_s =
-        work.flops > 0.0 ? work.flops / (peak_at_boost * clock_ratio * std::max(compute_eta, 1e-9)) : 0.0;
+        work.flops > 0.0 ? work.flops / (peak_rated * clock_ratio * std::max(compute_eta, 1e-9)) : 0.0;
     const double memory_s =
         work.bytes > 0.0 ? work.bytes / (params_.hbm_bandwidth_bytes_per_s * std::max(efficiency.memory, 1e-9)) : 0.0;
 
-    const double ideal_compute_s = work.flops > 0.0 ? work.flops / peak_at_boost : 0.0;
+    const double ideal_compute_s = work.flops > 0.0 ? work.flops / (peak_rated * params_.boost_clock_hz / rated) : 0.0;
     const double ideal_memory_s = work.bytes > 0.0 ? work.bytes / params_.hbm_bandwidth_bytes_per_s : 0.0;
 
     KernelTiming timing;
@@ -42,6 +43,10 @@ class RooflineModel final : public ComputeModel {
     timing.launch_s = params_.launch_overhead_s;
     timing.duration_s = std::max(compute_s, memory_s) + params_.launch_overhead_s;
     timing.ideal_s = std::max(ideal_compute_s, ideal_memory_s);
+    if (timing.duration_s > 0.0) {
+      timing.compute_utilization = work.flops / (timing.duration_s * peak_rated * clock_ratio);
+      timing.memory_utilization = work.bytes / (timing.duration_s * params_.hbm_bandwidth_bytes_per_s);
+    }
     return timing;
   }
 

@@ -15,6 +15,8 @@ constexpr std::size_t kStartSize = 1 + 8 + 4 + 4 + 4 + 2;
 constexpr std::size_t kEndSize = 1 + 8 + 8 + 4 + 4 + 4 + 2;
 constexpr std::size_t kStatsHeader = 1 + 8 + 8 + 8 + 4;
 constexpr std::size_t kErrorHeader = 1 + 1 + 4;
+constexpr std::size_t kTelemetrySize = 1 + 8 + 4 + 8 + 8 + 8 + 8 + 1;
+constexpr std::size_t kDynamicsSize = 1 + 8 + 8 + 8;
 
 template <class T>
 T get(const unsigned char* data) {
@@ -42,7 +44,25 @@ void EventWriter::on_event(const OpEvent& event) {
   if (buffer_.size() >= kFlushBytes) flush();
 }
 
+void EventWriter::on_telemetry(const TelemetrySample& sample) {
+  put<char>('P');
+  put(sample.time_s);
+  put(sample.gpu);
+  put(sample.power_w);
+  put(sample.clock_hz);
+  put(sample.temperature_c);
+  put(sample.filtered_power_w);
+  put(sample.flags);
+  if (buffer_.size() >= kFlushBytes) flush();
+}
+
 void EventWriter::write_stats(const SimulationStats& stats) {
+  if (stats.telemetry_samples > 0 || stats.governor_decisions > 0) {
+    put<char>('D');
+    put(stats.telemetry_samples);
+    put(stats.governor_decisions);
+    put(stats.governor_timed_events);
+  }
   put<char>('T');
   put(stats.makespan_s);
   put(stats.activities);
@@ -84,6 +104,10 @@ std::size_t EventReader::complete_record() const {
       const std::size_t size = kStatsHeader + 8 * std::size_t{get<std::uint32_t>(p + 25)};
       return available >= size ? size : 0;
     }
+    case 'P':
+      return available >= kTelemetrySize ? kTelemetrySize : 0;
+    case 'D':
+      return available >= kDynamicsSize ? kDynamicsSize : 0;
     case 'X': {
       if (available < kErrorHeader) return 0;
       const std::size_t size = kErrorHeader + std::size_t{get<std::uint32_t>(p + 2)};
@@ -118,13 +142,33 @@ void EventReader::consume(const unsigned char* data, std::size_t size, EventSink
       sink.on_event(event);
       continue;
     }
-    if (p[0] == 'T') {
+    if (p[0] == 'P') {
+      TelemetrySample sample;
+      sample.time_s = get<double>(p + 1);
+      sample.gpu = get<std::uint32_t>(p + 9);
+      sample.power_w = get<double>(p + 13);
+      sample.clock_hz = get<double>(p + 21);
+      sample.temperature_c = get<double>(p + 29);
+      sample.filtered_power_w = get<double>(p + 37);
+      sample.flags = p[45];
+      offset_ += length;
+      sink.on_telemetry(sample);
+      continue;
+    }
+    if (p[0] == 'D') {
+      dynamics_.telemetry_samples = get<std::uint64_t>(p + 1);
+      dynamics_.governor_decisions = get<std::uint64_t>(p + 9);
+      dynamics_.governor_timed_events = get<std::uint64_t>(p + 17);
+    } else if (p[0] == 'T') {
       stats_.makespan_s = get<double>(p + 1);
       stats_.activities = get<std::uint64_t>(p + 9);
       stats_.op_events = get<std::uint64_t>(p + 17);
       const std::uint32_t n = get<std::uint32_t>(p + 25);
       stats_.iteration_end_s.resize(n);
       for (std::uint32_t i = 0; i < n; ++i) stats_.iteration_end_s[i] = get<double>(p + kStatsHeader + 8 * i);
+      stats_.telemetry_samples = dynamics_.telemetry_samples;
+      stats_.governor_decisions = dynamics_.governor_decisions;
+      stats_.governor_timed_events = dynamics_.governor_timed_events;
       has_stats_ = true;
     } else {
       error_kind_ = static_cast<ErrorKind>(p[1]);

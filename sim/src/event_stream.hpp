@@ -5,7 +5,8 @@
 //   'E' op end:    f64 time, f64 start, u32 rank, u32 op, u32 iteration, u16 stream               (31 bytes)
 //   'T' stats:     f64 makespan, u64 activities, u64 op_events, u32 n, n x f64 iteration ends
 //   'X' error:     u8 kind (ErrorKind), u32 length, message bytes
-// A later record type can carry clock/power changes (DVFS, issue 3) without touching these.
+//   'P' telemetry: f64 time, u32 gpu, f64 power, f64 clock, f64 temperature, f64 averaged power, u8 flags  (46 bytes)
+//   'D' dynamics:  u64 telemetry samples, u64 governor decisions, u64 timed decisions (sent before 'T')  (25 bytes)
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void on_event(const OpEvent& event) = 0;
+  virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
 };
 
 enum class ErrorKind : std::uint8_t { engine = 0, model = 1, other = 2 };
@@ -33,6 +35,8 @@ class EventWriter final : public EventSink {
   EventWriter& operator=(const EventWriter&) = delete;
 
   void on_event(const OpEvent& event) override;
+  void on_telemetry(const TelemetrySample& sample) override;
+  /// The 'D' record (only with power dynamics) and the 'T' record.
   void write_stats(const SimulationStats& stats);
   void write_error(ErrorKind kind, const std::string& message);
   /// Writes out everything buffered; throws EngineError if the pipe is gone.
@@ -68,6 +72,7 @@ class EventReader {
   std::size_t offset_ = 0;
   bool has_stats_ = false;
   SimulationStats stats_;
+  SimulationStats dynamics_;  ///< the 'D' record's counters until 'T' arrives
   bool has_error_ = false;
   ErrorKind error_kind_ = ErrorKind::other;
   std::string error_message_;

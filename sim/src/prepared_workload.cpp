@@ -7,6 +7,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/governor.hpp"
 #include "chopsim/models/topology.hpp"
 
 namespace chopsim::sim_detail {
@@ -30,7 +31,22 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
   if (world_size_ > topology.gpu_count())
     throw EngineError("workload has " + std::to_string(world_size_) + " ranks but the topology only " +
                       std::to_string(topology.gpu_count()) + " GPUs");
-  clock_hz_ = input.clock_hz > 0.0 ? input.clock_hz : input.compute->params().boost_clock_hz;
+  clock_hz_ = input.clock_hz > 0.0 ? input.clock_hz : input.compute->params().peak_clock_hz();
+  if (const PowerInput* power = input.power) {
+    if (power->power == nullptr || power->thermal == nullptr || power->governor == nullptr)
+      throw EngineError("power input is incomplete: power, thermal and governor models are required");
+    if (power->inlet_c.size() != static_cast<std::size_t>(world_size_) ||
+        power->initial_c.size() != static_cast<std::size_t>(world_size_))
+      throw EngineError("power input: need one inlet and one initial temperature per rank (" +
+                        std::to_string(world_size_) + "), got " + std::to_string(power->inlet_c.size()) + " and " +
+                        std::to_string(power->initial_c.size()));
+    if (power->dies_per_package < 1) throw EngineError("power input: dies_per_package must be >= 1");
+    if (!(power->cap_w_per_gpu > 0.0)) throw EngineError("power input: the power cap must be positive");
+    if (!(power->ceiling_hz > 0.0) || power->floor_hz > power->ceiling_hz)
+      throw EngineError("power input: need 0 < floor clock <= ceiling clock");
+    // With a governor that never moves the clock, kernels are timed once at its ceiling.
+    if (power->governor->fixed_clock()) clock_hz_ = power->ceiling_hz;
+  }
 
   // Per program: durations, dependency checks and collective signatures.
   const std::size_t programs = workload.programs.size();

@@ -44,6 +44,7 @@ class ObserverSink final : public EventSink {
  public:
   explicit ObserverSink(SimulationObserver& observer) : observer_(observer) {}
   void on_event(const OpEvent& event) override { observer_.on_op_event(event); }
+  void on_telemetry(const TelemetrySample& sample) override { observer_.on_telemetry(sample); }
 
  private:
   SimulationObserver& observer_;

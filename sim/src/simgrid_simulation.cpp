@@ -21,12 +21,26 @@
 //   unbounded work runs on its host with a bound of comm_compute_slowdown (fraction of the host speed) and a large
 //   sharing weight, so SimGrid's max-min CPU sharing leaves 1 - slowdown to the kernels (verified exact in the engine
 //   tests). It is cancelled when the last communication op of the rank ends.
+// * Power dynamics (SimulationInput::power, issue 3): every package of dies_per_package GPUs is a PowerDomain
+//   (models/power_dynamics.hpp) told of every op start and end. With a governor that moves clocks, kernels are not
+//   SimGrid Execs: a kernel progresses at share / d(f) of itself per second, d(f) being the compute model's duration
+//   at the clock of the moment (compute-bound kernels stretch with 1/f, memory-bound ones hardly: only their compute
+//   limit scales), share = (1 - comm_compute_slowdown while communication runs) / kernels on the GPU - exactly what
+//   the bounded load Exec gives an Exec. The kernel's actor waits on its rank's condition variable until the kernel's
+//   predicted end or the domain's next timed governor decision, whichever is first; whoever changes a rate (a clock
+//   change, a communication starting) brings the kernel's progress up to date and wakes it to wait anew. Why not
+//   SimGrid pstates: a pstate scales the whole host's speed, so a memory-bound kernel would stretch like a
+//   compute-bound one, and the speed table is fixed at seal while the governor's clock steps depend on the load.
+//   Timed decisions of a domain with no kernel running are taken late, at its next load change, in time order:
+//   nothing simulated depends on the clock meanwhile. With a governor that holds clocks fixed, kernels stay Execs
+//   of their duration at that clock (exactly the engine without power dynamics) and the domains only account power.
 
 #include "simgrid_simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <unordered_map>
@@ -35,6 +49,8 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/governor.hpp"
+#include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -112,6 +128,19 @@ struct ActorState {
   std::unordered_map<int, std::uint64_t> collectives_of_group;  ///< collectives run per group, for SyncKey
 };
 
+/// A kernel running under power dynamics: its progress, brought up to date whenever its rate changes.
+struct RunningKernel {
+  PowerDomain::KernelHandle handle = 0;
+  double remaining = 1.0;  ///< fraction of the kernel left at last_s
+  double last_s = 0.0;
+  double rate = 0.0;    ///< fraction per second since last_s
+  double wake_s = 0.0;  ///< when its actor will wake up unless woken earlier
+  bool rate_changed = false;
+};
+
+/// Times within this of each other are one instant (an actor woken at t may see t plus or minus an ulp).
+double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
+
 struct RankState {
   std::uint32_t program = 0;
   std::vector<std::uint64_t> completed;  ///< ops completed per stream, all iterations
@@ -121,12 +150,23 @@ struct RankState {
   sg4::MutexPtr mutex;
   int active_comms = 0;
   sg4::ExecPtr comm_load;
+  // Power dynamics.
+  int domain = -1;  ///< index into Simulation::domains_
+  int die = 0;      ///< die of the rank in its domain
+  std::vector<RunningKernel*> running;
+  sg4::ConditionVariablePtr kernel_signal;
+  int kernel_waiters = 0;
 };
 
-class Simulation {
+class Simulation final : private TelemetrySink {
  public:
   Simulation(const PreparedWorkload& prepared, const EngineOptions& options, EventSink& sink)
-      : prepared_(prepared), options_(options), sink_(sink), workload_(prepared.workload()) {}
+      : prepared_(prepared),
+        options_(options),
+        sink_(sink),
+        workload_(prepared.workload()),
+        power_(prepared.input().power),
+        dynamic_clocks_(power_ != nullptr && !power_->governor->fixed_clock()) {}
 
   SimulationStats run() {
     if (sg4::Engine::has_instance())
@@ -149,12 +189,21 @@ class Simulation {
 
     build_platform();
     create_actors();
+    create_power_domains();
+    in_simulation_ = true;
     engine->run();
+    in_simulation_ = false;
     for (RankState& rank : ranks_) rank.comm_load = nullptr;
+    for (RankState& rank : ranks_) rank.kernel_signal = nullptr;
     if (failure_) std::rethrow_exception(failure_);
     report_deadlock();
     stats_.makespan_s = 0.0;
     for (const double t : stats_.iteration_end_s) stats_.makespan_s = std::max(stats_.makespan_s, t);
+    for (auto& domain : domains_) {
+      domain->finish(stats_.makespan_s);
+      stats_.governor_decisions += domain->stats().decisions;
+      stats_.governor_timed_events += domain->stats().timed_events;
+    }
     return stats_;
   }
 
@@ -224,6 +273,142 @@ class Simulation {
     }
   }
 
+  // ---- power dynamics -------------------------------------------------------------------------------------------
+
+  /// Tells the engine which kernels of a domain die changed rate.
+  class DomainListener final : public RateListener {
+   public:
+    DomainListener(Simulation& simulation, int domain) : simulation_(simulation), domain_(domain) {}
+    void on_rates_changed(int die, double time_s) override { simulation_.retime(domain_, die, time_s); }
+
+   private:
+    Simulation& simulation_;
+    int domain_;
+  };
+
+  void create_power_domains() {
+    if (power_ == nullptr) return;
+    const SimulationInput& input = prepared_.input();
+    const int world = prepared_.world_size();
+    const int per = power_->dies_per_package;
+    const int count = (world + per - 1) / per;
+    domain_ranks_.resize(static_cast<std::size_t>(count));
+    for (int d = 0; d < count; ++d) {
+      PowerDomainSettings settings;
+      settings.ceiling_hz = power_->ceiling_hz;
+      settings.floor_hz = power_->floor_hz;
+      settings.comm_compute_slowdown = slowdown_;
+      for (int r = d * per; r < std::min(world, (d + 1) * per); ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        settings.dies.push_back({static_cast<std::uint32_t>(r), power_->inlet_c[i], power_->initial_c[i]});
+        RankState& rank = ranks_[i];
+        rank.domain = d;
+        rank.die = r - d * per;
+        if (dynamic_clocks_) rank.kernel_signal = sg4::ConditionVariable::create();
+        domain_ranks_[static_cast<std::size_t>(d)].push_back(r);
+      }
+      settings.cap_w = power_->cap_w_per_gpu * static_cast<double>(settings.dies.size());
+      listeners_.push_back(std::make_unique<DomainListener>(*this, d));
+      domains_.push_back(std::make_unique<PowerDomain>(
+          *input.compute, *power_->power, *power_->thermal, *power_->governor, std::move(settings),
+          static_cast<TelemetrySink*>(this), dynamic_clocks_ ? listeners_.back().get() : nullptr));
+      domains_.back()->start(0.0);
+    }
+  }
+
+  void on_telemetry(const TelemetrySample& sample) override {
+    if (failure_) return;
+    if (!in_simulation_) {  // the final samples, after SimGrid: let a throwing sink throw
+      sink_.on_telemetry(sample);
+      ++stats_.telemetry_samples;
+      return;
+    }
+    try {
+      sink_.on_telemetry(sample);
+      ++stats_.telemetry_samples;
+    } catch (const std::exception&) {
+      fail();
+    }
+  }
+
+  /// Brings the progress of the kernels on `die` of `domain` up to `time_s` at their old rates and takes the new ones.
+  void retime(int domain, int die, double time_s) {
+    RankState& rank = ranks_[static_cast<std::size_t>(
+        domain_ranks_[static_cast<std::size_t>(domain)][static_cast<std::size_t>(die)])];
+    const PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
+    for (RunningKernel* k : rank.running) {
+      if (time_s > k->last_s) {
+        k->remaining -= (time_s - k->last_s) * k->rate;
+        k->last_s = time_s;
+      }
+      const double rate = d.kernel_rate(die, k->handle);
+      if (rate != k->rate) {
+        k->rate = rate;
+        k->rate_changed = true;
+      }
+    }
+  }
+
+  /// Wakes the kernels of `domain` (other than `self`) whose rate changed or that must wake for an earlier
+  /// governor decision, so that they wait anew.
+  void wake_kernels(int domain, const RunningKernel* self) {
+    const PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
+    for (const int r : domain_ranks_[static_cast<std::size_t>(domain)]) {
+      RankState& rank = ranks_[static_cast<std::size_t>(r)];
+      if (rank.kernel_waiters == 0) continue;
+      bool wake = false;
+      for (RunningKernel* k : rank.running)
+        if (k != self && (k->rate_changed || d.next_event_s() < k->wake_s - same_instant(k->wake_s))) wake = true;
+      if (!wake) continue;
+      rank.mutex->lock();
+      rank.kernel_signal->notify_all();
+      rank.mutex->unlock();
+    }
+  }
+
+  /// A compute kernel under moving clocks (see the file comment).
+  void run_kernel(RankState& rank, const Op& op) {
+    PowerDomain& domain = *domains_[static_cast<std::size_t>(rank.domain)];
+    double now = sg4::Engine::get_clock();
+    RunningKernel k;
+    k.handle = domain.kernel_begin(now, rank.die, KernelWork{op.kernel_class, op.precision, op.flops, op.bytes});
+    k.last_s = now;
+    k.rate = domain.kernel_rate(rank.die, k.handle);
+    // Registered while this frame lives: an actor killed while waiting (a failing observer) unregisters its kernel.
+    struct Registration {
+      std::vector<RunningKernel*>& running;
+      RunningKernel* kernel;
+      ~Registration() {
+        const auto it = std::find(running.begin(), running.end(), kernel);
+        if (it != running.end()) running.erase(it);
+      }
+    } registration{rank.running, &k};
+    rank.running.push_back(&k);
+    wake_kernels(rank.domain, &k);
+    ++stats_.activities;
+    while (k.remaining / k.rate > same_instant(now)) {
+      {
+        std::unique_lock<sg4::Mutex> lock(*rank.mutex);
+        k.wake_s = std::min(k.last_s + k.remaining / k.rate, domain.next_event_s());
+        k.rate_changed = false;
+        ++rank.kernel_waiters;
+        if (k.wake_s > sg4::Engine::get_clock()) rank.kernel_signal->wait_until(lock, k.wake_s);
+        --rank.kernel_waiters;
+      }
+      if (failure_) return;
+      now = sg4::Engine::get_clock();
+      domain.advance_to(now);  // the governor's decisions due now; they retime this kernel too
+      wake_kernels(rank.domain, &k);
+      if (now > k.last_s) {
+        k.remaining -= (now - k.last_s) * k.rate;
+        k.last_s = now;
+      }
+    }
+    rank.running.erase(std::find(rank.running.begin(), rank.running.end(), &k));  // before the domain retimes
+    domain.kernel_end(now, rank.die, k.handle);
+    wake_kernels(rank.domain, nullptr);
+  }
+
   // ---- ordering -------------------------------------------------------------------------------------------------
 
   void wait_for(ActorState& actor, RankState& rank, std::uint16_t stream, std::uint64_t count, Wait why) {
@@ -259,12 +444,17 @@ class Simulation {
       ++stats_.op_events;
       return true;
     } catch (const std::exception&) {
-      failure_ = std::current_exception();
-      for (RankState& rank : ranks_)
-        if (rank.comm_load) rank.comm_load->cancel();
-      sg4::Actor::kill_all();
+      fail();
       return false;
     }
+  }
+
+  /// Records the exception being handled and stops every other actor.
+  void fail() {
+    failure_ = std::current_exception();
+    for (RankState& rank : ranks_)
+      if (rank.comm_load) rank.comm_load->cancel();
+    sg4::Actor::kill_all();
   }
 
   // ---- the actor ------------------------------------------------------------------------------------------------
@@ -311,10 +501,19 @@ class Simulation {
     switch (op.kind) {
       case OpKind::compute: {
         const double duration = prepared_.duration_s(rank.program, actor.stream, actor.op);
-        if (duration > 0.0) {
-          ++stats_.activities;
-          sg4::this_actor::execute(duration);
+        if (duration <= 0.0) return;
+        if (dynamic_clocks_) {
+          run_kernel(rank, op);
+          return;
         }
+        PowerDomain* domain = rank.domain >= 0 ? domains_[static_cast<std::size_t>(rank.domain)].get() : nullptr;
+        PowerDomain::KernelHandle handle = 0;
+        if (domain != nullptr)
+          handle = domain->kernel_begin(sg4::Engine::get_clock(), rank.die,
+                                        KernelWork{op.kernel_class, op.precision, op.flops, op.bytes});
+        ++stats_.activities;
+        sg4::this_actor::execute(duration);
+        if (domain != nullptr) domain->kernel_end(sg4::Engine::get_clock(), rank.die, handle);
         return;
       }
       case OpKind::collective:
@@ -400,6 +599,14 @@ class Simulation {
   // The rank's state is updated before the simcalls (start, cancel) so that other actors of the rank that run
   // during them see a consistent count and load.
   void comm_begin(RankState& rank) {
+    if (rank.domain >= 0) {
+      domains_[static_cast<std::size_t>(rank.domain)]->communication_begin(sg4::Engine::get_clock(), rank.die);
+      if (dynamic_clocks_) {
+        ++rank.active_comms;  // the kernels' share is the domain's business: no load Exec
+        wake_kernels(rank.domain, nullptr);
+        return;
+      }
+    }
     if (rank.active_comms++ > 0 || slowdown_ <= 0.0) return;
     ++stats_.activities;
     sg4::ExecPtr load = sg4::this_actor::exec_init(kUnboundedWork);
@@ -410,6 +617,14 @@ class Simulation {
   }
 
   void comm_end(RankState& rank) {
+    if (rank.domain >= 0) {
+      domains_[static_cast<std::size_t>(rank.domain)]->communication_end(sg4::Engine::get_clock(), rank.die);
+      if (dynamic_clocks_) {
+        --rank.active_comms;
+        wake_kernels(rank.domain, nullptr);
+        return;
+      }
+    }
     if (--rank.active_comms > 0 || !rank.comm_load) return;
     sg4::ExecPtr load = std::move(rank.comm_load);
     rank.comm_load = nullptr;
@@ -502,6 +717,13 @@ class Simulation {
   int payload_ = 0;  ///< what transfers carry: only their simulated size matters
   SimulationStats stats_;
   std::exception_ptr failure_;
+  // Power dynamics.
+  const PowerInput* power_;
+  bool dynamic_clocks_;
+  bool in_simulation_ = false;
+  std::vector<std::unique_ptr<PowerDomain>> domains_;
+  std::vector<std::unique_ptr<DomainListener>> listeners_;
+  std::vector<std::vector<int>> domain_ranks_;
 };
 
 }  // namespace

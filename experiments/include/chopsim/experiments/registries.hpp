@@ -3,6 +3,9 @@
 
 #include "chopsim/models/collective.hpp"
 #include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/governor.hpp"
+#include "chopsim/models/power.hpp"
+#include "chopsim/models/thermal.hpp"
 #include "chopsim/models/topology.hpp"
 #include "chopsim/sim/engine.hpp"
 
@@ -14,6 +17,9 @@ struct ModelRegistries {
   NodeTopologyRegistry node_topology{"node topology"};
   FabricTopologyRegistry fabric_topology{"fabric topology"};
   EngineRegistry engine{"engine"};
+  PowerModelRegistry power{"power model"};
+  ThermalModelRegistry thermal{"thermal model"};
+  GovernorRegistry governor{"governor"};
 
   /// Registries holding every built-in model.
   [[nodiscard]] static ModelRegistries with_builtins();

@@ -27,9 +27,53 @@ struct TimeBreakdown {
   [[nodiscard]] double total_s() const;
 };
 
+/// The Chopper-style split of an iteration (Kurzynski, Aga, Wu, arXiv:2512.08242): the ideal time (every kernel at
+/// its peak roofline at the max clock: FLOPs / peak or bytes / HBM bandwidth, no launch cost, no communication) and
+/// what separates it from the predicted time. Per iteration, mean over GPUs; the parts sum to the iteration time.
+struct LossBreakdown {
+  double ideal_s = 0.0;
+  double efficiency_loss_s = 0.0;  ///< kernels below their roofline (eta < 1) at the max clock
+  double frequency_s = 0.0;        ///< kernels stretched by a clock below the max clock (DVFS, caps, locks)
+  double launch_s = 0.0;           ///< per-kernel launch overhead
+  double comm_contention_s = 0.0;  ///< kernels slowed by communication kernels sharing the GPU
+  double exposed_comm_s = 0.0;     ///< communication with no compute running
+  double pipeline_bubble_s = 0.0;
+  double idle_s = 0.0;
+
+  [[nodiscard]] double total_s() const;
+};
+
+/// Power, clock and temperature over a run (runs with power dynamics). Per GPU unless said otherwise.
+struct PowerReport {
+  bool available = false;
+  double cap_w = 0.0;                   ///< power cap per GPU
+  double ceiling_hz = 0.0;              ///< the governor's ceiling (locked clock or max clock)
+  double max_clock_hz = 0.0;            ///< the hardware's max clock
+  double mean_w = 0.0;                  ///< energy / run time, mean over GPUs
+  double peak_w = 0.0;                  ///< highest instantaneous power of any GPU
+  double peak_1ms_w = 0.0;              ///< highest average over any 1 ms window, any GPU
+  double peak_100ms_w = 0.0;            ///< highest average over any 100 ms window, any GPU
+  double max_rise_w_per_ms = 0.0;       ///< largest rise of the 1 ms average power within 1 ms, any GPU
+  double energy_per_iteration_j = 0.0;  ///< all GPUs
+  double energy_per_token_j = 0.0;
+  double clock_mean_hz = 0.0;              ///< time-weighted while a compute kernel runs, mean over GPUs
+  double clock_mean_all_hz = 0.0;          ///< time-weighted over the whole run
+  double clock_min_hz = 0.0;               ///< lowest clock any GPU ran a compute kernel at
+  double below_90pct_fraction = 0.0;       ///< of compute-kernel time, clock below 90 % of the max clock
+  double below_90pct_s = 0.0;              ///< the same, seconds per GPU per iteration
+  std::vector<double> peak_temperature_c;  ///< per GPU (°C)
+  std::vector<double> thermal_throttled_fraction_per_gpu;
+  std::vector<double> first_thermal_throttle_s;  ///< per GPU: when it first throttled for temperature, -1 = never
+  double throttled_fraction = 0.0;               ///< of GPU time below the ceiling for power or temperature
+  double power_capped_fraction = 0.0;
+  double thermal_throttled_fraction = 0.0;
+};
+
 struct RunOptions {
   std::filesystem::path output_dir;  ///< empty: write no files
   bool simulate_when_out_of_memory = false;
+  /// Also told every op event and telemetry sample (validation probes); not owned.
+  SimulationObserver* observer = nullptr;
 };
 
 struct RunReport {
@@ -45,6 +89,8 @@ struct RunReport {
   double hardware_tflops_per_gpu = 0.0;  ///< executed FLOPs (with recomputation) per GPU per second / 1e12
   double mfu = 0.0;                      ///< model FLOP/s per GPU over the dense peak at the boost clock
   TimeBreakdown breakdown;
+  LossBreakdown losses;
+  PowerReport power;
   SimulationStats stats;
   double wall_time_s = 0.0;  ///< host time the whole run took
   std::vector<std::filesystem::path> files_written;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "chopsim/models/cluster.hpp"
@@ -14,6 +15,22 @@
 #include "chopsim/sim/engine.hpp"
 
 namespace chopsim {
+
+/// Power, DVFS and thermal settings of a run (the `power:` and `thermal:` sections; docs/configs.md).
+struct PowerRunSpec {
+  /// false: no power model at all (every GPU at the rated clock, no telemetry): chopsim before power dynamics.
+  bool dynamics = true;
+  std::string power_model = "cv2f";    ///< name in the power model registry
+  std::string thermal_model = "rc";    ///< name in the thermal model registry
+  std::string governor = "firmware";   ///< name in the governor registry
+  double cap_w = 0.0;                  ///< power cap per GPU (per GCD on MI250/MI250X); 0 = the hardware TDP
+  double lock_clock_hz = 0.0;          ///< nvidia-smi -lgc style clock ceiling; 0 = none (boost, or rated if fixed)
+  double telemetry_interval_s = 1e-3;  ///< sampling interval of the ops.h5 telemetry table
+  std::optional<CoolingSpec> cooling;  ///< nullopt: the hardware file's cooling
+  /// The GPUs start warm: at the steady-state temperature of this fraction of the cap (0 = idle power), as in a
+  /// job that has been running (estimate: power-capped training GPUs average 90-100 % of the cap).
+  double start_power_fraction = 0.9;
+};
 
 struct RunSpec {
   std::string name;              ///< run name (defaults to the config file's stem)
@@ -29,6 +46,7 @@ struct RunSpec {
   std::string engine = "simgrid";  ///< name in the engine registry
   EngineOptions engine_options;
   int iterations = 1;  ///< iterations simulated back to back
+  PowerRunSpec power;
 };
 
 }  // namespace chopsim

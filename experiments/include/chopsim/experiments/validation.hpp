@@ -1,6 +1,7 @@
 #pragma once
-// The validation table: every measured case in ../shared/data/validation predicted by chopsim,
-// with sources and errors. `chopsim validate` regenerates docs/validation.md from it.
+// The validation table: every measured case in ../shared/data/validation and ../shared/data/power predicted by
+// chopsim (plus the seed papers' findings as checks), with sources and errors. `chopsim validate` regenerates
+// docs/validation.md from it.
 
 #include <filesystem>
 #include <iosfwd>
@@ -13,7 +14,16 @@
 namespace chopsim {
 
 /// What a case compares.
-enum class ValidationMetric { iteration_time_s, tokens_per_s_per_gpu, peak_memory_bytes };
+enum class ValidationMetric {
+  iteration_time_s,
+  tokens_per_s_per_gpu,
+  peak_memory_bytes,
+  stage_time_s,     ///< time of one pipeline-stage pass (Perseus stage profiles)
+  stage_energy_j,   ///< energy of one pipeline-stage pass, one GPU
+  relative_time,    ///< iteration time over that of a baseline run (Zeus power-limit sweeps)
+  average_power_w,  ///< mean power per GPU over the run
+  finding,          ///< a published qualitative finding: measured 1 (it holds), predicted 1 or 0
+};
 
 struct ValidationCase {
   std::string id;
@@ -24,13 +34,21 @@ struct ValidationCase {
   double measured_mfu = -1.0;  ///< as published, when the source prints one (its own convention)
   std::string notes;
   RunSpec run;
+  /// Power cases read a quantity from a simulation that several cases share: `probe` names the quantity (see
+  /// validation.cpp), `shared_run` the simulation (cases with equal keys share one), `baseline_run` the simulation a
+  /// relative_time divides by, `baseline` its RunSpec.
+  std::string probe;
+  std::string shared_run;
+  std::string baseline_run;
+  RunSpec baseline;
+  double label = 0.0;  ///< the swept value (clock in MHz, power limit in W) for the tables
 };
 
 struct ValidationResult {
   ValidationCase validation_case;
-  bool ok = false;            ///< predicted (false: the run failed or did not fit)
-  std::string failure;        ///< why not, when !ok
-  double predicted = 0.0;     ///< in the metric's SI unit
+  bool ok = false;         ///< predicted (false: the run failed or did not fit)
+  std::string failure;     ///< why not, when !ok
+  double predicted = 0.0;  ///< in the metric's SI unit
   double predicted_mfu = 0.0;
   double relative_error = 0.0;  ///< (predicted - measured) / measured
 };

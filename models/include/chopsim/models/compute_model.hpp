@@ -20,9 +20,13 @@ struct KernelWork {
 /// A kernel's duration split into the parts the loss breakdown reports.
 struct KernelTiming {
   double duration_s = 0.0;  ///< what the kernel takes: max(compute, memory) + launch overhead
-  double ideal_s = 0.0;     ///< at peak roofline (eta = 1) and the boost clock, no launch overhead
+  double ideal_s = 0.0;     ///< at peak roofline (eta = 1) and the max (boost) clock, no launch overhead
   double launch_s = 0.0;    ///< launch overhead included in duration_s
   bool memory_bound = false;
+  /// FLOPs / (duration_s * peak FLOP/s at this clock): the share of the arithmetic units' peak the kernel
+  /// sustains over its whole duration (the power model's activity).
+  double compute_utilization = 0.0;
+  double memory_utilization = 0.0;  ///< bytes / (duration_s * HBM bandwidth)
 };
 
 class ComputeModel {
@@ -39,7 +43,7 @@ class ComputeModel {
 
 using ComputeModelRegistry = Registry<ComputeModel, const ComputeParams&>;
 /// "roofline": duration = max(F / (peak(f) * eta_c(F)), B / (BW * eta_m)) + launch overhead,
-/// with peak(f) = peak_boost * f / f_boost.
+/// with peak(f) = peak_rated * f / f_rated (ComputeParams::peak_clock_hz()).
 void register_builtin_compute_models(ComputeModelRegistry& registry);
 
 }  // namespace chopsim

@@ -8,6 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "chopsim/common/kernel_class.hpp"
+#include "chopsim/models/governor.hpp"
+#include "chopsim/models/power.hpp"
+#include "chopsim/models/thermal.hpp"
+
 namespace chopsim {
 
 /// Arithmetic precision of a kernel. fp32 is the vector (non-tensor-core) rate; tf32, bf16, fp16 and fp8 are
@@ -20,19 +25,7 @@ inline constexpr std::size_t kPrecisionCount = 5;
 /// Storage size of one element: 4 for fp32/tf32, 2 for bf16/fp16, 1 for fp8.
 [[nodiscard]] double bytes_per_element(Precision precision);
 
-/// Kernel classes, shared by the compute model, the workload and (later) the trace classifier.
-enum class KernelClass : std::uint8_t {
-  gemm,           ///< matrix multiplications (cuBLAS/hipBLASLt/CUTLASS)
-  attention,      ///< fused flash-style attention
-  elementwise,    ///< activations, residual adds, rotary embedding, dropout
-  norm,           ///< RMSNorm / LayerNorm
-  reduction,      ///< softmax/cross-entropy, sums
-  communication,  ///< NCCL/RCCL kernels
-  memcpy,         ///< copies and memsets
-  optimizer,      ///< fused AdamW and similar
-  other,
-};
-inline constexpr std::size_t kKernelClassCount = 9;
+// KernelClass and kKernelClassCount live in chopsim/common/kernel_class.hpp (shared with traces/).
 
 [[nodiscard]] std::string_view to_string(KernelClass kernel_class);
 [[nodiscard]] std::optional<KernelClass> kernel_class_from_string(std::string_view name);
@@ -49,10 +42,15 @@ struct KernelEfficiency {
 
 /// Parameters of a compute model (per GPU). Units: FLOP/s, bytes/s, hertz, seconds.
 struct ComputeParams {
-  /// Dense peak rate per precision at `boost_clock_hz`; 0 = the GPU has no such unit.
+  /// Dense peak rate per precision at `peak_clock_hz()`; 0 = the GPU has no such unit.
   std::array<double, kPrecisionCount> peak_flops_per_s{};
   double hbm_bandwidth_bytes_per_s = 0.0;
-  double boost_clock_hz = 0.0;  ///< clock at which the peak rates hold
+  double boost_clock_hz = 0.0;  ///< max core clock
+  /// Clock at which the peak rates hold (datasheet FLOP/s are quoted at it); 0 = boost_clock_hz. H100/H200 quote
+  /// their tensor peaks at 1830 MHz with a 1980 MHz max clock.
+  double rated_clock_hz = 0.0;
+  /// The clock the peak rates hold at: rated_clock_hz, or boost_clock_hz when not given.
+  [[nodiscard]] double peak_clock_hz() const { return rated_clock_hz > 0.0 ? rated_clock_hz : boost_clock_hz; }
   std::array<KernelEfficiency, kKernelClassCount> efficiency{};
   double launch_overhead_s = 0.0;  ///< added to every kernel (launch, tail, inter-kernel gap)
   /// Fraction by which compute kernels slow down while a communication kernel shares the GPU
@@ -85,6 +83,12 @@ struct HardwareSpec {
   double memory_reserved_bytes = 0.0;
   /// Allocator fragmentation as a fraction of the allocated total (the brief: a stated allowance).
   double memory_fragmentation_fraction = 0.0;
+  /// Power, thermal and DVFS parameters (power.hpp, thermal.hpp, governor.hpp), per die.
+  PowerParams power;
+  ThermalParams thermal;
+  GovernorParams governor;
+  /// Default cooling of this GPU's usual chassis; a run config may override it.
+  CoolingSpec cooling;
 };
 
 }  // namespace chopsim

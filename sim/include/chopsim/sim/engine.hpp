@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chopsim/common/registry.hpp"
+#include "chopsim/models/power_dynamics.hpp"
 
 namespace chopsim {
 
@@ -17,6 +18,9 @@ struct Workload;
 class Topology;
 class ComputeModel;
 class CollectiveModel;
+class PowerModel;
+class ThermalModel;
+class Governor;
 
 struct EngineOptions {
   /// SimGrid network model (`network/model`). CM02 without cross-traffic reproduces the alpha-beta
@@ -28,6 +32,20 @@ struct EngineOptions {
   bool isolate_in_child_process = true;
 };
 
+/// Power, DVFS and thermal dynamics of a simulation (power_dynamics.hpp). Every GPU package is one power domain
+/// with the governor's clocks; kernels run at the clock of the moment. The engine does not own the models.
+struct PowerInput {
+  const PowerModel* power = nullptr;
+  const ThermalModel* thermal = nullptr;
+  const Governor* governor = nullptr;
+  double cap_w_per_gpu = 0.0;     ///< a package of n dies shares n times this
+  double ceiling_hz = 0.0;        ///< locked clock, or the max clock
+  double floor_hz = 0.0;          ///< min clock
+  int dies_per_package = 1;       ///< ranks k*n .. k*n+n-1 form package k
+  std::vector<double> inlet_c;    ///< per rank (°C)
+  std::vector<double> initial_c;  ///< per rank (°C)
+};
+
 /// Everything one simulation needs; the engine does not own any of it.
 struct SimulationInput {
   const Workload* workload = nullptr;
@@ -35,8 +53,11 @@ struct SimulationInput {
   const ComputeModel* compute = nullptr;
   const CollectiveModel* collectives = nullptr;
   int iterations = 1;
-  /// Core clock every GPU runs at (hertz); 0 = the compute model's boost clock.
+  /// Core clock every GPU runs at (hertz) when `power` is absent or its governor holds clocks fixed; 0 = the
+  /// compute model's rated clock (ComputeParams::peak_clock_hz).
   double clock_hz = 0.0;
+  /// Power dynamics; nullptr = none (fixed clocks, no telemetry).
+  const PowerInput* power = nullptr;
 };
 
 /// An op started or ended. Events reach the observer in non-decreasing `time_s`.
@@ -55,13 +76,20 @@ class SimulationObserver {
  public:
   virtual ~SimulationObserver() = default;
   virtual void on_op_event(const OpEvent& event) = 0;
+  /// A GPU's power, clock or throttle state changed (runs with power dynamics only). Samples of one GPU arrive in
+  /// time order and interleaved in time order with that GPU's op events; samples of different GPUs need not be in
+  /// global time order (a domain with no kernel running catches up on its governor's decisions at its next event).
+  virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
 };
 
 struct SimulationStats {
-  double makespan_s = 0.0;              ///< end of the last op of the last iteration
-  std::vector<double> iteration_end_s;  ///< per iteration, the latest end over all ranks
-  std::uint64_t activities = 0;         ///< engine activities (executions, transfers, waits) started
-  std::uint64_t op_events = 0;          ///< events sent to the observer
+  double makespan_s = 0.0;                  ///< end of the last op of the last iteration
+  std::vector<double> iteration_end_s;      ///< per iteration, the latest end over all ranks
+  std::uint64_t activities = 0;             ///< engine activities (executions, transfers, waits) started
+  std::uint64_t op_events = 0;              ///< events sent to the observer
+  std::uint64_t telemetry_samples = 0;      ///< telemetry samples sent to the observer
+  std::uint64_t governor_decisions = 0;     ///< governor calls (one per load change and timed decision)
+  std::uint64_t governor_timed_events = 0;  ///< decisions at times a governor named
 };
 
 class Engine {

@@ -1,0 +1,221 @@
+#include "power_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/units.hpp"
+
+namespace chopsim::detail {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kWindow1ms = 1e-3;
+constexpr double kWindow100ms = 0.1;
+/// "Time below 90 % of the max clock" (the brief's clock metric).
+constexpr double kLowClockFraction = 0.9;
+}  // namespace
+
+// ---- setup ---------------------------------------------------------------------------------------------------
+
+PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries) {
+  PowerSetup setup;
+  if (!run.power.dynamics) return setup;
+  const HardwareSpec& hw = run.hardware;
+  PowerParams params = hw.power;
+  params.idle_w = hw.idle_power_w;
+  params.max_clock_hz = hw.compute.boost_clock_hz;
+  setup.power = registries.power.create(run.power.power_model, params);
+  setup.thermal = registries.thermal.create(run.power.thermal_model, hw.thermal);
+  setup.governor = registries.governor.create(run.power.governor, hw.governor);
+
+  PowerInput& in = setup.input;
+  in.power = setup.power.get();
+  in.thermal = setup.thermal.get();
+  in.governor = setup.governor.get();
+  in.cap_w_per_gpu = run.power.cap_w > 0.0 ? run.power.cap_w : hw.tdp_w;
+  // A governor that never moves the clock holds the rated clock (where the datasheet peaks hold: the engine before
+  // power dynamics); a governing one boosts to the max clock. A lock is the ceiling of either.
+  in.ceiling_hz = run.power.lock_clock_hz > 0.0   ? run.power.lock_clock_hz
+                  : setup.governor->fixed_clock() ? hw.compute.peak_clock_hz()
+                                                  : hw.compute.boost_clock_hz;
+  in.floor_hz = std::min(hw.min_clock_hz, in.ceiling_hz);
+  in.dies_per_package = std::max(hw.dies_per_package, 1);
+  const CoolingSpec cooling = run.power.cooling.value_or(hw.cooling);
+  const int gpus = run.cluster.gpu_count();
+  const double start_w = std::max(hw.idle_power_w, run.power.start_power_fraction * in.cap_w_per_gpu);
+  in.inlet_c.resize(static_cast<std::size_t>(gpus));
+  in.initial_c.resize(static_cast<std::size_t>(gpus));
+  for (int r = 0; r < gpus; ++r) {
+    const double inlet = slot_inlet_c(cooling, r, run.cluster.gpus_per_node, in.dies_per_package);
+    in.inlet_c[static_cast<std::size_t>(r)] = inlet;
+    in.initial_c[static_cast<std::size_t>(r)] = setup.thermal->steady_state_c(inlet, start_w);
+  }
+  return setup;
+}
+
+// ---- windowed extremes ---------------------------------------------------------------------------------------
+
+WindowedExtreme::WindowedExtreme(std::vector<double> offsets, std::vector<double> coefficients, double scale)
+    : offsets_(std::move(offsets)),
+      coefficients_(std::move(coefficients)),
+      scale_(scale),
+      span_(*std::max_element(offsets_.begin(), offsets_.end())),
+      pending_(offsets_.size()),
+      best_(-std::numeric_limits<double>::infinity()) {}
+
+double WindowedExtreme::energy_at(double time_s) const {
+  // The last point at or before time_s.
+  auto it =
+      std::upper_bound(points_.begin(), points_.end(), time_s, [](double t, const Point& p) { return t < p.time_s; });
+  if (it == points_.begin()) return points_.front().energy_j;  // before the start: E = 0 by convention
+  --it;
+  return it->energy_j + it->power_w * (time_s - it->time_s);
+}
+
+void WindowedExtreme::evaluate_until(double time_s) {
+  for (auto& queue : pending_) {
+    while (!queue.empty() && queue.front() <= time_s) {
+      const double t = queue.front();
+      queue.pop_front();
+      if (t - span_ < start_s_ - 1e-15) continue;  // the window would start before the signal
+      double value = 0.0;
+      for (std::size_t j = 0; j < offsets_.size(); ++j) value += coefficients_[j] * energy_at(t - offsets_[j]);
+      best_ = std::max(best_, value / scale_);
+    }
+  }
+}
+
+void WindowedExtreme::add(double time_s, double power_w) {
+  if (!started_) {
+    started_ = true;
+    start_s_ = time_s;
+    points_.push_back({time_s, 0.0, power_w});
+  } else {
+    const Point& last = points_.back();
+    const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
+    if (time_s == last.time_s)
+      points_.back().power_w = power_w;
+    else
+      points_.push_back({time_s, energy, power_w});
+  }
+  evaluate_until(time_s);
+  for (std::size_t j = 0; j < offsets_.size(); ++j) pending_[j].push_back(time_s + offsets_[j]);
+  evaluate_until(time_s);
+  // Keep the point covering time_s - span (lookups never go further back).
+  while (points_.size() > 1 && points_[1].time_s <= time_s - span_) points_.pop_front();
+}
+
+double WindowedExtreme::finish(double end_s) {
+  if (!started_) return kNaN;
+  add(end_s, points_.back().power_w);
+  evaluate_until(end_s);
+  return std::isfinite(best_) ? best_ : kNaN;
+}
+
+// ---- the observer --------------------------------------------------------------------------------------------
+
+PowerObserver::Gpu::Gpu()
+    : average_1ms({0.0, kWindow1ms}, {1.0, -1.0}, kWindow1ms),
+      average_100ms({0.0, kWindow100ms}, {1.0, -1.0}, kWindow100ms),
+      rise_1ms({0.0, kWindow1ms, 2.0 * kWindow1ms}, {1.0, -2.0, 1.0}, kWindow1ms) {}
+
+PowerObserver::PowerObserver(const Workload& workload, const RunSpec& run, const PowerSetup& setup)
+    : workload_(workload), gpus_(static_cast<std::size_t>(workload.layout.world_size())) {
+  report_.available = setup.enabled();
+  report_.cap_w = setup.input.cap_w_per_gpu;
+  report_.ceiling_hz = setup.input.ceiling_hz;
+  report_.max_clock_hz = run.hardware.compute.boost_clock_hz;
+  for (Gpu& gpu : gpus_) gpu.busy_min_clock_hz = std::numeric_limits<double>::infinity();
+}
+
+void PowerObserver::advance(Gpu& g, double time_s) const {
+  const double dt = time_s - g.time_s;
+  if (dt <= 0.0) return;
+  g.energy_j += g.power_w * dt;
+  g.clock_time += g.clock_hz * dt;
+  if (g.compute_running > 0) {
+    g.busy_s += dt;
+    g.busy_clock_time += g.clock_hz * dt;
+    if (g.clock_hz < kLowClockFraction * report_.max_clock_hz) g.busy_below_s += dt;
+    g.busy_min_clock_hz = std::min(g.busy_min_clock_hz, g.clock_hz);
+  }
+  if (g.flags != 0) g.throttled_s += dt;
+  if (g.flags & kThrottlePower) g.capped_s += dt;
+  if (g.flags & kThrottleThermal) g.thermal_s += dt;
+  g.time_s = time_s;
+}
+
+void PowerObserver::on_op_event(const OpEvent& event) {
+  const Op& op = workload_.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
+  if (op.kind != OpKind::compute) return;
+  Gpu& g = gpus_[event.rank];
+  advance(g, event.time_s);
+  if (!event.is_end && g.compute_running == 0 && g.clock_hz > 0.0)
+    g.busy_min_clock_hz = std::min(g.busy_min_clock_hz, g.clock_hz);
+  g.compute_running += event.is_end ? -1 : 1;
+}
+
+void PowerObserver::on_telemetry(const TelemetrySample& s) {
+  if (s.gpu >= gpus_.size()) throw EngineError("telemetry for GPU " + std::to_string(s.gpu) + " out of range");
+  Gpu& g = gpus_[s.gpu];
+  advance(g, s.time_s);
+  g.power_w = s.power_w;
+  g.clock_hz = s.clock_hz;
+  g.flags = s.flags;
+  if (g.compute_running > 0) g.busy_min_clock_hz = std::min(g.busy_min_clock_hz, g.clock_hz);
+  g.peak_w = std::max(g.peak_w, s.power_w);
+  g.peak_c = std::max(g.peak_c, s.temperature_c);
+  if ((s.flags & kThrottleThermal) != 0 && g.first_thermal_s < 0.0) g.first_thermal_s = s.time_s;
+  g.average_1ms.add(s.time_s, s.power_w);
+  g.average_100ms.add(s.time_s, s.power_w);
+  g.rise_1ms.add(s.time_s, s.power_w);
+}
+
+PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_per_iteration) {
+  PowerReport r = report_;
+  if (!r.available || gpus_.empty() || !(end_s > 0.0)) return r;
+  const double n = static_cast<double>(gpus_.size());
+  const double per_iteration = 1.0 / std::max(iterations, 1);
+  double energy = 0.0, clock_time = 0.0, busy = 0.0, busy_clock = 0.0, below = 0.0;
+  double throttled = 0.0, capped = 0.0, thermal = 0.0;
+  r.clock_min_hz = std::numeric_limits<double>::infinity();
+  for (Gpu& g : gpus_) {
+    advance(g, end_s);
+    energy += g.energy_j;
+    clock_time += g.clock_time;
+    busy += g.busy_s;
+    busy_clock += g.busy_clock_time;
+    below += g.busy_below_s;
+    throttled += g.throttled_s;
+    capped += g.capped_s;
+    thermal += g.thermal_s;
+    if (g.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
+    r.peak_w = std::max(r.peak_w, g.peak_w);
+    r.peak_temperature_c.push_back(g.peak_c);
+    r.thermal_throttled_fraction_per_gpu.push_back(g.thermal_s / end_s);
+    r.first_thermal_throttle_s.push_back(g.first_thermal_s);
+    const double a1 = g.average_1ms.finish(end_s);
+    const double a100 = g.average_100ms.finish(end_s);
+    const double rise = g.rise_1ms.finish(end_s);
+    // A run shorter than a window: its average over the whole run.
+    r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.energy_j / end_s : a1);
+    r.peak_100ms_w = std::max(r.peak_100ms_w, std::isnan(a100) ? g.energy_j / end_s : a100);
+    if (!std::isnan(rise)) r.max_rise_w_per_ms = std::max(r.max_rise_w_per_ms, rise);
+  }
+  r.mean_w = energy / end_s / n;
+  r.energy_per_iteration_j = energy * per_iteration;
+  r.energy_per_token_j = tokens_per_iteration > 0.0 ? r.energy_per_iteration_j / tokens_per_iteration : 0.0;
+  r.clock_mean_all_hz = clock_time / end_s / n;
+  r.clock_mean_hz = busy > 0.0 ? busy_clock / busy : r.clock_mean_all_hz;
+  if (!std::isfinite(r.clock_min_hz)) r.clock_min_hz = r.clock_mean_all_hz;
+  r.below_90pct_fraction = busy > 0.0 ? below / busy : 0.0;
+  r.below_90pct_s = below / n * per_iteration;
+  r.throttled_fraction = throttled / (end_s * n);
+  r.power_capped_fraction = capped / (end_s * n);
+  r.thermal_throttled_fraction = thermal / (end_s * n);
+  return r;
+}
+
+}  // namespace chopsim::detail

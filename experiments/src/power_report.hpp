@@ -1,0 +1,97 @@
+#pragma once
+// Power dynamics of a run on the experiments side (private to chopsim_experiments): the models and engine input
+// built from a RunSpec, and the observer that turns telemetry into the PowerReport.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/run_spec.hpp"
+#include "chopsim/models/power_dynamics.hpp"
+#include "chopsim/models/workload.hpp"
+#include "chopsim/sim/engine.hpp"
+
+namespace chopsim::detail {
+
+/// The power, thermal and governor models of a run and the engine input that borrows them.
+struct PowerSetup {
+  std::unique_ptr<PowerModel> power;
+  std::unique_ptr<ThermalModel> thermal;
+  std::unique_ptr<Governor> governor;
+  PowerInput input;
+  [[nodiscard]] bool enabled() const { return power != nullptr; }
+};
+
+/// Builds the models named in run.power (none when run.power.dynamics is false).
+[[nodiscard]] PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries);
+
+/// The largest value of sum_j c_j E(t - o_j) / scale over t, for the energy E(t) = integral of a piecewise-constant
+/// power streamed as breakpoints in time order: the largest average over a window w (offsets {0, w}, coefficients
+/// {1, -1}, scale w) or the largest rise of that average within w (offsets {0, w, 2w}, {1, -2, 1}, scale w). E is
+/// piecewise linear, so the extreme lies where some t - o_j is a breakpoint; those candidates are evaluated as soon
+/// as E is known there. Memory: the breakpoints of the last max(o_j) seconds.
+class WindowedExtreme {
+ public:
+  WindowedExtreme(std::vector<double> offsets, std::vector<double> coefficients, double scale);
+  /// The power is `power_w` from `time_s` on (non-decreasing times).
+  void add(double time_s, double power_w);
+  /// Closes the signal at `end_s`; returns the extreme over t in [start + max offset, end] (or NaN if no such t).
+  [[nodiscard]] double finish(double end_s);
+
+ private:
+  struct Point {
+    double time_s;
+    double energy_j;  ///< E at time_s
+    double power_w;   ///< from time_s to the next point
+  };
+  [[nodiscard]] double energy_at(double time_s) const;
+  void evaluate_until(double time_s);
+
+  std::vector<double> offsets_, coefficients_;
+  double scale_, span_;
+  std::deque<Point> points_;
+  std::vector<std::deque<double>> pending_;  ///< per offset: candidate times not yet evaluated
+  double start_s_ = 0.0;
+  bool started_ = false;
+  double best_;
+};
+
+/// Turns telemetry and op events into a PowerReport.
+class PowerObserver final : public SimulationObserver {
+ public:
+  PowerObserver(const Workload& workload, const RunSpec& run, const PowerSetup& setup);
+  void on_op_event(const OpEvent& event) override;
+  void on_telemetry(const TelemetrySample& sample) override;
+  [[nodiscard]] PowerReport finish(double end_s, int iterations, double tokens_per_iteration);
+
+ private:
+  struct Gpu {
+    double time_s = 0.0;
+    double power_w = 0.0;
+    double clock_hz = 0.0;
+    std::uint8_t flags = 0;
+    int compute_running = 0;
+    double energy_j = 0.0;
+    double clock_time = 0.0;       ///< integral of the clock over the run
+    double busy_s = 0.0;           ///< time with a compute kernel running
+    double busy_clock_time = 0.0;  ///< integral of the clock while busy
+    double busy_below_s = 0.0;     ///< busy time below 90 % of the max clock
+    double busy_min_clock_hz = 0.0;
+    double throttled_s = 0.0, capped_s = 0.0, thermal_s = 0.0;
+    double peak_w = 0.0;
+    double peak_c = -1e300;
+    double first_thermal_s = -1.0;
+    WindowedExtreme average_1ms, average_100ms, rise_1ms;
+    Gpu();
+  };
+  void advance(Gpu& gpu, double time_s) const;
+
+  const Workload& workload_;
+  PowerReport report_;
+  std::vector<Gpu> gpus_;
+};
+
+}  // namespace chopsim::detail

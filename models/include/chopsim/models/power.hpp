@@ -1,0 +1,69 @@
+#pragma once
+// Power of one GPU (one die: a GCD on MI250/MI250X) from what runs on it, its core clock and its temperature.
+//
+//   P = P_idle + k_leak * (T - T_ref)                         static: board, HBM refresh, leakage
+//     + P_dyn * g(f) * (a_busy * busy + a_tensor * u_tensor + a_vector * u_vector + a_comm * comm)
+//     + P_hbm * u_hbm                                         HBM traffic
+//   g(f) = (f / f_max) * (V(f) / V(f_max))^2                  C_eff V^2 f, normalised to 1 at the max clock
+//
+// busy is the share of time a kernel occupies the die, u_tensor and u_vector the fraction of the peak FLOP/s at
+// the current clock that its kernels sustain (tensor/matrix cores or vector units), comm is 1 while a
+// communication kernel runs, u_hbm the fraction of the HBM bandwidth in use. P_dyn is the dynamic core power of
+// activity 1 at the max clock. The voltage floor below the knee and the rise above it are why power grows faster
+// than linearly with clock near the top of the range (../shared/docs/domain-primer.md, "Clocks, power and heat").
+
+#include <memory>
+
+#include "chopsim/common/registry.hpp"
+
+namespace chopsim {
+
+/// Core voltage over the clock range, relative to its floor: V(f)/V_min = 1 at and below `knee_hz`, then
+/// 1 + (max_ratio - 1) * ((f - knee) / (f_max - knee))^exponent up to `max_ratio` at the max clock.
+struct VoltageCurve {
+  double knee_hz = 0.0;    ///< clock below which the voltage sits at its floor
+  double max_ratio = 1.0;  ///< V(f_max) / V(knee), >= 1
+  double exponent = 1.0;   ///< shape of the rise above the knee (1 = linear)
+};
+
+/// Parameters of a power model (per die). Units: W, Hz, °C, W/K; activities are dimensionless.
+struct PowerParams {
+  double idle_w = 0.0;     ///< board power with nothing running, at `reference_c`
+  double dynamic_w = 0.0;  ///< core dynamic power of activity 1 at the max clock
+  double hbm_w = 0.0;      ///< HBM power at full bandwidth (above what idle_w holds)
+  /// Activity of any running kernel per unit of busy time (clock tree, schedulers, caches of busy SMs/CUs).
+  double busy_activity = 0.3;
+  double tensor_activity = 0.7;         ///< per unit of tensor/matrix-core utilisation
+  double vector_activity = 0.35;        ///< per unit of vector (fp32, non-tensor) utilisation
+  double communication_activity = 0.1;  ///< while a communication kernel runs (a few SMs copying)
+  double communication_hbm = 0.1;       ///< HBM utilisation while a communication kernel runs
+  double leakage_w_per_k = 0.0;         ///< static power change per kelvin of temperature
+  double reference_c = 40.0;            ///< temperature at which idle_w holds (°C)
+  double max_clock_hz = 0.0;            ///< top of the clock range (g(f_max) = 1)
+  VoltageCurve voltage;
+};
+
+/// What runs on a die, averaged over its kernels: the power model's input.
+struct DieActivity {
+  double busy = 0.0;           ///< share of time a compute kernel occupies the die (0..1)
+  double tensor = 0.0;         ///< busy-weighted tensor-core utilisation (fraction of peak at this clock)
+  double vector = 0.0;         ///< busy-weighted vector-unit utilisation
+  double hbm = 0.0;            ///< fraction of the HBM bandwidth in use by compute kernels
+  double communication = 0.0;  ///< 1 while a communication kernel runs, else 0
+};
+
+class PowerModel {
+ public:
+  virtual ~PowerModel() = default;
+  /// Power (W) of a die with `activity` at core clock `clock_hz` and temperature `temperature_c` (°C).
+  [[nodiscard]] virtual double power_w(const DieActivity& activity, double clock_hz, double temperature_c) const = 0;
+  /// g(f): dynamic power at `clock_hz` relative to the max clock at equal activity.
+  [[nodiscard]] virtual double dynamic_scale(double clock_hz) const = 0;
+  [[nodiscard]] virtual const PowerParams& params() const = 0;
+};
+
+using PowerModelRegistry = Registry<PowerModel, const PowerParams&>;
+/// "cv2f": P = P_idle + leakage + P_dyn * (f/f_max) * (V(f)/V_max)^2 * activity + P_hbm * u_hbm.
+void register_builtin_power_models(PowerModelRegistry& registry);
+
+}  // namespace chopsim

@@ -1,0 +1,171 @@
+#pragma once
+// Power, clock and temperature of one power domain over time: one GPU, or one MI250/MI250X package of two GCDs
+// that share a power limit. The engine reports load changes (a kernel or a communication op starting or ending on
+// a die) and asks for the clocks and the rate at which each running kernel progresses; the domain integrates power
+// (energy), the firmware's averaged power and every die's temperature in closed form between those times, and asks
+// its governor for clocks at every load change and at the times the governor names (governor.hpp).
+//
+// Between load changes each die draws constant power: leakage follows the temperature reached at the last
+// update (the thermal time constant is seconds, updates come every kernel, milliseconds apart).
+// Kernel progress: a die's running compute kernels share it equally; while a communication op runs on the die they
+// get 1 - comm_compute_slowdown of it (as the SimGrid engine's bounded load Exec gives them). A kernel of duration
+// d(f) at clock f (ComputeModel::timing) progresses at share / d(f) of itself per second, so a clock change stretches
+// compute-bound kernels in proportion and memory-bound ones hardly at all (only their compute limit scales).
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/governor.hpp"
+#include "chopsim/models/power.hpp"
+#include "chopsim/models/thermal.hpp"
+
+namespace chopsim {
+
+/// One GPU's state at a change. Power and clock hold until the GPU's next sample; the temperature relaxes from
+/// `temperature_c` towards inlet + power * R in the meantime (thermal.hpp).
+struct TelemetrySample {
+  double time_s = 0.0;
+  std::uint32_t gpu = 0;  ///< global rank
+  double power_w = 0.0;
+  double clock_hz = 0.0;
+  double temperature_c = 0.0;     ///< °C at time_s
+  double filtered_power_w = 0.0;  ///< the domain's averaged power at time_s (what the governor holds under the cap)
+  std::uint8_t flags = 0;         ///< kThrottlePower | kThrottleThermal
+};
+
+class TelemetrySink {
+ public:
+  virtual ~TelemetrySink() = default;
+  virtual void on_telemetry(const TelemetrySample& sample) = 0;
+};
+
+/// Told when the progress rates of a die's running kernels may have changed (clock or load), at `time_s`.
+class RateListener {
+ public:
+  virtual ~RateListener() = default;
+  virtual void on_rates_changed(int die, double time_s) = 0;
+};
+
+struct PowerDomainSettings {
+  double cap_w = 0.0;       ///< power limit of the domain (sum over its dies)
+  double ceiling_hz = 0.0;  ///< locked clock or max clock
+  double floor_hz = 0.0;    ///< min clock
+  double comm_compute_slowdown = 0.0;
+  struct Die {
+    std::uint32_t gpu = 0;    ///< global rank, for telemetry
+    double inlet_c = 25.0;    ///< inlet temperature of its slot (°C)
+    double initial_c = 25.0;  ///< temperature at the start (°C)
+  };
+  std::vector<Die> dies;
+};
+
+struct PowerDomainStats {
+  std::uint64_t decisions = 0;     ///< governor calls
+  std::uint64_t timed_events = 0;  ///< decisions at times the governor named (not load changes)
+  std::uint64_t samples = 0;       ///< telemetry samples sent
+};
+
+class PowerDomain final : private GovernorContext {
+ public:
+  using KernelHandle = std::uint64_t;
+
+  /// Models are borrowed and must outlive the domain; `sink` and `listener` may be null.
+  PowerDomain(const ComputeModel& compute, const PowerModel& power, const ThermalModel& thermal,
+              const Governor& governor, PowerDomainSettings settings, TelemetrySink* sink, RateListener* listener);
+
+  /// Sets the clocks at `time_s` (idle load) and reports every die.
+  void start(double time_s);
+  /// Processes the governor's timed decisions up to `time_s` and integrates the state to `time_s`.
+  void advance_to(double time_s);
+
+  KernelHandle kernel_begin(double time_s, int die, const KernelWork& work);
+  void kernel_end(double time_s, int die, KernelHandle kernel);
+  void communication_begin(double time_s, int die);
+  void communication_end(double time_s, int die);
+  /// Integrates to `time_s` and reports every die's final state.
+  void finish(double time_s);
+
+  [[nodiscard]] int die_count() const { return static_cast<int>(dies_.size()); }
+  [[nodiscard]] double clock_hz(int die) const { return dies_[static_cast<std::size_t>(die)].clock_hz; }
+  /// Fraction of `kernel` completed per second at the present clock and load.
+  [[nodiscard]] double kernel_rate(int die, KernelHandle kernel) const;
+  /// Time of the governor's next timed decision; +infinity when none is due before the next load change.
+  [[nodiscard]] double next_event_s() const { return next_event_s_; }
+  /// True while a compute kernel runs on some die (then the clock decides simulated time).
+  [[nodiscard]] bool computing() const;
+  [[nodiscard]] double power_w(int die) const { return dies_[static_cast<std::size_t>(die)].power_w; }
+  [[nodiscard]] double temperature_c(int die) const override {
+    return dies_[static_cast<std::size_t>(die)].temperature_c;
+  }
+  [[nodiscard]] double energy_j(int die) const { return dies_[static_cast<std::size_t>(die)].energy_j; }
+  [[nodiscard]] std::uint8_t flags(int die) const { return dies_[static_cast<std::size_t>(die)].flags; }
+  [[nodiscard]] double filtered_power() const { return filtered_w_; }
+  [[nodiscard]] double time_s() const { return now_s_; }
+  [[nodiscard]] const PowerDomainStats& stats() const { return stats_; }
+
+ private:
+  struct Kernel {
+    KernelHandle handle = 0;
+    KernelWork work;
+    mutable double timed_clock_hz = -1.0;  ///< clock `timing` was computed at (a cache)
+    mutable KernelTiming timing;
+  };
+  struct DieState {
+    PowerDomainSettings::Die settings;
+    std::vector<Kernel> kernels;
+    int communications = 0;
+    double clock_hz = 0.0;
+    double power_w = 0.0;
+    double temperature_c = 0.0;
+    double energy_j = 0.0;
+    std::uint8_t flags = 0;
+    bool reported = false;  ///< a sample was sent
+    double reported_power_w = 0.0, reported_clock_hz = 0.0;
+    std::uint8_t reported_flags = 0;
+    bool load_changed = false;
+  };
+
+  // GovernorContext
+  int dies() const override { return die_count(); }
+  double now_s() const override { return now_s_; }
+  double cap_w() const override { return settings_.cap_w; }
+  double ceiling_hz() const override { return settings_.ceiling_hz; }
+  double floor_hz() const override { return settings_.floor_hz; }
+  double filtered_power_w() const override { return filtered_w_; }
+  double over_cap_since_s() const override { return over_since_s_; }
+  double time_to_filtered_s(double power_w, double target_w) const override;
+  double die_power_w(int die, double clock_hz) const override;
+  double slowdown_c() const override;
+  double sustainable_power_w(int die) const override;
+  double time_to_temperature_s(int die, double power_w, double target_c) const override;
+  // GovernorContext::temperature_c is the public accessor above.
+
+  DieActivity activity(const DieState& die, double clock_hz) const;
+  const KernelTiming& timing_at(const Kernel& kernel, double clock_hz) const;
+  void integrate(double time_s);
+  /// Asks the governor, applies its clocks, refreshes powers, notifies and reports.
+  void decide();
+  void report(DieState& die, bool force);
+
+  const ComputeModel& compute_;
+  const PowerModel& power_;
+  const ThermalModel& thermal_;
+  const Governor& governor_;
+  PowerDomainSettings settings_;
+  TelemetrySink* sink_;
+  RateListener* listener_;
+  std::vector<DieState> dies_;
+  GovernorState state_;
+  GovernorDecision decision_;
+  double now_s_ = 0.0;
+  double filtered_w_ = 0.0;
+  double over_since_s_ = std::numeric_limits<double>::infinity();
+  double next_event_s_ = std::numeric_limits<double>::infinity();
+  KernelHandle next_handle_ = 1;
+  PowerDomainStats stats_;
+  mutable KernelTiming scratch_;
+};
+
+}  // namespace chopsim

@@ -1,0 +1,173 @@
+#include "chopsim/models/governor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// Relative tolerance when comparing the averaged power with the cap (absorbs rounding at crossing events).
+constexpr double kCapTolerance = 1e-9;
+/// Absolute tolerance (K) when comparing a temperature with the slowdown point (a crossing event lands on it).
+constexpr double kTemperatureTolerance_k = 1e-9;
+
+void check(const GovernorParams& p) {
+  if (!(p.window_s > 0.0)) throw ModelError("governor: window_s must be positive");
+  if (p.response_s < 0.0) throw ModelError("governor: response_s must be >= 0");
+  if (!(p.clock_step_hz > 0.0)) throw ModelError("governor: clock_step_hz must be positive");
+  if (p.hold_band < 0.0 || p.hold_band >= 1.0) throw ModelError("governor: hold_band must be in [0, 1)");
+  if (p.thermal_hysteresis_k < 0.0) throw ModelError("governor: thermal_hysteresis_k must be >= 0");
+}
+
+/// Firmware power and thermal management as NVIDIA's and AMD's boards do it, reduced to what decides time and
+/// power: the board runs at its ceiling clock (boost, or the nvidia-smi -lgc locked clock) until
+///  * its exponentially averaged power reaches the cap: it then holds the highest clock step whose power fits the
+///    cap (a fixed, windowed power limiter; the window is GovernorParams::window_s), keeping that state for new
+///    kernels while the averaged power stays within hold_band of the cap, so that short dips do not re-arm a burst;
+///  * a die reaches its slowdown temperature: that die is held at the highest step whose power keeps the steady
+///    temperature at the slowdown point, until it cools thermal_hysteresis_k below it.
+/// With a response time r, the firmware notices a crossing of the cap r/2 late and then pulls the averaged power
+/// back to the cap within r/2, so the averaged power is above the cap for at most r per excursion.
+/// The dies of a multi-die package share one clock for the power cap; each may be lower for its own temperature.
+class FirmwareGovernor final : public Governor {
+ public:
+  explicit FirmwareGovernor(const GovernorParams& params) : params_(params) { check(params_); }
+
+  bool fixed_clock() const override { return false; }
+  const GovernorParams& params() const override { return params_; }
+
+  void decide(const GovernorContext& c, GovernorState& state, GovernorDecision& out) const override {
+    const int dies = c.dies();
+    const double now = c.now_s();
+    const double floor = c.floor_hz();
+    const double ceiling = c.ceiling_hz();
+    const double step = params_.clock_step_hz;
+    state.thermal_throttled.resize(static_cast<std::size_t>(dies), 0);
+    out.clock_hz.assign(static_cast<std::size_t>(dies), ceiling);
+    out.flags.assign(static_cast<std::size_t>(dies), 0);
+    double next = kInfinity;
+
+    // Thermal: each die's own ceiling.
+    auto& die_ceiling = state.die_ceiling_hz;
+    die_ceiling.assign(static_cast<std::size_t>(dies), ceiling);
+    for (int d = 0; d < dies; ++d) {
+      auto& throttled = state.thermal_throttled[static_cast<std::size_t>(d)];
+      const double t = c.temperature_c(d);
+      if (throttled && t <= c.slowdown_c() - params_.thermal_hysteresis_k) throttled = 0;
+      if (!throttled && t >= c.slowdown_c() - kTemperatureTolerance_k) throttled = 1;
+      if (throttled) {
+        const double sustainable = c.sustainable_power_w(d);
+        die_ceiling[static_cast<std::size_t>(d)] =
+            highest_clock_within(floor, ceiling, step, sustainable, [&](double f) { return c.die_power_w(d, f); });
+      }
+    }
+    const double top = *std::max_element(die_ceiling.begin(), die_ceiling.end());
+    auto domain_power = [&](double f) {
+      double p = 0.0;
+      for (int d = 0; d < dies; ++d) p += c.die_power_w(d, std::min(f, die_ceiling[static_cast<std::size_t>(d)]));
+      return p;
+    };
+
+    // Power cap: a target for the domain's power now (infinity = none).
+    const double cap = c.cap_w();
+    const double filtered = c.filtered_power_w();
+    const double over_since = c.over_cap_since_s();
+    const double free_power = domain_power(top);
+    const double half = 0.5 * params_.response_s;
+    double target = kInfinity;
+    if (std::isfinite(over_since)) {
+      const double detected = over_since + half;
+      const double deadline = over_since + params_.response_s;
+      if (now < detected * (1.0 - kCapTolerance) && half > 0.0) {
+        next = detected;  // the firmware has not noticed yet
+      } else {
+        // Pull the averaged power back to the cap by the deadline: P_avg(deadline) = P + (P_avg - P) e^(-dt/tau).
+        double dt = deadline - now;
+        if (dt <= params_.window_s * 1e-6) dt = std::max(half, params_.window_s);  // late: another correction round
+        const double decay = std::exp(-dt / params_.window_s);
+        target = (cap - filtered * decay) / (1.0 - decay);
+        next = now + dt;
+      }
+    } else if (free_power > cap * (1.0 + kCapTolerance)) {
+      if (filtered >= cap * (1.0 - params_.hold_band)) {
+        target = cap;  // capped: hold
+      } else {
+        const double dt = c.time_to_filtered_s(free_power, cap);  // burst at the ceiling until the average hits the cap
+        next = now + dt + half;
+      }
+    }
+
+    double common = top;
+    if (target < free_power) common = highest_clock_within(floor, top, step, target, domain_power);
+    for (int d = 0; d < dies; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      out.clock_hz[i] = std::min(common, die_ceiling[i]);
+      if (state.thermal_throttled[i] && die_ceiling[i] < ceiling) out.flags[i] |= kThrottleThermal;
+      if (common < die_ceiling[i]) out.flags[i] |= kThrottlePower;
+      // Thermal events: a die reaching its slowdown temperature, or cooling enough to be released.
+      const double power = c.die_power_w(d, out.clock_hz[i]);
+      const double goal = state.thermal_throttled[i] ? c.slowdown_c() - params_.thermal_hysteresis_k : c.slowdown_c();
+      next = std::min(next, now + c.time_to_temperature_s(d, power, goal));
+    }
+    out.next_s = next;
+  }
+
+ private:
+  GovernorParams params_;
+};
+
+/// The ceiling clock, always (an idealised clock lock that ignores power and temperature).
+class FixedGovernor final : public Governor {
+ public:
+  explicit FixedGovernor(const GovernorParams& params) : params_(params) {}
+  bool fixed_clock() const override { return true; }
+  const GovernorParams& params() const override { return params_; }
+  void decide(const GovernorContext& c, GovernorState&, GovernorDecision& out) const override {
+    out.clock_hz.assign(static_cast<std::size_t>(c.dies()), c.ceiling_hz());
+    out.flags.assign(static_cast<std::size_t>(c.dies()), 0);
+    out.next_s = kInfinity;
+  }
+
+ private:
+  GovernorParams params_;
+};
+
+}  // namespace
+
+double highest_clock_within(double floor_hz, double ceiling_hz, double step_hz, double target_w,
+                            const std::function<double(double)>& power_at) {
+  if (ceiling_hz <= floor_hz) return ceiling_hz;
+  if (power_at(ceiling_hz) <= target_w) return ceiling_hz;
+  // Candidates: floor, every multiple of the step strictly between, the ceiling (already rejected).
+  const auto first = static_cast<long long>(std::floor(floor_hz / step_hz)) + 1;
+  const auto last = static_cast<long long>(std::ceil(ceiling_hz / step_hz)) - 1;
+  long long lo = first, hi = last;  // find the highest k in [first, last] with power_at(k * step) <= target
+  long long best = first - 1;       // first - 1 stands for the floor
+  while (lo <= hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    if (power_at(static_cast<double>(mid) * step_hz) <= target_w) {
+      best = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return best >= first ? static_cast<double>(best) * step_hz : floor_hz;
+}
+
+void register_builtin_governors(GovernorRegistry& registry) {
+  registry.add("firmware",
+               "boost/locked clock, held under the power cap (averaged over a window, with a response time) and "
+               "under the slowdown temperature, in clock steps",
+               [](const GovernorParams& params) { return std::make_unique<FirmwareGovernor>(params); });
+  registry.add("fixed", "the ceiling clock always, whatever the power and temperature",
+               [](const GovernorParams& params) { return std::make_unique<FixedGovernor>(params); });
+}
+
+}  // namespace chopsim

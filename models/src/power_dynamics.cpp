@@ -1,0 +1,257 @@
+#include "chopsim/models/power_dynamics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// Relative tolerance of "the averaged power is above the cap" (a crossing event lands on the cap).
+constexpr double kCapTolerance = 1e-9;
+/// Decisions at one instant before the domain moves its next decision a nanosecond on (guards against a governor
+/// that keeps naming the present).
+constexpr int kMaxDecisionsPerInstant = 8;
+
+/// Times within this of each other are the same instant (SimGrid wakes an actor at now + (t - now), which can
+/// differ from t in the last bits).
+double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
+
+bool uses_tensor_cores(const KernelWork& work) {
+  return (work.kernel_class == KernelClass::gemm || work.kernel_class == KernelClass::attention) &&
+         work.precision != Precision::fp32;
+}
+
+}  // namespace
+
+PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, const ThermalModel& thermal,
+                         const Governor& governor, PowerDomainSettings settings, TelemetrySink* sink,
+                         RateListener* listener)
+    : compute_(compute),
+      power_(power),
+      thermal_(thermal),
+      governor_(governor),
+      settings_(std::move(settings)),
+      sink_(sink),
+      listener_(listener) {
+  if (settings_.dies.empty()) throw ModelError("power domain: no dies");
+  if (!(settings_.cap_w > 0.0)) throw ModelError("power domain: the power cap must be positive");
+  if (!(settings_.ceiling_hz > 0.0) || settings_.floor_hz < 0.0 || settings_.floor_hz > settings_.ceiling_hz)
+    throw ModelError("power domain: need 0 <= floor clock <= ceiling clock, ceiling > 0");
+  if (!(settings_.comm_compute_slowdown >= 0.0 && settings_.comm_compute_slowdown < 1.0))
+    throw ModelError("power domain: comm_compute_slowdown must be in [0, 1)");
+  dies_.resize(settings_.dies.size());
+  for (std::size_t d = 0; d < dies_.size(); ++d) {
+    dies_[d].settings = settings_.dies[d];
+    dies_[d].temperature_c = settings_.dies[d].initial_c;
+    dies_[d].clock_hz = settings_.ceiling_hz;
+  }
+}
+
+// ---- the governor's view -------------------------------------------------------------------------------------
+
+const KernelTiming& PowerDomain::timing_at(const Kernel& kernel, double clock_hz) const {
+  if (kernel.timed_clock_hz == clock_hz) return kernel.timing;
+  scratch_ = compute_.timing(kernel.work, clock_hz);
+  return scratch_;
+}
+
+DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
+  DieActivity a;
+  a.communication = die.communications > 0 ? 1.0 : 0.0;
+  if (die.kernels.empty()) return a;
+  const double busy = 1.0 - settings_.comm_compute_slowdown * a.communication;
+  const double share = busy / static_cast<double>(die.kernels.size());
+  a.busy = busy;
+  for (const Kernel& k : die.kernels) {
+    const KernelTiming& t = timing_at(k, clock_hz);
+    (uses_tensor_cores(k.work) ? a.tensor : a.vector) += share * std::min(t.compute_utilization, 1.0);
+    a.hbm += share * std::min(t.memory_utilization, 1.0);
+  }
+  return a;
+}
+
+double PowerDomain::die_power_w(int die, double clock_hz) const {
+  const DieState& d = dies_[static_cast<std::size_t>(die)];
+  return power_.power_w(activity(d, clock_hz), clock_hz, d.temperature_c);
+}
+
+double PowerDomain::slowdown_c() const { return thermal_.params().slowdown_c; }
+
+double PowerDomain::sustainable_power_w(int die) const {
+  return thermal_.power_for_steady_w(dies_[static_cast<std::size_t>(die)].settings.inlet_c, slowdown_c());
+}
+
+double PowerDomain::time_to_temperature_s(int die, double power_w, double target_c) const {
+  const DieState& d = dies_[static_cast<std::size_t>(die)];
+  return thermal_.time_to_reach_s(d.temperature_c, d.settings.inlet_c, power_w, target_c);
+}
+
+double PowerDomain::time_to_filtered_s(double power_w, double target_w) const {
+  const double from = filtered_w_ - power_w;
+  const double to = target_w - power_w;
+  if (from == to) return 0.0;
+  if (from == 0.0 || to == 0.0 || (from > 0.0) != (to > 0.0) || std::abs(to) > std::abs(from)) return kInfinity;
+  return governor_.params().window_s * std::log(from / to);
+}
+
+// ---- time ----------------------------------------------------------------------------------------------------
+
+void PowerDomain::integrate(double time_s) {
+  const double dt = time_s - now_s_;
+  if (dt <= 0.0) return;
+  double total = 0.0;
+  for (DieState& d : dies_) {
+    d.energy_j += d.power_w * dt;
+    d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
+    total += d.power_w;
+  }
+  // The firmware's averaged power: a first-order filter, P_avg(t + dt) = P + (P_avg - P) exp(-dt / window).
+  const double window = governor_.params().window_s;
+  const double cap = settings_.cap_w * (1.0 + kCapTolerance);
+  if (filtered_w_ <= cap && total > cap) {
+    const double cross = now_s_ + window * std::log((total - filtered_w_) / (total - cap));
+    if (cross <= time_s) over_since_s_ = cross;
+  }
+  filtered_w_ = total + (filtered_w_ - total) * std::exp(-dt / window);
+  if (filtered_w_ <= cap) over_since_s_ = kInfinity;
+  now_s_ = time_s;
+}
+
+void PowerDomain::advance_to(double time_s) {
+  int at_instant = 0;
+  double instant = -kInfinity;
+  while (next_event_s_ <= time_s + same_instant(time_s)) {
+    const double t = std::min(next_event_s_, time_s);
+    integrate(t);
+    ++stats_.timed_events;
+    if (t == instant) {
+      if (++at_instant >= kMaxDecisionsPerInstant) {
+        next_event_s_ = t + 1e-9;
+        continue;
+      }
+    } else {
+      instant = t;
+      at_instant = 0;
+    }
+    decide();
+  }
+  integrate(time_s);
+}
+
+void PowerDomain::decide() {
+  governor_.decide(*this, state_, decision_);
+  ++stats_.decisions;
+  for (std::size_t i = 0; i < dies_.size(); ++i) {
+    DieState& d = dies_[i];
+    const bool clock_changed = decision_.clock_hz[i] != d.clock_hz;
+    d.clock_hz = decision_.clock_hz[i];
+    d.flags = decision_.flags[i];
+    d.power_w = power_.power_w(activity(d, d.clock_hz), d.clock_hz, d.temperature_c);
+    if ((clock_changed || d.load_changed) && listener_ != nullptr && !d.kernels.empty())
+      listener_->on_rates_changed(static_cast<int>(i), now_s_);
+    d.load_changed = false;
+    report(d, false);
+  }
+  next_event_s_ = decision_.next_s;
+}
+
+void PowerDomain::report(DieState& d, bool force) {
+  if (!force && d.reported && d.reported_power_w == d.power_w && d.reported_clock_hz == d.clock_hz &&
+      d.reported_flags == d.flags)
+    return;
+  d.reported = true;
+  d.reported_power_w = d.power_w;
+  d.reported_clock_hz = d.clock_hz;
+  d.reported_flags = d.flags;
+  if (sink_ == nullptr) return;
+  TelemetrySample s;
+  s.time_s = now_s_;
+  s.gpu = d.settings.gpu;
+  s.power_w = d.power_w;
+  s.clock_hz = d.clock_hz;
+  s.temperature_c = d.temperature_c;
+  s.filtered_power_w = filtered_w_;
+  s.flags = d.flags;
+  ++stats_.samples;
+  sink_->on_telemetry(s);
+}
+
+// ---- load ----------------------------------------------------------------------------------------------------
+
+void PowerDomain::start(double time_s) {
+  now_s_ = time_s;
+  for (DieState& d : dies_) d.power_w = power_.power_w(DieActivity{}, d.clock_hz, d.temperature_c);
+  filtered_w_ = 0.0;
+  for (const DieState& d : dies_) filtered_w_ += d.power_w;
+  decide();  // reports every die: none has been reported yet
+}
+
+PowerDomain::KernelHandle PowerDomain::kernel_begin(double time_s, int die, const KernelWork& work) {
+  advance_to(time_s);
+  DieState& d = dies_.at(static_cast<std::size_t>(die));
+  Kernel k;
+  k.handle = next_handle_++;
+  k.work = work;
+  d.kernels.push_back(k);
+  for (DieState& other : dies_) other.load_changed = &other == &d;
+  decide();
+  return k.handle;
+}
+
+void PowerDomain::kernel_end(double time_s, int die, KernelHandle kernel) {
+  advance_to(time_s);
+  DieState& d = dies_.at(static_cast<std::size_t>(die));
+  const auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [&](const Kernel& k) { return k.handle == kernel; });
+  if (it == d.kernels.end()) throw ModelError("power domain: ending a kernel that is not running");
+  d.kernels.erase(it);
+  for (DieState& other : dies_) other.load_changed = &other == &d;
+  decide();
+}
+
+void PowerDomain::communication_begin(double time_s, int die) {
+  advance_to(time_s);
+  DieState& d = dies_.at(static_cast<std::size_t>(die));
+  ++d.communications;
+  for (DieState& other : dies_) other.load_changed = &other == &d;
+  decide();
+}
+
+void PowerDomain::communication_end(double time_s, int die) {
+  advance_to(time_s);
+  DieState& d = dies_.at(static_cast<std::size_t>(die));
+  if (d.communications <= 0) throw ModelError("power domain: ending a communication that is not running");
+  --d.communications;
+  for (DieState& other : dies_) other.load_changed = &other == &d;
+  decide();
+}
+
+void PowerDomain::finish(double time_s) {
+  advance_to(time_s);
+  for (DieState& d : dies_) report(d, true);
+}
+
+double PowerDomain::kernel_rate(int die, KernelHandle kernel) const {
+  const DieState& d = dies_.at(static_cast<std::size_t>(die));
+  const auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [&](const Kernel& k) { return k.handle == kernel; });
+  if (it == d.kernels.end()) throw ModelError("power domain: asking the rate of a kernel that is not running");
+  const Kernel& k = *it;
+  if (k.timed_clock_hz != d.clock_hz) {
+    k.timing = compute_.timing(k.work, d.clock_hz);
+    k.timed_clock_hz = d.clock_hz;
+  }
+  if (!(k.timing.duration_s > 0.0)) return kInfinity;
+  const double busy = 1.0 - settings_.comm_compute_slowdown * (d.communications > 0 ? 1.0 : 0.0);
+  return busy / static_cast<double>(d.kernels.size()) / k.timing.duration_s;
+}
+
+bool PowerDomain::computing() const {
+  return std::any_of(dies_.begin(), dies_.end(), [](const DieState& d) { return !d.kernels.empty(); });
+}
+
+}  // namespace chopsim

@@ -1,0 +1,65 @@
+#include <algorithm>
+#include <cmath>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/models/power.hpp"
+
+namespace chopsim {
+
+namespace {
+
+/// Dynamic power C_eff * V(f)^2 * f * activity (CMOS switching power; Rabaey, "Digital Integrated Circuits",
+/// ch. 5), with the voltage floor-and-rise curve of power.hpp. Static power is the measured idle power plus a
+/// linear leakage term in temperature.
+class Cv2fPowerModel final : public PowerModel {
+ public:
+  explicit Cv2fPowerModel(const PowerParams& params) : params_(params) {
+    const auto& v = params_.voltage;
+    if (!(params_.max_clock_hz > 0.0)) throw ModelError("power model: max_clock_hz must be positive");
+    if (params_.idle_w < 0.0 || params_.dynamic_w < 0.0 || params_.hbm_w < 0.0)
+      throw ModelError("power model: idle, dynamic and HBM powers must be >= 0");
+    if (v.max_ratio < 1.0) throw ModelError("power model: voltage.max_ratio must be >= 1");
+    if (!(v.exponent > 0.0)) throw ModelError("power model: voltage.exponent must be positive");
+    if (v.knee_hz < 0.0 || v.knee_hz > params_.max_clock_hz)
+      throw ModelError("power model: the voltage knee must lie in [0, max clock]");
+  }
+
+  double dynamic_scale(double clock_hz) const override {
+    const double f = std::max(clock_hz, 0.0);
+    const double v = relative_voltage(f) / params_.voltage.max_ratio;
+    return f / params_.max_clock_hz * v * v;
+  }
+
+  double power_w(const DieActivity& a, double clock_hz, double temperature_c) const override {
+    const double activity = params_.busy_activity * a.busy + params_.tensor_activity * a.tensor +
+                            params_.vector_activity * a.vector + params_.communication_activity * a.communication;
+    const double hbm = std::min(1.0, a.hbm + params_.communication_hbm * a.communication);
+    const double leakage = params_.leakage_w_per_k * (temperature_c - params_.reference_c);
+    // Leakage never takes the board below a third of its idle power (a cold GPU still draws its fixed loads).
+    const double static_w = std::max(params_.idle_w + leakage, params_.idle_w / 3.0);
+    return static_w + params_.dynamic_w * dynamic_scale(clock_hz) * activity + params_.hbm_w * hbm;
+  }
+
+  const PowerParams& params() const override { return params_; }
+
+ private:
+  /// V(f) / V_min.
+  double relative_voltage(double f) const {
+    const auto& v = params_.voltage;
+    if (f <= v.knee_hz || params_.max_clock_hz <= v.knee_hz) return 1.0;
+    const double x = std::min((f - v.knee_hz) / (params_.max_clock_hz - v.knee_hz), 1.0);
+    return 1.0 + (v.max_ratio - 1.0) * std::pow(x, v.exponent);
+  }
+
+  PowerParams params_;
+};
+
+}  // namespace
+
+void register_builtin_power_models(PowerModelRegistry& registry) {
+  registry.add("cv2f",
+               "P = P_idle + leakage(T) + P_dyn * (f/f_max) * (V(f)/V_max)^2 * activity + P_hbm * HBM utilisation",
+               [](const PowerParams& params) { return std::make_unique<Cv2fPowerModel>(params); });
+}
+
+}  // namespace chopsim

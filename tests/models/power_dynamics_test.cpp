@@ -1,0 +1,391 @@
+// Physics of the power, thermal and governor models and of a power domain driven by a scripted load:
+// C V^2 f scaling, the RC closed form (steady state inlet + P R, time constant R C), energy = integral of power,
+// clocks in range and on steps, the averaged power above the cap for at most the response time, thermal
+// throttling that holds the slowdown temperature, and a package cap shared by two dies.
+
+#include "chopsim/models/power_dynamics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/governor.hpp"
+#include "chopsim/models/power.hpp"
+#include "chopsim/models/thermal.hpp"
+
+namespace chopsim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+PowerParams test_power() {
+  PowerParams p;
+  p.idle_w = 60.0;
+  p.dynamic_w = 600.0;
+  p.hbm_w = 60.0;
+  p.leakage_w_per_k = 0.0;  // power independent of temperature: energies have closed forms
+  p.max_clock_hz = 1.4e9;
+  p.voltage = {0.9e9, 1.4, 2.5};
+  return p;
+}
+
+ComputeParams test_compute() {
+  ComputeParams c;
+  c.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] = 300e12;
+  c.hbm_bandwidth_bytes_per_s = 2e12;
+  c.boost_clock_hz = 1.4e9;
+  for (auto& e : c.efficiency) e = {0.8, 0.8, 0.0};
+  c.launch_overhead_s = 0.0;
+  return c;
+}
+
+struct Models {
+  std::unique_ptr<ComputeModel> compute;
+  std::unique_ptr<PowerModel> power;
+  std::unique_ptr<ThermalModel> thermal;
+  std::unique_ptr<Governor> governor;
+};
+
+Models make_models(const PowerParams& power, const ThermalParams& thermal, const GovernorParams& governor,
+                   const std::string& governor_name = "firmware") {
+  ComputeModelRegistry compute_registry("compute model");
+  register_builtin_compute_models(compute_registry);
+  PowerModelRegistry power_registry("power model");
+  register_builtin_power_models(power_registry);
+  ThermalModelRegistry thermal_registry("thermal model");
+  register_builtin_thermal_models(thermal_registry);
+  GovernorRegistry governor_registry("governor");
+  register_builtin_governors(governor_registry);
+  Models m;
+  m.compute = compute_registry.create("roofline", test_compute());
+  m.power = power_registry.create("cv2f", power);
+  m.thermal = thermal_registry.create("rc", thermal);
+  m.governor = governor_registry.create(governor_name, governor);
+  return m;
+}
+
+/// A GEMM of `seconds` at the max clock at eta 0.8 (compute-bound).
+KernelWork gemm(double seconds) { return {KernelClass::gemm, Precision::bf16, seconds * 300e12 * 0.8, 1e6}; }
+/// A memory-bound kernel of `seconds` (bytes at 0.8 of 2 TB/s).
+KernelWork copy(double seconds) { return {KernelClass::elementwise, Precision::bf16, 1e6, seconds * 2e12 * 0.8}; }
+
+class Collect final : public TelemetrySink {
+ public:
+  void on_telemetry(const TelemetrySample& s) override { samples.push_back(s); }
+  std::vector<TelemetrySample> samples;
+};
+
+// ---- power model ---------------------------------------------------------------------------------------------
+
+TEST(PowerModel, DynamicPowerIsCV2fWithAVoltageFloor) {
+  const Models m = make_models(test_power(), {0.1, 100.0, 90.0}, {});
+  const PowerModel& p = *m.power;
+  EXPECT_DOUBLE_EQ(p.dynamic_scale(1.4e9), 1.0);
+  // Below the knee the voltage is at its floor: dynamic power is linear in f, V_min^2 = (1/1.4)^2 of V_max^2.
+  EXPECT_NEAR(p.dynamic_scale(0.45e9), 0.45 / 1.4 / (1.4 * 1.4), 1e-15);
+  EXPECT_NEAR(p.dynamic_scale(0.9e9) / p.dynamic_scale(0.45e9), 2.0, 1e-12);
+  // Above the knee it grows faster than f.
+  EXPECT_GT(p.dynamic_scale(1.4e9) / p.dynamic_scale(1.15e9), 1.4 / 1.15);
+  // P = idle + P_dyn g(f) activity + P_hbm u.
+  DieActivity gemm_activity;
+  gemm_activity.busy = 1.0;
+  gemm_activity.tensor = 0.8;
+  gemm_activity.hbm = 0.1;
+  const double expected = 60.0 + 600.0 * 1.0 * (0.3 + 0.7 * 0.8) + 60.0 * 0.1;
+  EXPECT_NEAR(p.power_w(gemm_activity, 1.4e9, 40.0), expected, 1e-9);
+  EXPECT_DOUBLE_EQ(p.power_w(DieActivity{}, 1.0e9, 40.0), 60.0);
+  double previous = 0.0;
+  for (double f = 0.2e9; f <= 1.4e9; f += 0.05e9) {
+    const double now = p.power_w(gemm_activity, f, 40.0);
+    EXPECT_GT(now, previous) << "power must grow with the clock at " << f;
+    previous = now;
+  }
+}
+
+TEST(PowerModel, LeakageGrowsLinearlyWithTemperature) {
+  PowerParams params = test_power();
+  params.leakage_w_per_k = 0.5;
+  params.reference_c = 40.0;
+  const Models m = make_models(params, {0.1, 100.0, 90.0}, {});
+  EXPECT_NEAR(m.power->power_w(DieActivity{}, 1e9, 80.0) - m.power->power_w(DieActivity{}, 1e9, 40.0), 20.0, 1e-12);
+}
+
+// ---- thermal model -------------------------------------------------------------------------------------------
+
+TEST(ThermalModel, RcClosedForm) {
+  const Models m = make_models(test_power(), {0.08, 100.0, 90.0}, {});
+  const ThermalModel& t = *m.thermal;
+  const double tau = 0.08 * 100.0;
+  EXPECT_DOUBLE_EQ(t.steady_state_c(25.0, 500.0), 25.0 + 500.0 * 0.08);
+  // One time constant covers 1 - 1/e of the way to the steady state.
+  EXPECT_NEAR(t.advance_c(30.0, 25.0, 500.0, tau), 65.0 + (30.0 - 65.0) / std::exp(1.0), 1e-12);
+  EXPECT_NEAR(t.advance_c(30.0, 25.0, 500.0, 50.0 * tau), 65.0, 1e-9);
+  // Advancing in pieces equals advancing at once (the closed form composes).
+  EXPECT_NEAR(t.advance_c(t.advance_c(30.0, 25.0, 500.0, 1.3), 25.0, 500.0, 2.9), t.advance_c(30.0, 25.0, 500.0, 4.2),
+              1e-12);
+  // time_to_reach inverts advance.
+  const double dt = t.time_to_reach_s(30.0, 25.0, 500.0, 50.0);
+  EXPECT_NEAR(t.advance_c(30.0, 25.0, 500.0, dt), 50.0, 1e-12);
+  EXPECT_EQ(t.time_to_reach_s(30.0, 25.0, 500.0, 70.0), kInf);  // beyond the steady state
+  EXPECT_EQ(t.time_to_reach_s(30.0, 25.0, 500.0, 20.0), kInf);  // the wrong way
+  EXPECT_NEAR(t.power_for_steady_w(25.0, 65.0), 500.0, 1e-12);
+}
+
+TEST(ThermalModel, SlotInletProfiles) {
+  CoolingSpec front_to_back;
+  front_to_back.ambient_c = 24.0;
+  front_to_back.rear_rise_k = 6.0;
+  for (int r = 0; r < 16; ++r)
+    EXPECT_DOUBLE_EQ(slot_inlet_c(front_to_back, r, 8, 1), 24.0 + ((r % 8) >= 4 ? 6.0 : 0.0)) << r;
+  // Two dies per package share a slot: packages 0-1 front, 2-3 rear of an 8-GCD node.
+  for (int r = 0; r < 8; ++r) EXPECT_DOUBLE_EQ(slot_inlet_c(front_to_back, r, 8, 2), 24.0 + (r >= 4 ? 6.0 : 0.0));
+  CoolingSpec per_slot;
+  per_slot.profile = CoolingSpec::Profile::per_slot;
+  per_slot.slot_offsets_k = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_DOUBLE_EQ(slot_inlet_c(per_slot, 13, 8, 1), 25.0 + 5.0);
+  per_slot.slot_offsets_k = {1, 2};
+  EXPECT_THROW((void)slot_inlet_c(per_slot, 0, 8, 1), ModelError);
+}
+
+// ---- the governor's clock search -----------------------------------------------------------------------------
+
+TEST(Governor, HighestClockWithinTargetIsOnAStep) {
+  auto power = [](double f) { return 100.0 + 400.0 * f / 1.41e9; };
+  const double f = highest_clock_within(0.21e9, 1.41e9, 15e6, 400.0, power);
+  EXPECT_LE(power(f), 400.0);
+  EXPECT_GT(power(f + 15e6), 400.0);
+  EXPECT_NEAR(std::fmod(f, 15e6), 0.0, 1e-3);
+  EXPECT_DOUBLE_EQ(highest_clock_within(0.21e9, 1.41e9, 15e6, 1e9, power), 1.41e9);  // fits: the ceiling
+  EXPECT_DOUBLE_EQ(highest_clock_within(0.21e9, 1.41e9, 15e6, 1.0, power), 0.21e9);  // nothing fits: the floor
+}
+
+// ---- a power domain under a scripted load --------------------------------------------------------------------
+
+struct Script {
+  double time_s;
+  bool begin;
+  KernelWork work;
+};
+
+/// Runs `script` (kernel begins/ends on die 0) through a domain; returns the domain for inspection.
+std::unique_ptr<PowerDomain> run_script(const Models& m, const PowerDomainSettings& settings,
+                                        const std::vector<Script>& script, double end_s, Collect& sink,
+                                        const std::function<void(PowerDomain&, double)>& probe = {}) {
+  auto domain = std::make_unique<PowerDomain>(*m.compute, *m.power, *m.thermal, *m.governor, settings, &sink, nullptr);
+  domain->start(0.0);
+  std::vector<PowerDomain::KernelHandle> running;
+  double t = 0.0;
+  for (const Script& s : script) {
+    if (probe) probe(*domain, s.time_s);
+    t = s.time_s;
+    if (s.begin) {
+      running.push_back(domain->kernel_begin(t, 0, s.work));
+    } else {
+      domain->kernel_end(t, 0, running.front());
+      running.erase(running.begin());
+    }
+  }
+  if (probe) probe(*domain, end_s);
+  domain->finish(end_s);
+  return domain;
+}
+
+PowerDomainSettings one_die(double cap_w, double inlet_c = 25.0, double initial_c = 40.0) {
+  PowerDomainSettings s;
+  s.cap_w = cap_w;
+  s.ceiling_hz = 1.4e9;
+  s.floor_hz = 0.21e9;
+  s.dies.push_back({0, inlet_c, initial_c});
+  return s;
+}
+
+TEST(PowerDomain, EnergyIsTheIntegralOfPower) {
+  GovernorParams g;
+  g.window_s = 0.01;
+  const Models m = make_models(test_power(), {0.08, 100.0, 200.0}, g, "fixed");
+  Collect sink;
+  // 3 ms GEMM, 2 ms idle, 4 ms copy, 1 ms idle at the fixed 1.4 GHz: energy from the power model by hand.
+  const std::vector<Script> script = {
+      {0.0, true, gemm(3e-3)}, {3e-3, false, {}}, {5e-3, true, copy(4e-3)}, {9e-3, false, {}}};
+  const auto domain = run_script(m, one_die(1e9), script, 10e-3, sink);
+  auto die_power = [&](const KernelWork& w) {
+    const KernelTiming t = m.compute->timing(w, 1.4e9);
+    DieActivity a;
+    a.busy = 1.0;
+    a.tensor = w.kernel_class == KernelClass::gemm ? t.compute_utilization : 0.0;
+    a.vector = w.kernel_class == KernelClass::gemm ? 0.0 : t.compute_utilization;
+    a.hbm = t.memory_utilization;
+    return m.power->power_w(a, 1.4e9, 40.0);
+  };
+  const double expected = die_power(gemm(3e-3)) * 3e-3 + 60.0 * 2e-3 + die_power(copy(4e-3)) * 4e-3 + 60.0 * 1e-3;
+  EXPECT_NEAR(domain->energy_j(0), expected, 1e-12 * expected);
+  // The telemetry integrates to the same energy.
+  double from_samples = 0.0;
+  for (std::size_t i = 0; i + 1 < sink.samples.size(); ++i)
+    from_samples += sink.samples[i].power_w * (sink.samples[i + 1].time_s - sink.samples[i].time_s);
+  EXPECT_NEAR(from_samples, expected, 1e-12 * expected);
+  EXPECT_DOUBLE_EQ(sink.samples.back().time_s, 10e-3);
+}
+
+TEST(PowerDomain, SteadyTemperatureIsInletPlusPowerTimesResistance) {
+  const Models m = make_models(test_power(), {0.08, 50.0, 200.0}, {}, "fixed");  // tau = 4 s
+  Collect sink;
+  const auto domain = run_script(m, one_die(1e9, 25.0, 25.0), {{0.0, true, gemm(100.0)}}, 0.0, sink);
+  // One time constant later: 1 - 1/e of the way; after 30 time constants: the steady state.
+  PowerDomain& d = *domain;
+  const double p = d.power_w(0);
+  d.advance_to(4.0);
+  EXPECT_NEAR(d.temperature_c(0), 25.0 + p * 0.08 * (1.0 - std::exp(-1.0)), 1e-9);
+  d.advance_to(120.0);
+  EXPECT_NEAR(d.temperature_c(0), 25.0 + p * 0.08, 1e-9);
+}
+
+TEST(PowerDomain, LockedClockGivesTheRooflineTime) {
+  GovernorParams g;
+  const Models m = make_models(test_power(), {0.08, 100.0, 200.0}, g, "firmware");
+  PowerDomainSettings s = one_die(1e9);
+  s.ceiling_hz = 0.7e9;  // a lock at half the max clock, under no binding cap
+  PowerDomain d(*m.compute, *m.power, *m.thermal, *m.governor, s, nullptr, nullptr);
+  d.start(0.0);
+  const auto k = d.kernel_begin(0.0, 0, gemm(1e-3));
+  EXPECT_DOUBLE_EQ(d.clock_hz(0), 0.7e9);
+  // Compute-bound at half the clock: F / (peak * 0.7/1.4 * eta) = twice the 1 ms.
+  EXPECT_NEAR(1.0 / d.kernel_rate(0, k), 2e-3, 1e-15);
+  const auto c = d.kernel_begin(0.0, 0, copy(1e-3));
+  // Two kernels share the die: each progresses at half its own rate; the copy keeps its memory-bound 1 ms.
+  EXPECT_NEAR(1.0 / d.kernel_rate(0, c), 2.0 * 1e-3, 1e-15);
+}
+
+/// A random mix of compute- and memory-bound kernels with idle gaps, under a tight cap.
+std::vector<Script> random_load(std::mt19937_64& rng, double duration_s) {
+  std::uniform_real_distribution<double> length(20e-6, 8e-3), gap(0.0, 3e-3), kind(0.0, 1.0);
+  std::vector<Script> script;
+  double t = 0.0;
+  while (t < duration_s) {
+    const double l = length(rng);
+    script.push_back({t, true, kind(rng) < 0.6 ? gemm(l) : copy(l)});
+    t += l;  // the nominal length: the domain does not time kernels itself here
+    script.push_back({t, false, {}});
+    t += kind(rng) < 0.5 ? 0.0 : gap(rng);
+  }
+  return script;
+}
+
+TEST(PowerDomain, AveragedPowerExceedsTheCapForAtMostTheResponseTime) {
+  GovernorParams g;
+  g.window_s = 5e-3;
+  g.response_s = 1e-3;
+  g.clock_step_hz = 15e6;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    std::mt19937_64 rng(seed);
+    const auto script = random_load(rng, 0.4);
+    Collect sink;
+    const double cap = 400.0;
+    double over_since = -1.0, longest = 0.0;
+    int checks = 0;
+    // Probe the averaged power on a 10 µs grid between load changes (advance_to only integrates and takes the
+    // governor's own timed decisions; it does not change what the domain does).
+    double probed = 0.0;
+    auto probe = [&](PowerDomain& d, double until) {
+      for (; probed < until; probed += 1e-5) {
+        d.advance_to(probed);
+        ++checks;
+        const bool over = d.filtered_power() > cap * (1.0 + 1e-9);
+        if (over && over_since < 0.0) over_since = probed;
+        if (!over) over_since = -1.0;
+        if (over_since >= 0.0) longest = std::max(longest, probed - over_since);
+        EXPECT_GE(d.clock_hz(0), 0.21e9);
+        EXPECT_LE(d.clock_hz(0), 1.4e9);
+      }
+    };
+    const auto domain = run_script(m, one_die(cap), script, script.back().time_s, sink, probe);
+    EXPECT_GT(checks, 1000);
+    EXPECT_LE(longest, g.response_s + 2e-5) << "seed " << seed;  // + two probe steps
+    bool capped = false;
+    for (const auto& s : sink.samples) {
+      EXPECT_GE(s.clock_hz, 0.21e9);
+      EXPECT_LE(s.clock_hz, 1.4e9);
+      const bool on_grid = s.clock_hz == 1.4e9 || s.clock_hz == 0.21e9 || std::abs(std::fmod(s.clock_hz, 15e6)) < 1.0;
+      EXPECT_TRUE(on_grid) << s.clock_hz;
+      capped = capped || (s.flags & kThrottlePower) != 0;
+    }
+    EXPECT_TRUE(capped) << "the cap must bind in this test";
+    // Bounded decisions: at most a few per load change, none while the load and clocks are steady.
+    EXPECT_LE(domain->stats().decisions, 3 * script.size() + 10);
+  }
+}
+
+TEST(PowerDomain, ImmediateGovernorNeverLetsTheAverageAboveTheCap) {
+  GovernorParams g;
+  g.window_s = 5e-3;
+  g.response_s = 0.0;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  std::mt19937_64 rng(42);
+  const auto script = random_load(rng, 0.2);
+  Collect sink;
+  double probed = 0.0, worst = 0.0;
+  auto probe = [&](PowerDomain& d, double until) {
+    for (; probed < until; probed += 1e-5) {
+      d.advance_to(probed);
+      worst = std::max(worst, d.filtered_power());
+    }
+  };
+  (void)run_script(m, one_die(400.0), script, script.back().time_s, sink, probe);
+  EXPECT_LE(worst, 400.0 * (1.0 + 1e-6));
+  EXPECT_GT(worst, 390.0);  // and it does run up to it
+}
+
+TEST(PowerDomain, ThermalThrottlingHoldsTheSlowdownTemperature) {
+  GovernorParams g;
+  g.thermal_hysteresis_k = 2.0;
+  const Models m = make_models(test_power(), {0.1, 20.0, 70.0}, g);  // tau 2 s; 600 W would reach 25 + 60 K
+  Collect sink;
+  PowerDomain d(*m.compute, *m.power, *m.thermal, *m.governor, one_die(1e9, 25.0, 40.0), &sink, nullptr);
+  d.start(0.0);
+  (void)d.kernel_begin(0.0, 0, gemm(1e3));
+  double t = 0.0, max_t = 0.0;
+  bool throttled = false;
+  for (; t < 60.0; t += 0.01) {
+    d.advance_to(t);
+    max_t = std::max(max_t, d.temperature_c(0));
+    throttled = throttled || (d.flags(0) & kThrottleThermal) != 0;
+  }
+  EXPECT_TRUE(throttled);
+  EXPECT_LE(max_t, 70.0 + 1e-6);
+  // Held in the hysteresis band under the slowdown point (the clock steps make it settle a little below).
+  EXPECT_GE(d.temperature_c(0), 70.0 - g.thermal_hysteresis_k);
+  EXPECT_LT(d.clock_hz(0), 1.4e9);
+  EXPECT_LE(d.power_w(0), m.thermal->power_for_steady_w(25.0, 70.0) + 1e-9);
+}
+
+TEST(PowerDomain, TwoDiesShareThePackageCap) {
+  GovernorParams g;
+  g.window_s = 1e-3;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  PowerDomainSettings s = one_die(700.0);
+  s.dies.push_back({1, 25.0, 40.0});
+  PowerDomain d(*m.compute, *m.power, *m.thermal, *m.governor, s, nullptr, nullptr);
+  d.start(0.0);
+  (void)d.kernel_begin(0.0, 0, gemm(1.0));
+  (void)d.kernel_begin(0.0, 1, gemm(1.0));
+  d.advance_to(0.1);
+  EXPECT_LE(d.power_w(0) + d.power_w(1), 700.0 + 1e-9);
+  EXPECT_EQ(d.clock_hz(0), d.clock_hz(1));
+  // One die alone may use what the other leaves: its clock is higher than when both run.
+  PowerDomain single(*m.compute, *m.power, *m.thermal, *m.governor, s, nullptr, nullptr);
+  single.start(0.0);
+  (void)single.kernel_begin(0.0, 0, gemm(1.0));
+  single.advance_to(0.1);
+  EXPECT_GT(single.clock_hz(0), d.clock_hz(0));
+  EXPECT_LE(single.power_w(0) + single.power_w(1), 700.0 + 1e-9);
+}
+
+}  // namespace
+}  // namespace chopsim
