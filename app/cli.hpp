@@ -72,6 +72,6 @@ inline constexpr std::string_view kIngestUsage =
     "      --format NAME    read every TRACE as NAME instead of detecting its format\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
-    "      List the registered models, topologies and engines.\n";
+    "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";
 
 }  // namespace chopsim::cli

@@ -18,6 +18,9 @@ int command_describe(const std::vector<std::string>& raw) {
   list(registries.node_topology);
   list(registries.fabric_topology);
   list(registries.engine);
+  list(registries.power);
+  list(registries.thermal);
+  list(registries.governor);
   return kExitOk;
 }
 
