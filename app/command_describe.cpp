@@ -10,7 +10,7 @@ int command_describe(const std::vector<std::string>& raw) {
   if (!args.positional().empty()) throw argument_error("describe takes no arguments", "write chopsim describe");
   const auto registries = ModelRegistries::with_builtins();
   auto list = [](const auto& registry) {
-    std::cout << registry.kind() << "s:\n";
+    std::cout << registry.kind() << ":\n";
     for (const auto& [name, entry] : registry.entries()) std::cout << "  " << name << "  " << entry.description << "\n";
   };
   list(registries.compute);
