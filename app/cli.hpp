@@ -51,6 +51,7 @@ int command_run(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
+int command_calibrate(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--simulate-oom]\n"
@@ -70,6 +71,19 @@ inline constexpr std::string_view kIngestUsage =
     "      -o STORE.h5      write the store (whole or not at all)\n"
     "      --summary        print GPU time per kernel class, the top N kernels (default 10) and per rank\n"
     "      --format NAME    read every TRACE as NAME instead of detecting its format\n";
+inline constexpr std::string_view kCalibrateUsage =
+    "  calibrate INPUT... --hardware NAME -o PROFILE.yaml [--report REPORT.md] [--configs DIR]\n"
+    "            [--clock-mhz F] [--min-kernel-us T] [--max-gap-us G] [--gpus-per-node N]\n"
+    "            [--node-links nvswitch|xgmi_mesh]\n"
+    "      Fit kernel efficiencies, launch overhead, collective alpha-beta and telemetry (power, thermal RC) to\n"
+    "      kernel stores, TraceLens/Vidur tables or traces, and write a calibration profile (docs/calibration.md).\n"
+    "      --hardware NAME  the GPU measured (configs/hardware/NAME.yaml, or a path): peaks and defaults\n"
+    "      --report FILE    also write the Markdown fit report\n"
+    "      --clock-mhz F    core clock the kernels ran at (default: the hardware's rated clock)\n"
+    "      --min-kernel-us T  leave kernels shorter than T out of the efficiency fits (default 10)\n"
+    "      --max-gap-us G   inter-kernel gaps longer than G are host stalls, not launch overhead (default 100)\n"
+    "      --gpus-per-node N  collectives within N consecutive ranks are intra-node (default 8)\n"
+    "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
     "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";

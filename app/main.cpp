@@ -20,6 +20,7 @@ constexpr std::array kCommands = {
     Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},
     Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
     Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},
+    Command{"calibrate", chopsim::cli::kCalibrateUsage, chopsim::cli::command_calibrate},
 };
 
 void print_usage(std::ostream& out) {

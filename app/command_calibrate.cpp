@@ -1,0 +1,75 @@
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "chopsim/calibration/profile.hpp"
+#include "chopsim/common/units.hpp"
+#include "cli.hpp"
+
+namespace chopsim::cli {
+
+namespace {
+
+double positive_number(const Arguments& args, std::string_view name, double fallback) {
+  const auto value = args.option(name);
+  if (!value) return fallback;
+  try {
+    std::size_t used = 0;
+    const double number = std::stod(*value, &used);
+    if (used == value->size() && number >= 0.0) return number;
+  } catch (const std::exception&) {
+  }
+  throw argument_error(std::string(name) + " expects a non-negative number, found '" + *value + "'",
+                       "write e.g. " + std::string(name) + " 10");
+}
+
+}  // namespace
+
+int command_calibrate(const std::vector<std::string>& raw) {
+  const Arguments args(raw,
+                       {"--hardware", "--configs", "--out", "-o", "--report", "--clock-mhz", "--min-kernel-us",
+                        "--max-gap-us", "--gpus-per-node", "--node-links"},
+                       {});
+  if (args.positional().empty())
+    throw argument_error("calibrate needs at least one INPUT (kernel store, measurement table or trace)",
+                         "write chopsim calibrate store.h5 --hardware H100-SXM5-80GB -o profile.yaml");
+  CalibrateOptions options;
+  for (const auto& input : args.positional()) options.inputs.emplace_back(input);
+  const auto hardware = args.option("--hardware");
+  if (!hardware)
+    throw argument_error("calibrate needs --hardware NAME: the GPU the data was measured on",
+                         "write e.g. --hardware H100-SXM5-80GB (a name under configs/hardware or a YAML path)");
+  options.hardware = *hardware;
+  if (const auto configs = args.option("--configs")) options.configs_dir = *configs;
+  if (const auto out = args.option("--out")) options.output = *out;
+  if (const auto out = args.option("-o")) options.output = *out;
+  if (options.output.empty())
+    throw argument_error("calibrate needs -o PROFILE.yaml", "write e.g. -o calibration/profiles/h100.yaml");
+  if (const auto report = args.option("--report")) options.report = *report;
+  options.clock_hz = positive_number(args, "--clock-mhz", 0.0) * units::kMega;
+  options.min_kernel_s = positive_number(args, "--min-kernel-us", 10.0) * units::kMicrosecond;
+  options.max_gap_s = positive_number(args, "--max-gap-us", 100.0) * units::kMicrosecond;
+  if (const auto n = args.positive_int("--gpus-per-node")) options.gpus_per_node = *n;
+  if (const auto links = args.option("--node-links")) {
+    if (*links == "nvswitch")
+      options.node_links = NodeLinks::nvswitch;
+    else if (*links == "xgmi_mesh")
+      options.node_links = NodeLinks::xgmi_mesh;
+    else
+      throw argument_error("--node-links expects nvswitch or xgmi_mesh, found '" + *links + "'",
+                           "write --node-links nvswitch (NVIDIA HGX/DGX) or xgmi_mesh (AMD MI300X)");
+  }
+
+  const CalibrationResult result = run_calibration(options);
+  std::size_t classes = 0;
+  for (const auto& fit : result.kernels) classes += fit.in_profile ? 1 : 0;
+  std::cerr << "chopsim calibrate: " << result.inputs.size() << " inputs, " << classes << " kernel classes, "
+            << result.collectives.fits.size() << " collective groups"
+            << (result.telemetry.gpus > 0 ? ", telemetry of " + std::to_string(result.telemetry.gpus) + " GPUs" : "")
+            << "\n";
+  std::cout << "wrote " << options.output.string() << "\n";
+  if (options.report) std::cout << "wrote " << options.report->string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace chopsim::cli

@@ -1,0 +1,203 @@
+#pragma once
+// The fits (docs/calibration.md has the equations):
+//   * kernels: chopsim's roofline, duration = max(F / (P(dtype) * f/f_rated * eta_c(F)), B / (BW * eta_m)) with
+//     eta_c(F) = eta_max * F / (F + F_half), per kernel class (and element type for the compute classes), by
+//     Levenberg-Marquardt on log durations;
+//   * launch overhead: the mean gap between consecutive GPU records on a stream;
+//   * collectives: t = a + b * S per (kind, group size, intra/inter node), converted to bus bandwidth, per-link
+//     bandwidth and per-step latency with the ring algorithm's factors;
+//   * telemetry: power vs activity, and a first-order thermal RC model (steady state and step response).
+// Results are plain numbers in SI units; profile.hpp turns them into YAML and a report.
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "chopsim/calibration/fitting.hpp"
+#include "chopsim/calibration/hardware_reference.hpp"
+#include "chopsim/calibration/measurements.hpp"
+
+namespace chopsim {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernels
+
+struct KernelFitOptions {
+  /// Kernels shorter than this are left out of the efficiency fits: their time is a fixed per-kernel cost
+  /// (launch latency, ramp-up, tail) that the roofline does not model; launch_overhead carries that part.
+  double min_duration_s = 10e-6;
+  /// Core clock the measurements ran at; 0 = the hardware's rated clock (the clock its peak figures hold at).
+  double clock_hz = 0.0;
+  /// Gaps between kernels longer than this are host stalls (data loading, synchronisation, Python), not launch
+  /// overhead, and are left out of launch_overhead.
+  double max_gap_s = 100e-6;
+};
+
+/// The roofline parameters of one kernel class (and element-type group) fitted to measured kernels.
+struct KernelClassFit {
+  KernelClass kernel_class = KernelClass::other;
+  /// "bf16+fp16" (the tensor-core group whose fit goes into the profile), "fp32", "fp8", ...; empty for the
+  /// memory-bound classes, which are fitted on bytes alone.
+  std::string dtype_group;
+  bool compute_fitted = false;  ///< eta_max was free
+  bool half_fitted = false;     ///< F_half was free
+  bool memory_fitted = false;   ///< eta_m was free
+  /// Fitted values, or the hardware file's where not fitted.
+  double compute = 1.0;
+  double half_efficiency_flops = 0.0;
+  double memory = 1.0;
+  EfficiencyDefaults defaults;
+  std::size_t compute_bound = 0;  ///< points the fitted model calls compute-bound
+  std::size_t memory_bound = 0;
+  std::size_t excluded_short = 0;  ///< points shorter than KernelFitOptions::min_duration_s
+  FitStats stats;
+  double min_flops = 0.0, max_flops = 0.0, min_bytes = 0.0, max_bytes = 0.0;
+  std::vector<std::size_t> inputs;  ///< indices into MeasurementSet::inputs
+  std::vector<std::string> notes;
+  bool in_profile = false;  ///< this fit's values are the class's values in the profile
+};
+
+/// The roofline duration of `sample` with efficiencies (compute, half_efficiency_flops, memory), peak FLOP/s
+/// `peak` (already scaled to the clock) and HBM bandwidth `bandwidth`: the model every kernel fit minimises against.
+[[nodiscard]] double roofline_duration_s(const KernelSample& sample, double compute, double half_efficiency_flops,
+                                         double memory, double peak, double bandwidth);
+
+/// Fits one class to `samples` (all of `kernel_class`). Free parameters are chosen from the data: eta_max needs a
+/// compute-bound point, F_half two problem sizes among them, eta_m a memory-bound point (bound judged with the
+/// hardware file's values); the others stay at the hardware file's values and a note says so.
+[[nodiscard]] KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dtype_group,
+                                              std::span<const KernelSample> samples, const HardwareReference& hardware,
+                                              const KernelFitOptions& options);
+
+/// Every class with data: compute classes (gemm, attention) per element type, plus a pooled bf16+fp16 fit when both
+/// occur; memory-bound classes on bytes. Marks the fit that goes into the profile (bf16+fp16 or the only tensor
+/// type for gemm/attention).
+[[nodiscard]] std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurements,
+                                                             const HardwareReference& hardware,
+                                                             const KernelFitOptions& options);
+
+struct LaunchOverheadFit {
+  bool fitted = false;
+  std::size_t gaps = 0;  ///< gaps used (at most KernelFitOptions::max_gap_s)
+  std::size_t streams = 0;
+  std::size_t long_gaps = 0;  ///< left out as host stalls
+  double long_gap_idle_s = 0.0;
+  double max_gap_s = 0.0;
+  double mean_s = 0.0;  ///< the profile's launch_overhead (idle time / records, as TraceLens' gpu_timeline)
+  double median_s = 0.0;
+  double p90_s = 0.0;
+  double max_s = 0.0;
+  double default_s = 0.0;
+  std::vector<std::size_t> inputs;
+};
+
+[[nodiscard]] LaunchOverheadFit fit_launch_overhead(const MeasurementSet& measurements,
+                                                    const HardwareReference& hardware, const KernelFitOptions& options);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Collectives
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (2(n-1)/n all-reduce, (n-1)/n all-gather,
+/// reduce-scatter and all-to-all, 1 broadcast and send/recv).
+[[nodiscard]] double bus_factor(CollectiveKind kind, int group_size);
+/// Latency terms of chopsim's ring algorithms (models/src/collective.cpp): 2(n-1) all-reduce, n-1 all-gather,
+/// reduce-scatter, all-to-all and broadcast; 1 for send/recv.
+[[nodiscard]] int latency_steps(CollectiveKind kind, int group_size);
+/// Links one GPU drives at once in a ring collective over `group_size` GPUs of one node, as chopsim's collective
+/// model builds its rings: all links_per_gpu NVLinks to the switch; on a full xGMI mesh one link per ring, with
+/// 2 * floor((n-1)/2) rings (edge-disjoint Hamiltonian cycles, both directions), 1 for two GPUs.
+[[nodiscard]] int parallel_links(NodeLinks node_links, int group_size, int links_per_gpu);
+
+/// t = a + b * S for one (kind, group size, scope): a least-squares fit of relative errors (weights 1/t^2).
+struct AlphaBetaFit {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  int group_size = 0;
+  LinkScope scope = LinkScope::intra_node;
+  std::size_t points = 0;
+  double min_bytes = 0.0, max_bytes = 0.0;
+  bool latency_fitted = false;    ///< a was determined (false: the sizes are too large to tell it from 0)
+  bool bandwidth_fitted = false;  ///< b was determined (false: only tiny messages)
+  double alpha_s = 0.0;
+  double beta_s_per_byte = 0.0;
+  double bus_bandwidth_bytes_per_s = 0.0;  ///< bus_factor / b
+  FitStats stats;
+  std::vector<std::size_t> inputs;
+  std::vector<std::string> notes;
+};
+
+[[nodiscard]] AlphaBetaFit fit_alpha_beta(CollectiveKind kind, int group_size, LinkScope scope,
+                                          std::span<const CollectiveSample> samples);
+
+/// chopsim's alpha-beta prediction with the profile's values, against one group's points.
+struct CollectiveModelCheck {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  int group_size = 0;
+  FitStats stats;
+};
+
+struct CollectiveCalibration {
+  NodeLinks node_links = NodeLinks::nvswitch;
+  std::vector<AlphaBetaFit> fits;
+  /// Per-step latency alpha = a / latency_steps of the chosen intra-node ring collective; the profile's
+  /// collectives.step_latency = alpha - the hardware file's link latency (the two are not separable from timings).
+  bool step_latency_fitted = false;
+  double per_step_alpha_s = 0.0;
+  double step_latency_s = 0.0;
+  std::string step_latency_from;
+  /// Per-link bandwidth: bus bandwidth / parallel_links of the chosen intra-node collective, refitted with its
+  /// latency fixed at latency_steps * alpha so that chopsim's alpha-beta time reproduces the measured times.
+  bool link_bandwidth_fitted = false;
+  double bus_bandwidth_bytes_per_s = 0.0;
+  double link_bandwidth_bytes_per_s = 0.0;
+  int links = 0;
+  std::string link_bandwidth_from;
+  /// NIC bandwidth from inter-node send/recv (one GPU's rail).
+  bool nic_bandwidth_fitted = false;
+  double nic_bandwidth_bytes_per_s = 0.0;
+  std::string nic_bandwidth_from;
+  std::vector<CollectiveModelCheck> checks;  ///< intra-node groups, chopsim's formula with the profile's values
+};
+
+[[nodiscard]] CollectiveCalibration fit_collectives(const MeasurementSet& measurements,
+                                                    const HardwareReference& hardware, NodeLinks node_links);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Telemetry
+
+struct TelemetryFit {
+  std::size_t gpus = 0;
+  std::vector<std::size_t> inputs;
+  std::vector<std::string> notes;
+  // Power vs activity: P = p0 + p1 * activity (least squares over readings with both).
+  bool power_fitted = false;
+  std::size_t power_points = 0;
+  double idle_power_w = 0.0;  ///< median power of readings at activity <= 1 %
+  std::size_t idle_points = 0;
+  double load_power_w = 0.0;  ///< median power of readings at activity >= 90 %
+  std::size_t load_points = 0;
+  double power_at_zero_activity_w = 0.0;  ///< p0
+  double power_per_activity_w = 0.0;      ///< p1: watts from 0 to 100 % activity
+  FitStats power_stats;
+  // Thermal: C dT/dt = P - (T - T_amb) / R, sampled: T_{k+1} = T_ss + (T_k - T_ss) exp(-dt / tau),
+  // T_ss = T_amb + R * P (power held at the mean of the two readings), least squares over consecutive readings.
+  bool thermal_fitted = false;
+  std::string sensor;  ///< "junction" or "edge"
+  std::size_t thermal_points = 0;
+  double ambient_c = 0.0;
+  double resistance_k_per_w = 0.0;
+  double time_constant_s = 0.0;
+  double capacitance_j_per_k = 0.0;  ///< tau / R
+  /// points = consecutive reading pairs; R² on temperature (°C); relative residuals on the rise above ambient.
+  FitStats thermal_stats;
+  double thermal_median_abs_k = 0.0;
+  double thermal_p90_abs_k = 0.0;
+  /// The same errors over the readings where power changed by more than 100 W (the steps that decide throttling).
+  std::size_t thermal_step_points = 0;
+  double thermal_step_median_abs_k = 0.0;
+  double thermal_step_p90_abs_k = 0.0;
+};
+
+[[nodiscard]] TelemetryFit fit_telemetry(const MeasurementSet& measurements);
+
+}  // namespace chopsim

@@ -1,0 +1,55 @@
+#pragma once
+// `chopsim calibrate`: measured data in, a calibration profile (YAML shaped like the hardware file's sections it
+// overrides) and a Markdown fit report out. docs/calibration.md describes both.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chopsim/calibration/fits.hpp"
+
+namespace chopsim {
+
+/// Version of the profile layout (the `profile_version` key); a config hook should reject others.
+inline constexpr int kCalibrationProfileVersion = 1;
+
+struct CalibrationResult {
+  HardwareReference hardware;
+  std::vector<InputFile> inputs;
+  KernelFitOptions kernel_options;
+  std::vector<KernelClassFit> kernels;
+  LaunchOverheadFit launch;
+  CollectiveCalibration collectives;
+  TelemetryFit telemetry;
+  std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)
+};
+
+/// Runs every fit on `measurements`.
+[[nodiscard]] CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                          const KernelFitOptions& kernel_options, NodeLinks node_links);
+
+/// The profile YAML. Deterministic: the same result gives the same bytes (numbers with 4 significant digits).
+[[nodiscard]] std::string render_profile_yaml(const CalibrationResult& result);
+/// The fit report (Markdown): per class and per collective group the points, R², median and p90 relative residual,
+/// fitted values and the hardware-file values they replace.
+[[nodiscard]] std::string render_fit_report(const CalibrationResult& result);
+
+struct CalibrateOptions {
+  std::vector<std::filesystem::path> inputs;
+  std::string hardware;  ///< name (configs_dir/hardware/NAME.yaml) or path
+  std::filesystem::path configs_dir = "configs";
+  std::filesystem::path output;                 ///< the profile
+  std::optional<std::filesystem::path> report;  ///< the fit report
+  double clock_hz = 0.0;                        ///< see KernelFitOptions::clock_hz
+  double min_kernel_s = 10e-6;                  ///< see KernelFitOptions::min_duration_s
+  double max_gap_s = 100e-6;                    ///< see KernelFitOptions::max_gap_s
+  int gpus_per_node = 8;
+  std::optional<NodeLinks> node_links;  ///< default: HardwareReference::default_node_links()
+};
+
+/// Loads, fits and writes the profile (and report) through temporary files renamed together at the end: on any
+/// error nothing is written. Throws InputError for bad inputs or options.
+CalibrationResult run_calibration(const CalibrateOptions& options);
+
+}  // namespace chopsim

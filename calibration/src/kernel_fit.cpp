@@ -1,0 +1,286 @@
+// Kernel efficiencies: chopsim's roofline (models/src/compute_model.cpp) fitted to measured kernel times.
+//
+//   d(F, B) = max( F / (P * eta_c(F)), B / (BW * eta_m) ),   eta_c(F) = eta_max * F / (F + F_half)
+//
+// P is the dense peak of the kernel's element type at the measurement clock (peak_tflops scaled by f / f_rated), BW
+// the HBM bandwidth. Measured kernel durations exclude the gap to the next kernel, which is what launch_overhead
+// adds (launch_fit below), so the fit has no constant term. The parameters are fitted by Levenberg-Marquardt on
+// r_i = log d_model_i - log d_measured_i: relative errors, because the times span four decades (1 µs to 10 ms) and
+// a 5 % error matters the same at both ends. eta_max and eta_m are mapped through a logistic function so that they
+// stay in (0, 1) (the range the hardware file accepts) and F_half through exp() so that it stays positive.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include "chopsim/calibration/fits.hpp"
+#include "chopsim/common/error.hpp"
+
+namespace chopsim {
+
+namespace {
+
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double logit(double p) {
+  const double q = std::clamp(p, 1e-6, 1.0 - 1e-6);
+  return std::log(q / (1.0 - q));
+}
+
+bool is_compute_class(KernelClass c) { return c == KernelClass::gemm || c == KernelClass::attention; }
+
+std::string format_g(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
+/// Problem sizes that differ by more than 5 % count as distinct: two sizes can determine eta_max and F_half.
+std::size_t distinct_sizes(std::vector<double> sizes) {
+  std::sort(sizes.begin(), sizes.end());
+  std::size_t count = 0;
+  double last = -1.0;
+  for (const double s : sizes)
+    if (last < 0.0 || s > last * 1.05) {
+      ++count;
+      last = s;
+    }
+  return count;
+}
+
+}  // namespace
+
+double roofline_duration_s(const KernelSample& sample, double compute, double half_efficiency_flops, double memory,
+                           double peak, double bandwidth) {
+  double compute_s = 0.0;
+  if (sample.flops > 0.0 && peak > 0.0) {
+    double eta = compute;
+    if (half_efficiency_flops > 0.0) eta *= sample.flops / (sample.flops + half_efficiency_flops);
+    compute_s = sample.flops / (peak * std::max(eta, 1e-12));
+  }
+  const double memory_s = sample.bytes > 0.0 ? sample.bytes / (bandwidth * std::max(memory, 1e-12)) : 0.0;
+  return std::max(compute_s, memory_s);
+}
+
+KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dtype_group,
+                                std::span<const KernelSample> samples, const HardwareReference& hardware,
+                                const KernelFitOptions& options) {
+  KernelClassFit fit;
+  fit.kernel_class = kernel_class;
+  fit.dtype_group = dtype_group;
+  fit.defaults = hardware.efficiency[static_cast<std::size_t>(kernel_class)];
+  fit.compute = fit.defaults.compute;
+  fit.half_efficiency_flops = fit.defaults.half_efficiency_flops;
+  fit.memory = fit.defaults.memory;
+  const double clock = options.clock_hz > 0.0 ? options.clock_hz : hardware.rated_clock_hz;
+  const double clock_ratio = clock / hardware.rated_clock_hz;
+  const double bandwidth = hardware.hbm_bandwidth_bytes_per_s;
+  const bool compute_class = is_compute_class(kernel_class);
+
+  // Points: long enough, with a size the model can use.
+  std::vector<KernelSample> points;
+  std::vector<double> peaks;
+  std::set<std::size_t> inputs;
+  for (const KernelSample& s : samples) {
+    if (!(s.duration_s > 0.0)) continue;
+    const double peak = compute_class ? hardware.peak_for(s.dtype) * clock_ratio : 0.0;
+    KernelSample usable = s;
+    if (!compute_class) usable.flops = 0.0;
+    if (usable.flops <= 0.0 && usable.bytes <= 0.0) continue;
+    if (compute_class && usable.flops > 0.0 && peak <= 0.0) continue;
+    if (s.duration_s < options.min_duration_s) {
+      ++fit.excluded_short;
+      continue;
+    }
+    points.push_back(usable);
+    peaks.push_back(peak);
+    inputs.insert(s.input);
+  }
+  fit.inputs.assign(inputs.begin(), inputs.end());
+  if (points.empty()) {
+    fit.notes.push_back("no kernel of at least " + format_g(options.min_duration_s * 1e6) +
+                        " µs with a FLOP or byte count: nothing fitted");
+    return fit;
+  }
+  fit.min_flops = fit.max_flops = points.front().flops;
+  fit.min_bytes = fit.max_bytes = points.front().bytes;
+  for (const auto& p : points) {
+    fit.min_flops = std::min(fit.min_flops, p.flops);
+    fit.max_flops = std::max(fit.max_flops, p.flops);
+    fit.min_bytes = std::min(fit.min_bytes, p.bytes);
+    fit.max_bytes = std::max(fit.max_bytes, p.bytes);
+  }
+
+  // Which limit binds at the hardware file's values decides which parameters the data can determine.
+  std::vector<double> compute_sizes;
+  std::size_t memory_points = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const KernelSample& p = points[i];
+    KernelSample compute_only = p, memory_only = p;
+    compute_only.bytes = 0.0;
+    memory_only.flops = 0.0;
+    const double c = roofline_duration_s(compute_only, fit.defaults.compute, fit.defaults.half_efficiency_flops,
+                                         fit.defaults.memory, peaks[i], bandwidth);
+    const double m = roofline_duration_s(memory_only, fit.defaults.compute, fit.defaults.half_efficiency_flops,
+                                         fit.defaults.memory, peaks[i], bandwidth);
+    if (c >= m && p.flops > 0.0)
+      compute_sizes.push_back(p.flops);
+    else if (p.bytes > 0.0)
+      ++memory_points;
+  }
+  const bool free_compute = compute_class && !compute_sizes.empty();
+  const bool free_half = free_compute && distinct_sizes(compute_sizes) >= 2;
+  const bool free_memory = memory_points > 0;
+  if (compute_class && !free_compute)
+    fit.notes.push_back("no compute-bound kernel: compute efficiency kept at the hardware file's value");
+  if (free_compute && !free_half)
+    fit.notes.push_back(
+        "one problem size among the compute-bound kernels: half_efficiency_gflop kept at the "
+        "hardware file's " +
+        format_g(fit.defaults.half_efficiency_flops * 1e-9) + " and only the asymptote fitted");
+  if (!free_memory)
+    fit.notes.push_back(compute_class ? "no memory-bound kernel: memory efficiency kept at the hardware file's value"
+                                      : "no kernel with a byte count: nothing fitted");
+  fit.compute_fitted = free_compute;
+  fit.half_fitted = free_half;
+  fit.memory_fitted = free_memory;
+
+  auto unpack = [&](std::span<const double> x, double& compute, double& half, double& memory) {
+    std::size_t k = 0;
+    compute = free_compute ? logistic(x[k++]) : fit.defaults.compute;
+    half = free_half ? std::exp(x[k++]) : fit.defaults.half_efficiency_flops;
+    memory = free_memory ? logistic(x[k++]) : fit.defaults.memory;
+  };
+  const ResidualFunction residuals = [&](std::span<const double> x, std::span<double> r) {
+    double compute = 0.0, half = 0.0, memory = 0.0;
+    unpack(x, compute, half, memory);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      r[i] = std::log(roofline_duration_s(points[i], compute, half, memory, peaks[i], bandwidth)) -
+             std::log(points[i].duration_s);
+  };
+
+  // A few deterministic starts over F_half (the parameter with the widest plausible range); keep the best.
+  std::vector<std::array<double, 3>> starts;
+  const double median_size = compute_sizes.empty() ? 1e10 : quantile(compute_sizes, 0.5);
+  for (const double half : {median_size * 0.01, median_size * 0.1, median_size, median_size * 10.0})
+    starts.push_back({0.7, half, 0.8});
+  LevenbergMarquardtResult best;
+  bool have_best = false;
+  for (const auto& start : starts) {
+    std::vector<double> x;
+    if (free_compute) x.push_back(logit(start[0]));
+    if (free_half) x.push_back(std::log(start[1]));
+    if (free_memory) x.push_back(logit(start[2]));
+    if (x.empty()) break;
+    LevenbergMarquardtResult result = levenberg_marquardt(residuals, points.size(), x);
+    if (!have_best || result.cost < best.cost) {
+      best = std::move(result);
+      have_best = true;
+    }
+    if (!free_half) break;  // the other parameters are unimodal: one start suffices
+  }
+  if (have_best) unpack(best.params, fit.compute, fit.half_efficiency_flops, fit.memory);
+
+  std::vector<double> measured, predicted;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const KernelSample& p = points[i];
+    measured.push_back(p.duration_s);
+    predicted.push_back(
+        roofline_duration_s(p, fit.compute, fit.half_efficiency_flops, fit.memory, peaks[i], bandwidth));
+    KernelSample memory_only = p;
+    memory_only.flops = 0.0;
+    const double m =
+        roofline_duration_s(memory_only, fit.compute, fit.half_efficiency_flops, fit.memory, peaks[i], bandwidth);
+    (m >= predicted.back() && p.bytes > 0.0 ? fit.memory_bound : fit.compute_bound) += 1;
+  }
+  fit.stats = fit_stats(measured, predicted);
+  // With one problem size the model predicts one time: R² (variance explained across sizes) is undefined.
+  std::vector<double> sizes;
+  for (const auto& p : points) sizes.push_back(p.flops > 0.0 ? p.flops : p.bytes);
+  if (distinct_sizes(sizes) < 2) fit.stats.r2 = std::numeric_limits<double>::quiet_NaN();
+  if ((fit.compute_fitted && fit.compute > 0.999) || (fit.memory_fitted && fit.memory > 0.999))
+    fit.notes.push_back(
+        "an efficiency reached its bound of 1: the kernels are slower than the roofline explains "
+        "(fixed per-kernel cost), so this fit is not meaningful");
+  if (free_half && fit.half_efficiency_flops > 10.0 * fit.max_flops)
+    fit.notes.push_back("F_half lies far above the largest kernel: the asymptote is an extrapolation");
+  return fit;
+}
+
+std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                               const KernelFitOptions& options) {
+  std::vector<KernelClassFit> fits;
+  for (std::size_t c = 0; c < kKernelClassCount; ++c) {
+    const auto kernel_class = static_cast<KernelClass>(c);
+    std::vector<KernelSample> of_class;
+    for (const auto& k : measurements.kernels)
+      if (k.kernel_class == kernel_class) of_class.push_back(k);
+    if (of_class.empty()) continue;
+    if (!is_compute_class(kernel_class)) {
+      KernelClassFit fit = fit_kernel_class(kernel_class, "", of_class, hardware, options);
+      fit.in_profile = fit.memory_fitted;
+      fits.push_back(std::move(fit));
+      continue;
+    }
+    // Compute classes per element type; bf16 and fp16 run on the same tensor units at the same peak on every GPU
+    // chopsim ships, so they are also pooled, and that pooled fit (the training precisions) goes into the profile.
+    std::map<std::string, std::vector<KernelSample>> by_dtype;
+    for (const auto& k : of_class) by_dtype[k.dtype].push_back(k);
+    const bool both = by_dtype.contains("bf16") && by_dtype.contains("fp16");
+    std::vector<KernelClassFit> group;
+    for (const auto& [dtype, samples] : by_dtype)
+      group.push_back(fit_kernel_class(kernel_class, dtype, samples, hardware, options));
+    if (both) {
+      std::vector<KernelSample> pooled = by_dtype["bf16"];
+      pooled.insert(pooled.end(), by_dtype["fp16"].begin(), by_dtype["fp16"].end());
+      group.push_back(fit_kernel_class(kernel_class, "bf16+fp16", pooled, hardware, options));
+    }
+    const std::string chosen = both ? "bf16+fp16" : by_dtype.contains("bf16") ? "bf16" : "fp16";
+    for (auto& fit : group) {
+      fit.in_profile = fit.dtype_group == chosen && (fit.compute_fitted || fit.memory_fitted);
+      fits.push_back(std::move(fit));
+    }
+  }
+  return fits;
+}
+
+LaunchOverheadFit fit_launch_overhead(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                      const KernelFitOptions& options) {
+  LaunchOverheadFit fit;
+  fit.default_s = hardware.launch_overhead_s;
+  fit.max_gap_s = options.max_gap_s;
+  std::vector<double> all;
+  std::set<std::size_t> inputs;
+  for (const auto& stream : measurements.gaps) {
+    if (stream.gaps_s.empty()) continue;
+    ++fit.streams;
+    for (const double gap : stream.gaps_s) {
+      if (gap > options.max_gap_s) {
+        ++fit.long_gaps;
+        fit.long_gap_idle_s += gap;
+      } else {
+        all.push_back(gap);
+      }
+    }
+    inputs.insert(stream.input);
+  }
+  fit.inputs.assign(inputs.begin(), inputs.end());
+  fit.gaps = all.size();
+  if (all.empty()) return fit;
+  fit.fitted = true;
+  double sum = 0.0;
+  for (const double g : all) sum += g;
+  // The mean gap (idle time / records, the figure TraceLens' gpu_timeline gives, without the host stalls): a
+  // per-kernel constant that reproduces the stream's idle time when added to every kernel, as launch_overhead acts.
+  fit.mean_s = sum / static_cast<double>(all.size());
+  fit.median_s = quantile(all, 0.5);
+  fit.p90_s = quantile(all, 0.9);
+  fit.max_s = *std::max_element(all.begin(), all.end());
+  return fit;
+}
+
+}  // namespace chopsim

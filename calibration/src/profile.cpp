@@ -1,0 +1,426 @@
+// The calibration profile (YAML) and the fit report (Markdown). Both are built from CalibrationResult alone, in a
+// fixed order with fixed number formats, so the same inputs give the same bytes.
+
+#include "chopsim/calibration/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/units.hpp"
+
+namespace chopsim {
+
+namespace {
+
+/// 4 significant digits without an exponent (numbers from 1e-4 to 1e6 occur); "-0" folded to "0".
+std::string num(double value, int digits = 4) {
+  if (!std::isfinite(value)) return "nan";
+  if (value == 0.0) return "0";
+  char buffer[64];
+  const double magnitude = std::fabs(value);
+  if (magnitude >= 1e4) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", value);
+  } else {
+    const int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
+    const int decimals = std::max(digits - 1 - exponent, 0);
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    // Trim trailing zeros of the fraction ("0.7000" -> "0.7").
+    std::string text = buffer;
+    if (text.find('.') != std::string::npos) {
+      while (text.back() == '0') text.pop_back();
+      if (text.back() == '.') text.pop_back();
+    }
+    if (text == "-0") return "0";
+    return text;
+  }
+  return buffer;
+}
+
+/// Residuals as percentages with 3 significant digits, below 0.001 % shown as 0 (fits through one point).
+std::string percent(double fraction) {
+  if (!std::isfinite(fraction)) return "-";
+  return (std::fabs(fraction) < 1e-5 ? std::string("0") : num(100.0 * fraction, 3)) + " %";
+}
+/// R² with three decimals; "-" when undefined (one point, or all measured values equal).
+std::string r2(double value) {
+  if (!std::isfinite(value)) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", value);
+  return std::string(buffer) == "-0.000" ? "0.000" : buffer;
+}
+
+/// A byte count with a decimal unit: "2.05 kB", "67.1 MB", "1.71 GB".
+std::string bytes_text(double bytes) {
+  const char* units_[] = {"B", "kB", "MB", "GB", "TB"};
+  int unit = 0;
+  while (bytes >= 1000.0 && unit < 4) {
+    bytes /= 1000.0;
+    ++unit;
+  }
+  return num(bytes, 3) + " " + units_[unit];
+}
+
+std::string stats_comment(const FitStats& s) {
+  if (s.points == 0) return "no points";
+  return std::to_string(s.points) + (s.points == 1 ? " point" : " points") + ", R² " + r2(s.r2) +
+         ", median rel. residual " + percent(s.median_rel_residual) + ", p90 " + percent(s.p90_rel_residual);
+}
+
+std::string input_refs(const std::vector<std::size_t>& inputs) {
+  std::string text;
+  for (const auto i : inputs) text += (text.empty() ? "" : ",") + std::to_string(i + 1);
+  return text.empty() ? "" : "[" + text + "]";
+}
+
+/// "key: value" padded so that comments line up.
+std::string line(int indent, const std::string& key, const std::string& value, const std::string& comment = "") {
+  std::string text(static_cast<std::size_t>(indent), ' ');
+  text += key + ":";
+  if (!value.empty()) text += " " + value;
+  if (!comment.empty()) {
+    if (text.size() < 34) text.resize(34, ' ');
+    text += "  # " + comment;
+  }
+  return text + "\n";
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareReference& hardware,
+                            const KernelFitOptions& kernel_options, NodeLinks node_links) {
+  CalibrationResult result;
+  result.hardware = hardware;
+  result.inputs = measurements.inputs;
+  result.kernel_options = kernel_options;
+  result.kernels = fit_kernel_classes(measurements, hardware, kernel_options);
+  result.launch = fit_launch_overhead(measurements, hardware, kernel_options);
+  result.collectives = fit_collectives(measurements, hardware, node_links);
+  result.telemetry = fit_telemetry(measurements);
+  return result;
+}
+
+std::string render_profile_yaml(const CalibrationResult& result) {
+  std::ostringstream out;
+  const HardwareReference& hw = result.hardware;
+  out << "# chopsim calibration profile for " << hw.name << ", fitted by `chopsim calibrate` (docs/calibration.md)";
+  out << (result.report_label.empty() ? std::string(".\n") : "; fit report: " + result.report_label + "\n");
+  out << "# Inputs (SHA-256 of each file; [n] below refers to them):\n";
+  for (std::size_t i = 0; i < result.inputs.size(); ++i)
+    out << "#   [" << i + 1 << "] " << result.inputs[i].path << " (" << result.inputs[i].kind << ") "
+        << result.inputs[i].sha256 << "\n";
+  out << "# `kernels`, `intra_node_link` and `nic` override the keys of the same name and unit in the hardware file\n"
+         "# (docs/configs.md); keys not written here keep the hardware file's values. `collectives` holds run-level\n"
+         "# collective-model parameters (a run's `collectives:` section). `telemetry_fit` is informational.\n";
+  out << line(0, "profile_version", std::to_string(kCalibrationProfileVersion));
+  out << line(0, "hardware", hw.name);
+
+  // kernels
+  std::vector<const KernelClassFit*> in_profile;
+  for (const auto& fit : result.kernels)
+    if (fit.in_profile) in_profile.push_back(&fit);
+  if (result.launch.fitted || !in_profile.empty()) {
+    out << line(0, "kernels", "");
+    if (result.launch.fitted)
+      out << line(2, "launch_overhead_us", num(result.launch.mean_s / units::kMicrosecond),
+                  "mean gap between GPU records on a stream (gaps <= " + num(result.launch.max_gap_s * 1e6) + " µs), " +
+                      std::to_string(result.launch.gaps) + " gaps " + input_refs(result.launch.inputs) +
+                      "; file: " + num(result.launch.default_s * 1e6));
+    if (!in_profile.empty()) {
+      out << line(2, "efficiency", "");
+      for (const KernelClassFit* fit : in_profile) {
+        std::string what = fit->dtype_group.empty() ? std::string() : fit->dtype_group + ", ";
+        out << line(4, std::string(kernel_class_name(fit->kernel_class)), "",
+                    what + stats_comment(fit->stats) + " " + input_refs(fit->inputs));
+        if (fit->compute_fitted) out << line(6, "compute", num(fit->compute), "file: " + num(fit->defaults.compute));
+        if (fit->memory_fitted) out << line(6, "memory", num(fit->memory), "file: " + num(fit->defaults.memory));
+        if (fit->half_fitted)
+          out << line(6, "half_efficiency_gflop", num(fit->half_efficiency_flops / units::kGiga),
+                      "file: " + num(fit->defaults.half_efficiency_flops / units::kGiga));
+      }
+    }
+  }
+  const CollectiveCalibration& c = result.collectives;
+  if (c.link_bandwidth_fitted) {
+    out << line(0, "intra_node_link", "");
+    out << line(2, "bandwidth_gb_s", num(c.link_bandwidth_bytes_per_s / units::kGiga),
+                "per link, one direction; file: " + num(hw.intra_node_link_bandwidth_bytes_per_s / units::kGiga));
+  }
+  if (c.nic_bandwidth_fitted) {
+    out << line(0, "nic", "");
+    out << line(2, "bandwidth_gbit_s", num(c.nic_bandwidth_bytes_per_s * 8.0 / units::kGiga),
+                "one direction; file: " + num(hw.nic_bandwidth_bytes_per_s * 8.0 / units::kGiga));
+  }
+  if (c.step_latency_fitted) {
+    out << line(0, "collectives", "");
+    out << line(2, "step_latency_us", num(c.step_latency_s / units::kMicrosecond),
+                "per algorithm step on top of the link latency; default 2");
+  }
+  const TelemetryFit& t = result.telemetry;
+  if (t.power_fitted || t.thermal_fitted || t.idle_points > 0) {
+    out << line(
+        0, "telemetry_fit", "",
+        "informational: measured " + std::to_string(t.gpus) + " GPUs " + input_refs(t.inputs) + "; not read by runs");
+    if (t.idle_points > 0)
+      out << line(
+          2, "idle_power_w", num(t.idle_power_w),
+          "median at activity <= 1 %, " + std::to_string(t.idle_points) + " readings; file: " + num(hw.idle_power_w));
+    if (t.load_points > 0)
+      out << line(2, "load_power_w", num(t.load_power_w),
+                  "median at activity >= 90 %, " + std::to_string(t.load_points) + " readings; TDP " + num(hw.tdp_w));
+    if (t.power_fitted) {
+      out << line(2, "power_at_zero_activity_w", num(t.power_at_zero_activity_w), "P = p0 + p1 * activity");
+      out << line(2, "power_per_activity_w", num(t.power_per_activity_w), stats_comment(t.power_stats));
+    }
+    if (t.thermal_fitted) {
+      out << line(2, "thermal_sensor", t.sensor);
+      out << line(2, "thermal_ambient_c", num(t.ambient_c), "fitted steady state T = ambient + R * P");
+      out << line(2, "thermal_resistance_k_per_w", num(t.resistance_k_per_w),
+                  "file: " + num(hw.thermal_resistance_k_per_w));
+      out << line(2, "thermal_time_constant_s", num(t.time_constant_s),
+                  "file: " + num(hw.thermal_resistance_k_per_w * hw.thermal_capacitance_j_per_k));
+      out << line(2, "thermal_capacitance_j_per_k", num(t.capacitance_j_per_k),
+                  "tau / R; file: " + num(hw.thermal_capacitance_j_per_k));
+      out << line(2, "thermal_fit_points", std::to_string(t.thermal_stats.points),
+                  "R² " + r2(t.thermal_stats.r2) + ", median abs. error " + num(t.thermal_median_abs_k, 2) +
+                      " K, p90 " + num(t.thermal_p90_abs_k, 2) + " K; at power steps median " +
+                      num(t.thermal_step_median_abs_k, 2) + " K");
+    }
+  }
+  return out.str();
+}
+
+std::string render_fit_report(const CalibrationResult& result) {
+  std::ostringstream out;
+  const HardwareReference& hw = result.hardware;
+  const double clock = result.kernel_options.clock_hz > 0.0 ? result.kernel_options.clock_hz : hw.rated_clock_hz;
+  out << "# Calibration fit report: " << hw.name << "\n\n";
+  out << "Written by `chopsim calibrate` (docs/calibration.md explains the fits). Hardware file: `" << hw.path
+      << "`. Relative residual = |model - measured| / measured; R² is taken on log durations (the fits minimise "
+         "relative errors), except for the thermal fit (on temperature).\n\n";
+
+  out << "## Inputs\n\n| # | file | kind | SHA-256 | kernels | collectives | gaps | telemetry |\n"
+         "|---|---|---|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < result.inputs.size(); ++i) {
+    const InputFile& f = result.inputs[i];
+    out << "| " << i + 1 << " | `" << f.path << "` | " << f.kind << " | `" << f.sha256.substr(0, 16) << "…` | "
+        << f.kernels << " | " << f.collectives << " | " << f.gaps << " | " << f.telemetry << " |\n";
+  }
+  bool any_note = false;
+  for (std::size_t i = 0; i < result.inputs.size(); ++i)
+    for (const auto& note : result.inputs[i].notes) {
+      if (!any_note) out << "\n";
+      any_note = true;
+      out << "* [" << i + 1 << "] " << note << "\n";
+    }
+  out << "\n## Roofline constants\n\n"
+      << "Peaks (dense) at the measurement clock " << num(clock / units::kMega) << " MHz (rated "
+      << num(hw.rated_clock_hz / units::kMega) << " MHz): ";
+  bool first = true;
+  for (const auto& [dtype, peak] : hw.peak_flops_per_s) {
+    if (peak <= 0.0) continue;
+    out << (first ? "" : ", ") << dtype << " " << num(peak * clock / hw.rated_clock_hz / units::kTera) << " TFLOP/s";
+    first = false;
+  }
+  out << "; HBM " << num(hw.hbm_bandwidth_bytes_per_s / units::kTera) << " TB/s. Kernels shorter than "
+      << num(result.kernel_options.min_duration_s / units::kMicrosecond)
+      << " µs are left out of the efficiency fits.\n\n";
+
+  out << "## Kernel efficiencies\n\n"
+         "Model: d = max(F / (P · η_max · F / (F + F_half)), B / (BW · η_m)), fitted by Levenberg-Marquardt on log "
+         "durations. Values in parentheses are the hardware file's; **bold** rows are written to the profile.\n\n"
+         "| class | dtype | points (short, left out) | compute / memory-bound | R² | median | p90 | η_max | "
+         "F_half (GFLOP) | η_m |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& fit : result.kernels) {
+    const std::string b = fit.in_profile ? "**" : "";
+    auto value = [&](bool fitted, double v, double d, double scale) {
+      return (fitted ? b + num(v / scale) + b : std::string("—")) + " (" + num(d / scale) + ")";
+    };
+    out << "| " << b << kernel_class_name(fit.kernel_class) << b << " | "
+        << (fit.dtype_group.empty() ? "—" : fit.dtype_group) << " | " << fit.stats.points << " (" << fit.excluded_short
+        << ") | " << fit.compute_bound << " / " << fit.memory_bound << " | "
+        << (fit.stats.points > 0 ? r2(fit.stats.r2) : "-") << " | "
+        << (fit.stats.points > 0 ? percent(fit.stats.median_rel_residual) : "-") << " | "
+        << (fit.stats.points > 0 ? percent(fit.stats.p90_rel_residual) : "-") << " | "
+        << value(fit.compute_fitted, fit.compute, fit.defaults.compute, 1.0) << " | "
+        << value(fit.half_fitted, fit.half_efficiency_flops, fit.defaults.half_efficiency_flops, units::kGiga) << " | "
+        << value(fit.memory_fitted, fit.memory, fit.defaults.memory, 1.0) << " |\n";
+  }
+  bool notes = false;
+  for (const auto& fit : result.kernels) {
+    std::string sizes;
+    if (fit.stats.points > 0) {
+      if (fit.max_flops > 0.0)
+        sizes += "F " + num(fit.min_flops / units::kGiga, 3) + "–" + num(fit.max_flops / units::kGiga, 3) + " GFLOP";
+      if (fit.max_bytes > 0.0)
+        sizes += std::string(sizes.empty() ? "" : ", ") + "B " + num(fit.min_bytes / units::kMega, 3) + "–" +
+                 num(fit.max_bytes / units::kMega, 3) + " MB";
+    }
+    std::string text = sizes;
+    for (const auto& n : fit.notes) text += (text.empty() ? "" : "; ") + n;
+    if (text.empty()) continue;
+    if (!notes) out << "\n";
+    notes = true;
+    out << "* " << kernel_class_name(fit.kernel_class) << (fit.dtype_group.empty() ? "" : " " + fit.dtype_group) << " "
+        << input_refs(fit.inputs) << ": " << text << "\n";
+  }
+
+  out << "\n## Launch overhead\n\n";
+  const LaunchOverheadFit& l = result.launch;
+  if (l.fitted)
+    out << "Gaps between consecutive GPU records on a stream " << input_refs(l.inputs) << ": " << l.gaps << " gaps on "
+        << l.streams << " streams; mean **" << num(l.mean_s * 1e6) << " µs** (the profile's "
+        << "`launch_overhead_us`; hardware file " << num(l.default_s * 1e6) << " µs), median " << num(l.median_s * 1e6)
+        << " µs, p90 " << num(l.p90_s * 1e6) << " µs, max " << num(l.max_s * 1e6) << " µs. " << l.long_gaps
+        << " gaps longer than " << num(l.max_gap_s * 1e6) << " µs (" << num(l.long_gap_idle_s * 1e6)
+        << " µs of idle time in all) are host stalls and left out.\n";
+  else
+    out << "No input has a kernel timeline (a trace or store): `launch_overhead_us` keeps the hardware file's "
+        << num(l.default_s * 1e6) << " µs.\n";
+
+  out << "\n## Collectives\n\nt = a + b·S per (kind, GPUs, scope), least squares of relative errors; bus bandwidth "
+         "= factor / b as nccl-tests reports it (all-reduce 2(n−1)/n, all-gather and reduce-scatter (n−1)/n, "
+         "send/recv 1).\n\n";
+  const CollectiveCalibration& c = result.collectives;
+  if (c.fits.empty()) {
+    out << "No collective measurements.\n";
+  } else {
+    out << "| kind | GPUs | scope | points | sizes | a (µs) | bus bandwidth (GB/s) | R² | median | p90 |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& f : c.fits)
+      out << "| " << collective_kind_name(f.kind) << " | " << f.group_size << " | " << to_string(f.scope) << " | "
+          << f.points << " | " << bytes_text(f.min_bytes) << " – " << bytes_text(f.max_bytes) << " | "
+          << num(f.alpha_s * 1e6) << (f.latency_fitted ? "" : " (not a latency)") << " | "
+          << (f.bandwidth_fitted ? num(f.bus_bandwidth_bytes_per_s / units::kGiga) : std::string("—")) << " | "
+          << r2(f.stats.r2) << " | " << percent(f.stats.median_rel_residual) << " | "
+          << percent(f.stats.p90_rel_residual) << " |\n";
+    bool fit_notes = false;
+    for (const auto& f : c.fits)
+      for (const auto& n : f.notes) {
+        if (!fit_notes) out << "\n";
+        fit_notes = true;
+        out << "* " << collective_kind_name(f.kind) << " on " << f.group_size << " GPUs (" << to_string(f.scope) << ") "
+            << input_refs(f.inputs) << ": " << n << "\n";
+      }
+    out << "\nProfile values (node links: " << (c.node_links == NodeLinks::nvswitch ? "NVSwitch" : "xGMI full mesh")
+        << "):\n\n";
+    if (c.link_bandwidth_fitted)
+      out << "* `intra_node_link.bandwidth_gb_s` **" << num(c.link_bandwidth_bytes_per_s / units::kGiga)
+          << "** (hardware file " << num(hw.intra_node_link_bandwidth_bytes_per_s / units::kGiga)
+          << "): " << c.link_bandwidth_from << ".\n";
+    else
+      out << "* `intra_node_link.bandwidth_gb_s`: file value kept: "
+          << (c.link_bandwidth_from.empty() ? std::string("no intra-node ring collective with a bandwidth")
+                                            : c.link_bandwidth_from)
+          << ".\n";
+    if (c.step_latency_fitted)
+      out << "* `collectives.step_latency_us` **" << num(c.step_latency_s * 1e6) << "** (default 2; per-step α "
+          << num(c.per_step_alpha_s * 1e6) << " µs): " << c.step_latency_from
+          << ". The link latency (`intra_node_link.latency_us`) keeps the hardware file's value: timings give only "
+             "their sum.\n";
+    else
+      out << "* `collectives.step_latency_us`: default kept: "
+          << (c.step_latency_from.empty() ? std::string("no intra-node ring collective with small messages")
+                                          : c.step_latency_from)
+          << ".\n";
+    if (c.nic_bandwidth_fitted)
+      out << "* `nic.bandwidth_gbit_s` **" << num(c.nic_bandwidth_bytes_per_s * 8.0 / units::kGiga)
+          << "** (hardware file " << num(hw.nic_bandwidth_bytes_per_s * 8.0 / units::kGiga)
+          << "): " << c.nic_bandwidth_from << ".\n";
+    if (!c.checks.empty()) {
+      out << "\nchopsim's alpha-beta time with the profile's values (route latency "
+          << num(hw.intra_node_link_latency_s * 1e6)
+          << " µs + step latency per step, bandwidth of the links a ring drives) against the measurements:\n\n"
+             "| kind | GPUs | points | R² | median | p90 |\n|---|---|---|---|---|---|\n";
+      for (const auto& check : c.checks)
+        out << "| " << collective_kind_name(check.kind) << " | " << check.group_size << " | " << check.stats.points
+            << " | " << r2(check.stats.r2) << " | " << percent(check.stats.median_rel_residual) << " | "
+            << percent(check.stats.p90_rel_residual) << " |\n";
+    }
+  }
+
+  out << "\n## Telemetry\n\n";
+  const TelemetryFit& t = result.telemetry;
+  if (t.gpus == 0) {
+    out << "No telemetry.\n";
+  } else {
+    out << "Readings joined per GPU on the absolute clock " << input_refs(t.inputs) << ", " << t.gpus
+        << " GPUs (the section `telemetry_fit` of the profile).\n\n| quantity | value | from | hardware file |\n"
+           "|---|---|---|---|\n";
+    if (t.idle_points > 0)
+      out << "| idle power | " << num(t.idle_power_w) << " W | median of " << t.idle_points
+          << " readings at activity ≤ 1 % | " << num(hw.idle_power_w) << " W |\n";
+    if (t.load_points > 0)
+      out << "| load power | " << num(t.load_power_w) << " W | median of " << t.load_points
+          << " readings at activity ≥ 90 % | TDP " << num(hw.tdp_w) << " W |\n";
+    if (t.power_fitted)
+      out << "| P = p0 + p1·activity | p0 " << num(t.power_at_zero_activity_w) << " W, p1 "
+          << num(t.power_per_activity_w) << " W | " << stats_comment(t.power_stats) << " | — |\n";
+    if (t.thermal_fitted) {
+      out << "| thermal resistance (" << t.sensor << ") | " << num(t.resistance_k_per_w) << " K/W | "
+          << t.thermal_stats.points << " consecutive readings, R² " << r2(t.thermal_stats.r2) << " (temperature), "
+          << "median abs. error " << num(t.thermal_median_abs_k, 2) << " K, p90 " << num(t.thermal_p90_abs_k, 2)
+          << " K; median / p90 relative error of the rise above ambient "
+          << percent(t.thermal_stats.median_rel_residual) << " / " << percent(t.thermal_stats.p90_rel_residual) << " | "
+          << num(hw.thermal_resistance_k_per_w) << " K/W |\n";
+      if (t.thermal_step_points > 0)
+        out << "| thermal error at power steps > 100 W | median " << num(t.thermal_step_median_abs_k, 2) << " K, p90 "
+            << num(t.thermal_step_p90_abs_k, 2) << " K | " << t.thermal_step_points << " readings | — |\n";
+      out << "| thermal time constant | " << num(t.time_constant_s) << " s | same fit | "
+          << num(hw.thermal_resistance_k_per_w * hw.thermal_capacitance_j_per_k) << " s |\n";
+      out << "| thermal capacitance | " << num(t.capacitance_j_per_k) << " J/K | τ / R | "
+          << num(hw.thermal_capacitance_j_per_k) << " J/K |\n";
+      out << "| ambient (fitted intercept) | " << num(t.ambient_c) << " °C | same fit | — |\n";
+    }
+    for (const auto& n : t.notes) out << "\n* " << n;
+    if (!t.notes.empty()) out << "\n";
+  }
+  return out.str();
+}
+
+CalibrationResult run_calibration(const CalibrateOptions& options) {
+  if (options.output.empty())
+    throw InputError(SourceLocation{"command line"}, "-o", "no output file named",
+                     "write -o calibration/profiles/NAME.yaml");
+  for (const auto* path : {&options.output, options.report ? &*options.report : nullptr}) {
+    if (path == nullptr) continue;
+    const auto folder = path->parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder))
+      throw InputError(SourceLocation{"command line"}, "", "the folder of " + path->string() + " does not exist",
+                       "create it first");
+  }
+  if (options.min_kernel_s < 0.0)
+    throw InputError(SourceLocation{"command line"}, "--min-kernel-us", "must not be negative", "write e.g. 10");
+  if (!(options.max_gap_s > 0.0))
+    throw InputError(SourceLocation{"command line"}, "--max-gap-us", "must be positive", "write e.g. 100");
+  const HardwareReference hardware = load_hardware_reference(options.hardware, options.configs_dir);
+  LoadOptions load;
+  load.gpus_per_node = options.gpus_per_node;
+  const MeasurementSet measurements = load_measurements(options.inputs, load);
+  KernelFitOptions kernel_options;
+  kernel_options.clock_hz = options.clock_hz;
+  kernel_options.min_duration_s = options.min_kernel_s;
+  kernel_options.max_gap_s = options.max_gap_s;
+  CalibrationResult result =
+      calibrate(measurements, hardware, kernel_options, options.node_links.value_or(hardware.default_node_links()));
+  if (options.report) result.report_label = options.report->string();
+  const std::string yaml = render_profile_yaml(result);
+  const std::string report = options.report ? render_fit_report(result) : std::string();
+  AtomicOutputSet outputs;
+  const auto write = [&](const std::filesystem::path& final_path, const std::string& content) {
+    const auto temporary = outputs.stage(final_path);
+    auto out = open_for_writing(temporary);
+    out << content;
+    out.close();
+    if (!out) throw OutputError("cannot write " + temporary.string());
+  };
+  write(options.output, yaml);
+  if (options.report) write(*options.report, report);
+  outputs.commit();
+  return result;
+}
+
+}  // namespace chopsim

@@ -1,0 +1,181 @@
+// Calibration round trip for kernels: records generated from known roofline parameters (with and without seeded
+// multiplicative noise) are fitted, and the parameters come back within tolerance. The generator below writes the
+// model out independently of the library's roofline_duration_s.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "calibration_test_support.hpp"
+#include "chopsim/calibration/fits.hpp"
+
+namespace chopsim {
+namespace {
+
+struct Truth {
+  double eta_max = 0.72;
+  double f_half = 6e9;
+  double eta_m = 0.85;
+};
+
+/// GEMM shapes from decode-like (M = 16, memory-bound) to large training GEMMs, bf16.
+std::vector<KernelSample> gemm_samples(const Truth& truth, const HardwareReference& hw, double sigma,
+                                       std::uint64_t seed) {
+  test::Noise noise(sigma, seed);
+  std::vector<KernelSample> samples;
+  for (double m = 16.0; m <= 16384.0; m *= 2.0)
+    for (const double n : {1024.0, 2048.0, 4096.0, 8192.0})
+      for (const double k : {1024.0, 4096.0, 8192.0}) {
+        KernelSample s;
+        s.kernel_class = KernelClass::gemm;
+        s.dtype = "bf16";
+        s.flops = 2.0 * m * n * k;
+        s.bytes = 2.0 * (m * k + k * n + m * n);
+        const double eta = truth.eta_max * s.flops / (s.flops + truth.f_half);
+        const double compute = s.flops / (hw.peak_for("bf16") * eta);
+        const double memory = s.bytes / (hw.hbm_bandwidth_bytes_per_s * truth.eta_m);
+        s.duration_s = std::max(compute, memory) * noise();
+        samples.push_back(s);
+      }
+  return samples;
+}
+
+KernelFitOptions no_cutoff() {
+  KernelFitOptions options;
+  options.min_duration_s = 0.0;
+  return options;
+}
+
+TEST(KernelRoundTrip, GemmWithoutNoiseIsExact) {
+  const auto hw = test::round_hardware();
+  const Truth truth;
+  const auto samples = gemm_samples(truth, hw, 0.0, 1);
+  const KernelClassFit fit = fit_kernel_class(KernelClass::gemm, "bf16", samples, hw, no_cutoff());
+  ASSERT_TRUE(fit.compute_fitted && fit.half_fitted && fit.memory_fitted);
+  EXPECT_NEAR(fit.compute, truth.eta_max, 1e-4 * truth.eta_max);
+  EXPECT_NEAR(fit.half_efficiency_flops, truth.f_half, 1e-3 * truth.f_half);
+  EXPECT_NEAR(fit.memory, truth.eta_m, 1e-4 * truth.eta_m);
+  EXPECT_EQ(fit.stats.points, samples.size());
+  EXPECT_GT(fit.stats.r2, 0.999999);
+  EXPECT_LT(fit.stats.p90_rel_residual, 1e-4);
+  EXPECT_GT(fit.memory_bound, 0u);  // the M = 16 shapes
+  EXPECT_GT(fit.compute_bound, fit.memory_bound);
+}
+
+TEST(KernelRoundTrip, GemmWithFivePercentNoise) {
+  const auto hw = test::round_hardware();
+  const Truth truth;
+  for (const std::uint64_t seed : {7u, 8u, 9u}) {
+    const auto samples = gemm_samples(truth, hw, 0.05, seed);
+    const KernelClassFit fit = fit_kernel_class(KernelClass::gemm, "bf16", samples, hw, no_cutoff());
+    EXPECT_NEAR(fit.compute, truth.eta_max, 0.03 * truth.eta_max) << "seed " << seed;
+    EXPECT_NEAR(fit.half_efficiency_flops, truth.f_half, 0.25 * truth.f_half) << "seed " << seed;
+    EXPECT_NEAR(fit.memory, truth.eta_m, 0.04 * truth.eta_m) << "seed " << seed;
+    // The residuals are the noise: median |e^x - 1| of N(0, 0.05) is about 3.4 %.
+    EXPECT_NEAR(fit.stats.median_rel_residual, 0.034, 0.015) << "seed " << seed;
+  }
+}
+
+TEST(KernelRoundTrip, ShortKernelsAreLeftOut) {
+  const auto hw = test::round_hardware();
+  const auto samples = gemm_samples(Truth{}, hw, 0.0, 1);
+  KernelFitOptions options;
+  options.min_duration_s = 50e-6;
+  const std::size_t short_ones = static_cast<std::size_t>(
+      std::count_if(samples.begin(), samples.end(), [](const KernelSample& s) { return s.duration_s < 50e-6; }));
+  ASSERT_GT(short_ones, 0u);
+  const KernelClassFit fit = fit_kernel_class(KernelClass::gemm, "bf16", samples, hw, options);
+  EXPECT_EQ(fit.excluded_short, short_ones);
+  EXPECT_EQ(fit.stats.points, samples.size() - short_ones);
+}
+
+TEST(KernelRoundTrip, ClockScalesTheEfficiency) {
+  // Measured at 1.5 GHz instead of the rated 1.8 GHz: the same times mean a higher efficiency of the lower peak.
+  const auto hw = test::round_hardware();
+  const auto samples = gemm_samples(Truth{}, hw, 0.0, 1);
+  KernelFitOptions options = no_cutoff();
+  options.clock_hz = 1.5e9;
+  const KernelClassFit fit = fit_kernel_class(KernelClass::gemm, "bf16", samples, hw, options);
+  EXPECT_NEAR(fit.compute, 0.72 * 1.8 / 1.5, 1e-3);
+}
+
+TEST(KernelRoundTrip, OneProblemSizeKeepsHalfEfficiencyAtTheDefault) {
+  const auto hw = test::round_hardware();
+  std::vector<KernelSample> samples;
+  for (int i = 0; i < 5; ++i) {
+    KernelSample s;
+    s.kernel_class = KernelClass::attention;
+    s.dtype = "bf16";
+    s.flops = 20e9;
+    s.bytes = 50e6;
+    s.duration_s = 20e9 / (1000e12 * 0.4 * 20.0 / 30.0);  // eta_max 0.4 with the default F_half of 10 GFLOP
+    samples.push_back(s);
+  }
+  const KernelClassFit fit = fit_kernel_class(KernelClass::attention, "bf16", samples, hw, no_cutoff());
+  EXPECT_TRUE(fit.compute_fitted);
+  EXPECT_FALSE(fit.half_fitted);
+  EXPECT_FALSE(fit.memory_fitted);
+  EXPECT_DOUBLE_EQ(fit.half_efficiency_flops, 10e9);
+  EXPECT_NEAR(fit.compute, 0.4, 1e-6);
+  EXPECT_TRUE(std::isnan(fit.stats.r2));  // one size: nothing to explain
+  ASSERT_FALSE(fit.notes.empty());
+  EXPECT_NE(fit.notes.front().find("one problem size"), std::string::npos);
+}
+
+TEST(KernelRoundTrip, MemoryBoundClassWithNoise) {
+  const auto hw = test::round_hardware();
+  test::Noise noise(0.05, 42);
+  std::vector<KernelSample> samples;
+  for (double bytes = 10e6; bytes < 2e9; bytes *= 1.3) {
+    KernelSample s;
+    s.kernel_class = KernelClass::elementwise;
+    s.bytes = bytes;
+    s.duration_s = bytes / (3e12 * 0.65) * noise();
+    samples.push_back(s);
+  }
+  const KernelClassFit fit = fit_kernel_class(KernelClass::elementwise, "", samples, hw, no_cutoff());
+  EXPECT_FALSE(fit.compute_fitted);
+  ASSERT_TRUE(fit.memory_fitted);
+  EXPECT_NEAR(fit.memory, 0.65, 0.02);
+  EXPECT_EQ(fit.memory_bound, samples.size());
+}
+
+TEST(KernelRoundTrip, ClassesPooledAndMarkedForTheProfile) {
+  const auto hw = test::round_hardware();
+  MeasurementSet set;
+  auto bf16 = gemm_samples(Truth{}, hw, 0.0, 1);
+  auto fp16 = gemm_samples(Truth{}, hw, 0.0, 1);
+  for (auto& s : fp16) s.dtype = "fp16";
+  auto fp32 = gemm_samples(Truth{}, hw, 0.0, 1);
+  for (auto& s : fp32) s.dtype = "fp32";
+  for (auto* group : {&bf16, &fp16, &fp32}) set.kernels.insert(set.kernels.end(), group->begin(), group->end());
+  const auto fits = fit_kernel_classes(set, hw, no_cutoff());
+  std::vector<std::string> groups, chosen;
+  for (const auto& f : fits) {
+    groups.push_back(f.dtype_group);
+    if (f.in_profile) chosen.push_back(f.dtype_group);
+  }
+  EXPECT_EQ(groups, (std::vector<std::string>{"bf16", "fp16", "fp32", "bf16+fp16"}));
+  EXPECT_EQ(chosen, (std::vector<std::string>{"bf16+fp16"}));
+  EXPECT_NEAR(fits.back().compute, 0.72, 1e-4);
+}
+
+TEST(LaunchOverhead, MeanOfGapsWithoutHostStalls) {
+  const auto hw = test::round_hardware();
+  MeasurementSet set;
+  LaunchGaps gaps;
+  gaps.gaps_s = {1e-6, 2e-6, 3e-6, 2e-6, 5e-3};  // one 5 ms host stall
+  set.gaps.push_back(gaps);
+  const LaunchOverheadFit fit = fit_launch_overhead(set, hw, KernelFitOptions{});
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_EQ(fit.gaps, 4u);
+  EXPECT_EQ(fit.long_gaps, 1u);
+  EXPECT_NEAR(fit.mean_s, 2e-6, 1e-15);
+  EXPECT_NEAR(fit.median_s, 2e-6, 1e-15);
+  EXPECT_FALSE(fit_launch_overhead(MeasurementSet{}, hw, KernelFitOptions{}).fitted);
+}
+
+}  // namespace
+}  // namespace chopsim
