@@ -213,6 +213,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     o.read("dp", train.overlap.dp);
     o.read("fsdp", train.overlap.fsdp);
     o.read("tp", train.overlap.tp);
+    o.read("tp_backward", train.overlap.tp_backward);
     o.read("pp", train.overlap.pp);
     o.read("cp", train.overlap.cp);
     o.read("ep", train.overlap.ep);
@@ -222,6 +223,13 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   // MiB, as PyTorch DDP's bucket_cap_mb and NeMo's bucket_cap_mb.
   t.read("dp_bucket_mb", train.dp_bucket_bytes, units::kMiB, kPositiveReal, "MiB");
   t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");
+  t.read("attention", train.attention);
+  t.read("gradient_accumulation_fusion", train.gradient_accumulation_fusion);
+  t.read("cross_entropy_fusion", train.cross_entropy_fusion);
+  t.read("grad_clip", train.grad_clip);
+  t.read("log_num_zeros_in_grad", train.log_num_zeros_in_grad);
+  t.read("log_params_norm", train.log_params_norm);
+  t.read_choice<bool>("fsdp_reduce_dtype", train.fsdp_reduce_fp32, {{"bf16", false}, {"fp32", true}});
 }
 
 void decode_collectives(Mapping& c, CollectiveParams& params) {

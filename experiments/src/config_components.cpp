@@ -114,6 +114,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
           [&](Mapping& link) {
             link.read("bandwidth_gb_s", hw.intra_node_link_bandwidth_bytes_per_s, kGiga, kPositiveReal,
                       "GB/s per link per direction", need);
+            link.read("efficiency", hw.intra_node_link_efficiency, 1.0, kFraction, "");
             link.read("links_per_gpu", hw.intra_node_links_per_gpu, kPositiveInt, need);
             link.read("latency_us", hw.intra_node_link_latency_s, kMicrosecond, kNonNegativeReal, "µs", need);
           });
@@ -124,6 +125,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
     nic.read("bandwidth_gbit_s", hw.nic_bandwidth_bytes_per_s, kGigabitPerSecond, kPositiveReal, "Gbit/s per direction",
              need);
     nic.read("latency_us", hw.nic_latency_s, kMicrosecond, kNonNegativeReal, "µs", need);
+    nic.read("efficiency", hw.nic_efficiency, 1.0, kFraction, "");
   });
 
   section(m, "package", Need::optional, "", [&](Mapping& package) {
@@ -154,6 +156,26 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                         });
               }
             });
+            // Named attention kernels: each entry is a full efficiency (compute required; memory and
+            // half_efficiency_gflop default to the attention class's).
+            if (kernels.has("attention_implementations")) {
+              const YAML::Node node = kernels.value("attention_implementations");
+              Mapping implementations = kernels.child("attention_implementations");
+              for (const auto& entry : node) {
+                const std::string name = entry.first.as<std::string>();
+                const KernelEfficiency& base = hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)];
+                KernelEfficiency e =
+                    hw.attention_implementations.count(name) ? hw.attention_implementations.at(name) : base;
+                const bool known = hw.attention_implementations.count(name) > 0;
+                section(implementations, name, Need::optional, "", [&](Mapping& impl) {
+                  impl.read("compute", e.compute, 1.0, kFraction, "", known ? Need::optional : Need::required);
+                  impl.read("memory", e.memory, 1.0, kFraction, "");
+                  impl.read("half_efficiency_gflop", e.half_efficiency_flops, kGiga, kNonNegativeReal, "GFLOP");
+                });
+                hw.attention_implementations[name] = e;
+              }
+              implementations.finish();
+            }
           });
 }
 
@@ -233,6 +255,9 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("tied_embeddings", model.tied_embeddings, need);
   m.read("causal", model.causal);
   m.read("dropout", model.dropout);
+  m.read_choice<PositionEmbedding>(
+      "position_embedding", model.position_embedding,
+      {{"rope", PositionEmbedding::rope}, {"learned", PositionEmbedding::learned}, {"none", PositionEmbedding::none}});
 }
 
 void check_model(const TransformerSpec& model, const Locator& locate, std::string_view prefix) {

@@ -217,6 +217,17 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
                    " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
                "use a precision the GPU supports (bf16 everywhere)");
+  if (!train.attention.empty() && run.hardware.attention_implementations.count(train.attention) == 0) {
+    std::vector<std::string> names;
+    for (const auto& [name, efficiency] : run.hardware.attention_implementations) names.push_back(name);
+    const std::string suggestion = closest_match(train.attention, names);
+    rules.fail("training.attention",
+               "hardware '" + run.hardware.name + "' defines no attention implementation '" + train.attention +
+                   "' (kernels.attention_implementations: " + (names.empty() ? std::string("none") : join(names)) + ")",
+               suggestion.empty() ? "remove training.attention (the hardware's default attention efficiency), or add "
+                                    "the implementation to the hardware file with its source"
+                                  : "did you mean '" + suggestion + "'?");
+  }
 
   // Power.
   const auto& power = run.power;

@@ -85,7 +85,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const Workload workload = build_workload(run.model, run.parallelism, run.training);
     const Topology topology =
         build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
-    const auto compute = registries.compute.create(run.compute_model, run.hardware.compute);
+    const auto compute =
+        registries.compute.create(run.compute_model, compute_params_for(run.hardware, run.training.attention));
     const auto collectives = registries.collective.create(run.collective_model, run.collectives);
     const auto engine = registries.engine.create(run.engine, run.engine_options);
 

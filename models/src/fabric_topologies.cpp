@@ -6,7 +6,8 @@
 //   leaf_downlinks * nic_bandwidth / oversubscription, split over S = round(capacity / uplink_bandwidth) uplinks of
 //   capacity / S each (uplink_bandwidth = FabricSpec::uplink_bandwidth, or one NIC's rate when 0), one to each of S
 //   spines. Oversubscription 2 thus halves what all NICs of a leaf can send off the leaf at once; one flow alone
-//   still runs at the NIC rate.
+//   still runs at the NIC rate. (nic_bandwidth is the nominal rate here; the NIC's own link carries
+//   nic_bandwidth * nic_efficiency, what collectives achieve over it.)
 // * Two levels while the spines' ports suffice: a spine is the same switch as a leaf, radix 2 * leaf_downlinks, so up
 //   to 2 * leaf_downlinks leaves (2048 NICs with 32-port leaf halves, as the 64-port switches of a DGX SuperPOD).
 // * Three levels beyond that: pods of leaf_downlinks leaves, each with its own S pod spines; pod spine j of every pod
@@ -72,9 +73,12 @@ FabricParams fabric_params(const std::vector<std::vector<int>>& nics, const Clus
   if (!(fabric.oversubscription > 0.0)) throw ModelError("topology: fabric oversubscription must be positive");
   FabricParams p;
   p.downlinks = fabric.leaf_downlinks;
-  p.nic_bandwidth = hardware.nic_bandwidth_bytes_per_s;
-  const double capacity = p.downlinks * p.nic_bandwidth / fabric.oversubscription;
-  const double link = fabric.uplink_bandwidth_bytes_per_s > 0.0 ? fabric.uplink_bandwidth_bytes_per_s : p.nic_bandwidth;
+  // Switch ports are sized from the nominal NIC rate; the NIC's own link carries what collectives achieve over it
+  // (HardwareSpec::nic_efficiency).
+  const double nominal_nic = hardware.nic_bandwidth_bytes_per_s;
+  p.nic_bandwidth = nominal_nic * hardware.nic_efficiency;
+  const double capacity = p.downlinks * nominal_nic / fabric.oversubscription;
+  const double link = fabric.uplink_bandwidth_bytes_per_s > 0.0 ? fabric.uplink_bandwidth_bytes_per_s : nominal_nic;
   p.uplinks = std::max(1, static_cast<int>(std::lround(capacity / link)));
   p.uplink_bandwidth = capacity / p.uplinks;
   p.nic_link_latency = hardware.nic_latency_s + fabric.switch_latency_s / 2;

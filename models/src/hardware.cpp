@@ -1,7 +1,10 @@
 #include "chopsim/models/hardware.hpp"
 
 #include <array>
+#include <string>
 #include <utility>
+
+#include "chopsim/common/error.hpp"
 
 namespace chopsim {
 
@@ -41,6 +44,17 @@ std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
   for (std::size_t i = 0; i < kKernelClassNames.size(); ++i)
     if (kKernelClassNames[i] == name) return static_cast<KernelClass>(i);
   return std::nullopt;
+}
+
+ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention) {
+  ComputeParams params = hardware.compute;
+  if (attention.empty()) return params;
+  const auto it = hardware.attention_implementations.find(attention);
+  if (it == hardware.attention_implementations.end())
+    throw ModelError("hardware " + hardware.name + " has no attention implementation '" + std::string(attention) +
+                     "' (kernels.attention_implementations)");
+  params.efficiency[static_cast<std::size_t>(KernelClass::attention)] = it->second;
+  return params;
 }
 
 }  // namespace chopsim

@@ -257,14 +257,21 @@ Topology build_topology(const ClusterSpec& cluster, const HardwareSpec& hardware
   if (cluster.nodes < 1 || cluster.gpus_per_node < 1)
     throw ModelError("topology: cluster '" + cluster.name + "' needs at least one node and one GPU per node");
   if (cluster.nics_per_node < 0) throw ModelError("topology: nics_per_node must not be negative");
+  if (!(hardware.intra_node_link_efficiency > 0.0 && hardware.intra_node_link_efficiency <= 1.0) ||
+      !(hardware.nic_efficiency > 0.0 && hardware.nic_efficiency <= 1.0))
+    throw ModelError("topology: link efficiencies of hardware '" + hardware.name + "' must be in (0, 1]");
   const auto node_builder = nodes.create(cluster.node_topology);
   const auto fabric_builder = fabrics.create(cluster.fabric.kind);
+  // The intra-node links carry what the collective library achieves: nominal bandwidth times efficiency. (NIC
+  // links get nic_efficiency in the fabric builders, which size the switches from the nominal NIC rate.)
+  HardwareSpec effective = hardware;
+  effective.intra_node_link_bandwidth_bytes_per_s *= hardware.intra_node_link_efficiency;
   Topology topology;
   std::vector<std::vector<int>> nics;
   nics.reserve(static_cast<std::size_t>(cluster.nodes));
   for (int node = 0; node < cluster.nodes; ++node)
-    nics.push_back(node_builder->add_node(topology, node, cluster, hardware));
-  fabric_builder->connect(topology, nics, cluster, hardware);
+    nics.push_back(node_builder->add_node(topology, node, cluster, effective));
+  fabric_builder->connect(topology, nics, cluster, effective);
   return topology;
 }
 

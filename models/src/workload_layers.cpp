@@ -9,6 +9,8 @@
 // HBM bytes: GEMMs read both operands and write the result once; elementwise kernels read their inputs
 // and write their outputs once (they are memory-bound, so these bytes set their time).
 
+#include <string>
+
 #include "chopsim/common/error.hpp"
 #include "workload_stage.hpp"
 
@@ -48,10 +50,21 @@ OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
 }
 
 OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
-  // dW[k x n] = X^T * dY, accumulated into the gradient buffer (read and written).
+  // dW[k x n] = X^T * dY.
   const Sizes& s = sizes_;
-  const double bytes = (g.m * g.k + g.m * g.n) * s.gemm_input_bytes + 2.0 * g.weights * g.k * g.n * s.gradient_bytes;
-  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+  const double flops = 2.0 * g.m * g.n * g.k;
+  const double inputs = (g.m * g.k + g.m * g.n) * s.gemm_input_bytes;
+  const double weights = g.weights * g.k * g.n;
+  if (training_.gradient_accumulation_fusion || parallelism_.zero_stage == 3) {
+    // Accumulated into the gradient buffer in the GEMM's epilogue (read and written): Megatron's
+    // gradient-accumulation fusion into the fp32 main_grad, or FSDP's unsharded gradient.
+    return compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + 2.0 * weights * s.weight_grad_bytes);
+  }
+  // Megatron --no-gradient-accumulation-fusion: the GEMM writes a fresh gradient in the activation dtype and the
+  // DDP backward hook adds it to the fp32 main_grad (param.main_grad.add_(param.grad)): a memory-bound kernel
+  // that reads main_grad and the gradient and writes main_grad back (4 + 2 + 4 bytes per bf16 parameter).
+  (void)compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + weights * s.activation_bytes);
+  return elementwise(std::string(name) + "_accumulate", weights, 1.0, 2.0 * s.weight_grad_bytes + s.activation_bytes);
 }
 
 OpRef StageGenerator::norm(std::string_view name, bool backward) {
@@ -90,10 +103,11 @@ void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::
   const double input_bytes = shape.m * shape.k * sizes_.activation_bytes;
   // Megatron keeps only the sequence shard of the input and all-gathers it again for the weight gradient
   // (LinearWithGradAccumulationAndAsyncCommunication.backward), concurrently with the dgrad GEMM.
+  const bool overlap = training_.overlap.tp || training_.overlap.tp_backward;
   std::optional<OpRef> input_gather;
   if (parallelism_.sequence_parallel)
     input_gather =
-        communicate(training_.overlap.tp, kTpStream,
+        communicate(overlap, kTpStream,
                     {"sp_all_gather_input", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, input_bytes});
   (void)gemm_dgrad(dgrad_name, shape);
   // The input gradient is summed over tp (backward of the identity/all-gather before the GEMM): an
@@ -101,9 +115,9 @@ void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::
   const std::optional<OpRef> reduce =
       parallelism_.sequence_parallel
           ? communicate(
-                training_.overlap.tp, kTpStream,
+                overlap, kTpStream,
                 {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, input_bytes})
-          : communicate(training_.overlap.tp, kTpStream,
+          : communicate(overlap, kTpStream,
                         {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, input_bytes});
   await(input_gather);
   const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
@@ -137,8 +151,9 @@ void StageGenerator::layer_forward(int layer) {
   (void)norm("input_norm", false);
   await(gather_for_column_parallel());
   (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
-  (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                    2.0 * s.activation_bytes);
+  if (model_.position_embedding == PositionEmbedding::rope)
+    (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                      2.0 * s.activation_bytes);
   attention_forward();
   (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.head_dim});
   await(reduce_after_row_parallel());
@@ -169,8 +184,9 @@ void StageGenerator::layer_backward(int layer) {
   row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.head_dim},
                         s.query_heads * s.head_dim * s.hidden);
   attention_backward();
-  (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                    2.0 * s.activation_bytes);
+  if (model_.position_embedding == PositionEmbedding::rope)
+    (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                      2.0 * s.activation_bytes);
   const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
   column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden}, qkv_width * s.hidden,
                            false);
@@ -393,6 +409,12 @@ void StageGenerator::embedding_forward() {
   (void)compute("embedding", KernelClass::elementwise, Precision::fp32, 0.0,
                 2.0 * s.tokens * s.hidden * s.activation_bytes);
   await(reduce_after_row_parallel());
+  if (model_.position_embedding == PositionEmbedding::learned) {
+    // Learned absolute positions (Megatron's learned_absolute, MPT's learned_pos_emb): read the word and position
+    // rows, write their sum; with dropout the embedding dropout follows in the same kernel and stores its mask.
+    (void)compute("position_embedding", KernelClass::elementwise, Precision::fp32, s.tokens * s.hidden,
+                  s.tokens * s.hidden * (3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0)));
+  }
 }
 
 void StageGenerator::embedding_backward() {
@@ -402,9 +424,23 @@ void StageGenerator::embedding_backward() {
                       {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp,
                        s.tokens * s.hidden * s.activation_bytes}));
   }
-  // Scatter-add of the output gradient into the rows of this rank's vocabulary shard.
-  const OpRef op = compute("embedding_bwd", KernelClass::elementwise, Precision::fp32, s.tokens * s.hidden,
-                           s.tokens * s.hidden * (s.activation_bytes + 2.0 * s.gradient_bytes));
+  // PyTorch's dense embedding backward (embedding_dense_backward, used by Megatron's VocabParallelEmbedding and
+  // nn.Embedding): a zero-filled gradient of the whole table in the parameter dtype, into which the output
+  // gradient's rows are summed (read dY, read-modify-write the touched rows). Learned position embeddings add
+  // their own (seq x h) table the same way.
+  const bool learned = model_.position_embedding == PositionEmbedding::learned;
+  const double table_rows = s.vocab_local + (learned ? s.sequence : 0.0);
+  const double gradient_element_bytes = parallelism_.zero_stage == 3 ? s.weight_grad_bytes : s.activation_bytes;
+  OpRef op =
+      compute("embedding_bwd", KernelClass::elementwise, Precision::fp32, s.tokens * s.hidden * (learned ? 2.0 : 1.0),
+              table_rows * s.hidden * gradient_element_bytes +
+                  (learned ? 2.0 : 1.0) * s.tokens * s.hidden * (s.activation_bytes + 2.0 * gradient_element_bytes));
+  if (parallelism_.zero_stage != 3) {
+    // The DDP backward hook adds the table's gradient to the fp32 main_grad (param.main_grad.add_(param.grad):
+    // embeddings are not fused linears, so this happens with or without gradient-accumulation fusion).
+    op = elementwise("embedding_grad_accumulate", table_rows * s.hidden, 1.0,
+                     2.0 * s.weight_grad_bytes + s.activation_bytes);
+  }
   gradient_ready(local_.embedding, false, op);
 }
 
@@ -413,9 +449,21 @@ void StageGenerator::head_forward() {
   (void)norm("final_norm", false);
   await(gather_for_column_parallel());
   (void)gemm("logits", {s.tokens, s.vocab_local, s.hidden});
-  // Vocab-parallel cross-entropy: softmax over this rank's vocabulary shard, kept in fp32 for backward.
-  (void)elementwise("cross_entropy", s.tokens * s.vocab_local, kSoftmaxFlops, s.activation_bytes + 4.0,
-                    KernelClass::reduction);
+  // Vocab-parallel cross-entropy: softmax over this rank's vocabulary shard, kept in fp32 for backward. Fused:
+  // one kernel reads the logits and writes the fp32 softmax. Unfused (Megatron's default, _VocabParallelCrossEntropy
+  // in megatron/core/tensor_parallel/cross_entropy.py), per element: logits.float() (read 2, write 4), max over
+  // the vocabulary (read 4), in-place subtraction of the max (read 4, write 4), in-place exp (read 4, write 4), sum
+  // (read 4), in-place division by the sum (read 4, write 4): the logits' bytes + 9 fp32 accesses, 38 bytes with
+  // bf16 logits.
+  const double logits = s.tokens * s.vocab_local;
+  if (training_.cross_entropy_fusion) {
+    (void)elementwise("cross_entropy", logits, kSoftmaxFlops, s.activation_bytes + 4.0, KernelClass::reduction);
+  } else {
+    // The two row reductions (max, sum: 8 bytes) and the four elementwise passes (30 bytes with bf16 logits).
+    (void)elementwise("cross_entropy_reductions", logits, 2.0, 2.0 * 4.0, KernelClass::reduction);
+    (void)elementwise("cross_entropy_elementwise", logits, kSoftmaxFlops - 2.0, s.activation_bytes + 4.0 * 7.0,
+                      KernelClass::elementwise);
+  }
   // The max, the target logit and the sum of exponentials are all-reduced over tp (three fp32 values per
   // token, Megatron _VocabParallelCrossEntropy), modelled as one all-reduce.
   await(blocking(
@@ -424,8 +472,16 @@ void StageGenerator::head_forward() {
 
 void StageGenerator::head_backward() {
   const Sizes& s = sizes_;
-  (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 4.0 + s.activation_bytes,
-                    KernelClass::reduction);
+  // Fused: read the fp32 softmax, write the logits' gradient. Unfused (Megatron): the in-place multiplication
+  // of the softmax by the loss gradient (read 4, write 4), then the backward of logits.float() casts it to the
+  // logits' dtype (read 4, write 2) = 14 bytes per element with bf16 logits.
+  if (training_.cross_entropy_fusion) {
+    (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 4.0 + s.activation_bytes,
+                      KernelClass::reduction);
+  } else {
+    (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 3.0 * 4.0 + s.activation_bytes,
+                      KernelClass::elementwise);
+  }
   // With tied embeddings on a single stage the head's gradient lands in the embedding's, counted there.
   column_parallel_backward("logits_dgrad", "logits_wgrad", {s.tokens, s.vocab_local, s.hidden}, local_.output_head,
                            false);

@@ -166,8 +166,9 @@ double storage_bytes_per_element(Precision precision) {
   return precision == Precision::fp32 || precision == Precision::tf32 ? 4.0 : 2.0;
 }
 
-double gradient_bytes_per_element(Precision precision, int zero_stage) {
-  return zero_stage == 3 ? storage_bytes_per_element(precision) : 4.0;
+double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32) {
+  if (zero_stage == 3) return fsdp_reduce_fp32 ? 4.0 : storage_bytes_per_element(precision);
+  return 4.0;
 }
 
 double optimizer_bytes_per_parameter(Precision precision) {

@@ -93,8 +93,9 @@ struct StageParameters {
 /// grads-in-fp32, forced for bf16; its distributed-optimizer docs count 6 + 12/d bytes per parameter:
 /// bf16 weight 2, fp32 gradient 4, fp32 master and Adam moments 12/d), which Megatron's measured memory in
 /// ../shared/data/validation/megatron_lm confirms. ZeRO-3/FSDP keeps the ZeRO accounting 2 + 2 + 12
-/// (Rajbhandari et al. 2020, Sec. 3.1; FSDP MixedPrecision with reduce_dtype bf16): 2 bytes.
-[[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage);
+/// (Rajbhandari et al. 2020, Sec. 3.1; FSDP MixedPrecision with reduce_dtype bf16): 2 bytes, or 4 with
+/// `fsdp_reduce_fp32` (FSDP MixedPrecision(reduce_dtype=torch.float32): gradients reduced and kept sharded in fp32).
+[[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32 = false);
 
 /// fp32 master weights + Adam first and second moments = 12 bytes per parameter (ZeRO Sec. 3.1);
 /// 8 for fp32 runs, whose weights are their own master copy.

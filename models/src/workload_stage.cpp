@@ -32,7 +32,8 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.expert_tokens = s.tokens * copies;
   s.activation_bytes = storage_bytes_per_element(training.precision);
   s.gemm_input_bytes = bytes_per_element(training.precision);
-  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage);
+  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32);
+  s.weight_grad_bytes = parallelism.zero_stage == 3 ? storage_bytes_per_element(training.precision) : s.gradient_bytes;
   gemm_precision_ = training.precision;
   // Flash attention runs in bf16 even in fp8 runs (Transformer Engine's default DotProductAttention).
   attention_precision_ = training.precision == Precision::fp8 ? Precision::bf16 : training.precision;
@@ -387,7 +388,18 @@ void StageGenerator::optimizer_step() {
   const double weight_copy_bytes =
       training_.precision == Precision::fp32 || training_.precision == Precision::tf32 ? 0.0 : sizes_.activation_bytes;
   const double bytes_per_parameter = 12.0 + sizes_.gradient_bytes + 12.0 + weight_copy_bytes;
+  // Per-step passes over this rank's gradient or master-parameter shard (multi_tensor_l2norm and friends, memory-
+  // bound; the scalar all-reduces that follow are latency only and not modelled): the global gradient norm for
+  // clipping (Megatron clip_grad_norm_fp32 / PyTorch clip_grad_norm_; the rescale that follows only when the norm
+  // exceeds the threshold is not modelled), Megatron's --log-num-zeros-in-grad (count_zeros_fp32) and
+  // --log-params-norm (calc_params_l2_norm over the fp32 main parameters).
+  if (training_.grad_clip)
+    (void)compute("grad_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, sizes_.gradient_bytes * local);
+  if (training_.log_num_zeros_in_grad)
+    (void)compute("grad_count_zeros", KernelClass::reduction, Precision::fp32, local, sizes_.gradient_bytes * local);
   (void)compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
+  if (training_.log_params_norm)
+    (void)compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
 
   if (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) {
     // The updated bf16 parameters are all-gathered bucket by bucket. With overlap Megatron gathers them

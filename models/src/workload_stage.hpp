@@ -65,7 +65,10 @@ class StageGenerator {
     double expert_tokens = 0;     ///< MoE: rows of this rank's expert GEMMs, tokens * top_k * capacity
     double activation_bytes = 2;  ///< bytes of a stored activation element
     double gemm_input_bytes = 2;  ///< bytes of a GEMM operand element (1 for fp8)
-    double gradient_bytes = 2;    ///< bytes of a gradient element
+    double gradient_bytes = 2;    ///< bytes of a gradient element as kept, reduced and read by the optimizer
+    /// Bytes of a weight-gradient element as the backward kernels write it: the gradient buffer's (fp32
+    /// main_grad) with ZeRO 0-2, the parameter's dtype with FSDP (which casts to fp32 for reduction if asked).
+    double weight_grad_bytes = 2;
   };
   struct Gemm {
     double m = 0, n = 0, k = 0;  ///< Y[m x n] = X[m x k] * W[k x n]

@@ -17,6 +17,12 @@
 //   mailboxes keyed by (source, destination, tag). Mailboxes match in FIFO order, which is what makes the plans'
 //   "same order per (peer, channel)" contract sufficient. Steps marked for synchronisation (pipelined rings, trees)
 //   end for all their members at once, on an s4u::Barrier.
+// * Pipeline send/recv start when both sides are there. The n-th send and the n-th receive of a (source,
+//   destination, tag) channel match (the mailbox's FIFO order); whichever side is posted first waits, as a stream
+//   that has not started its op, until its peer is posted. Only then is the op's start reported and does the rank
+//   count as communicating (contention slowdown, communication power): an early-posted receive waiting for its
+//   sender is pipeline bubble, not exposed communication (a NCCL receive kernel launched early spins on a few SMs,
+//   which is not modelled). The transfer itself is the mailbox put/get, matched at that same instant.
 // * Compute slowdown while communicating: while at least one communication op is active on a rank, an Exec of
 //   unbounded work runs on its host with a bound of comm_compute_slowdown (fraction of the host speed) and a large
 //   sharing weight, so SimGrid's max-min CPU sharing leaves 1 - slowdown to the kernels (verified exact in the engine
@@ -103,6 +109,15 @@ struct SyncKeyHash {
     h ^= (std::uint64_t{k.step} << 32 | static_cast<std::uint32_t>(k.sync_id)) * 0x94d049bb133111ebULL + (h << 6);
     return static_cast<std::size_t>(h ^ (h >> 31));
   }
+};
+
+/// Matching state of one pipeline channel (source, destination, tag): sends and receives posted so far, all
+/// iterations. The n-th send matches the n-th receive.
+struct PipeChannel {
+  std::uint64_t sends = 0;
+  std::uint64_t receives = 0;
+  int waiters = 0;
+  sg4::ConditionVariablePtr posted;  ///< signalled when a side is posted and someone waits
 };
 
 /// Members that have reached a synchronised step, and the barrier they wait on.
@@ -195,6 +210,8 @@ class Simulation final : private TelemetrySink {
     in_simulation_ = false;
     for (RankState& rank : ranks_) rank.comm_load = nullptr;
     for (RankState& rank : ranks_) rank.kernel_signal = nullptr;
+    pipe_channels_.clear();
+    pipe_mutex_ = nullptr;
     if (failure_) std::rethrow_exception(failure_);
     report_deadlock();
     stats_.makespan_s = 0.0;
@@ -243,6 +260,7 @@ class Simulation final : private TelemetrySink {
     const int iterations = prepared_.input().iterations;
     stats_.iteration_end_s.assign(static_cast<std::size_t>(iterations), 0.0);
     slowdown_ = prepared_.input().compute->params().comm_compute_slowdown;
+    pipe_mutex_ = sg4::Mutex::create();
     if (!(slowdown_ >= 0.0 && slowdown_ < 1.0))
       throw EngineError("comm_compute_slowdown must be in [0, 1), got " + std::to_string(slowdown_));
     ranks_.resize(static_cast<std::size_t>(world));
@@ -473,6 +491,7 @@ class Simulation final : private TelemetrySink {
           const OpDependency& dep = program.dependencies[op.first_dependency + d];
           wait_for(actor, rank, dep.stream, it * rank.lengths[dep.stream] + dep.op + 1, Wait::dependency);
         }
+        if (op.kind == OpKind::send || op.kind == OpKind::recv) match_pipeline_peer(actor, op);
         OpEvent event;
         event.time_s = sg4::Engine::get_clock();
         event.start_s = event.time_s;
@@ -495,6 +514,44 @@ class Simulation final : private TelemetrySink {
         wait_for(actor, rank, static_cast<std::uint16_t>(s), (it + 1) * rank.lengths[s], Wait::barrier);
     }
     actor.finished = true;
+  }
+
+  static MailboxKey pipeline_key(int src, int dst, std::uint32_t tag) {
+    return {static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(dst), 0, tag};
+  }
+
+  /// Waits, without counting as communication, until the peer of this pipeline send or receive is posted too
+  /// (see the file comment): data flows from then on.
+  void match_pipeline_peer(ActorState& actor, const Op& op) {
+    const int peer = prepared_.pipeline_peer(actor.rank, op.peer_offset);
+    const bool send = op.kind == OpKind::send;
+    const MailboxKey key = send ? pipeline_key(actor.rank, peer, op.tag) : pipeline_key(peer, actor.rank, op.tag);
+    auto it = pipe_channels_.find(key);
+    if (it == pipe_channels_.end()) {
+      sg4::ConditionVariablePtr posted = sg4::ConditionVariable::create();  // may let other actors run
+      it = pipe_channels_.try_emplace(key).first;  // the entry another actor made meanwhile, if any
+      if (!it->second.posted) it->second.posted = std::move(posted);
+    }
+    PipeChannel& channel = it->second;  // node-based map: stays valid while others insert
+    const std::uint64_t mine = send ? ++channel.sends : ++channel.receives;
+    const std::uint64_t& theirs = send ? channel.receives : channel.sends;
+    if (theirs >= mine) {  // the peer is waiting for this post
+      if (channel.waiters > 0) {
+        pipe_mutex_->lock();
+        channel.posted->notify_all();
+        pipe_mutex_->unlock();
+      }
+      return;
+    }
+    actor.peer = peer;
+    actor.wait = send ? Wait::send : Wait::recv;
+    ++channel.waiters;
+    ++stats_.activities;
+    pipe_mutex_->lock();
+    while (theirs < mine) channel.posted->wait(pipe_mutex_);
+    pipe_mutex_->unlock();
+    --channel.waiters;
+    actor.wait = Wait::none;
   }
 
   void execute(ActorState& actor, RankState& rank, const Op& op) {
@@ -714,6 +771,8 @@ class Simulation final : private TelemetrySink {
   std::vector<ActorState> actors_;
   std::unordered_map<MailboxKey, sg4::Mailbox*, MailboxKeyHash> mailboxes_;
   std::unordered_map<SyncKey, Rendezvous, SyncKeyHash> rendezvous_;
+  std::unordered_map<MailboxKey, PipeChannel, MailboxKeyHash> pipe_channels_;
+  sg4::MutexPtr pipe_mutex_;
   int payload_ = 0;  ///< what transfers carry: only their simulated size matters
   SimulationStats stats_;
   std::exception_ptr failure_;

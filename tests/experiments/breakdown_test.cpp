@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "chopsim/models/collective.hpp"
+#include "chopsim/models/compute_model.hpp"
+#include "chopsim/models/topology.hpp"
+#include "chopsim/sim/engine.hpp"
 #include "observers.hpp"  // private header of chopsim_experiments
 
 namespace chopsim {
@@ -90,6 +94,84 @@ TEST(BreakdownObserver, ConcurrentCategoriesSplitExposedTimeEvenly) {
   EXPECT_DOUBLE_EQ(breakdown.exposed_comm_s[static_cast<std::size_t>(CommCategory::tp)], 0.5);
   EXPECT_DOUBLE_EQ(breakdown.exposed_comm_s[static_cast<std::size_t>(CommCategory::ep)], 0.5);
   EXPECT_DOUBLE_EQ(breakdown.exposed_comm_total_s(), 1.0);
+}
+
+TEST(BreakdownObserver, AReceiveWaitingForItsSenderIsBubbleNotExposedCommunication) {
+  // Simulated end to end: stage 0 computes 4 ms, then sends S to stage 1; stage 1 posted its receive at t = 0 (a
+  // receive stream, as the workload generator does) and its compute waits for it. Stage 1's wait until the sender
+  // sends is pipeline bubble; only the transfer (latency + S / B) is exposed pipeline communication.
+  const double compute_s = 4e-3, bytes = 100e6, bandwidth = 50e9, latency = 2e-6;
+  ParallelismSpec parallelism;
+  parallelism.pp = 2;
+  Workload workload;
+  workload.layout = RankLayout(parallelism);
+  workload.names = {"gemm", "send", "recv"};
+  Op gemm;
+  gemm.kind = OpKind::compute;
+  gemm.kernel_class = KernelClass::gemm;
+  gemm.flops = compute_s * 1e15;
+  Op send;
+  send.kind = OpKind::send;
+  send.kernel_class = KernelClass::communication;
+  send.category = CommCategory::pp;
+  send.collective = CollectiveKind::send_recv;
+  send.group = GroupRole::pp;
+  send.peer_offset = 1;
+  send.bytes = bytes;
+  send.name = 1;
+  Op recv = send;
+  recv.kind = OpKind::recv;
+  recv.peer_offset = -1;
+  recv.name = 2;
+  Program stage0;
+  stage0.streams = {{"compute", {gemm}}, {"pp_send_next", {send}}};
+  stage0.streams[1].ops[0].first_dependency = 0;
+  stage0.streams[1].ops[0].dependency_count = 1;
+  stage0.dependencies = {{0, 0}};
+  Program stage1;
+  stage1.streams = {{"compute", {gemm}}, {"pp_recv_prev", {recv}}};
+  stage1.streams[0].ops[0].first_dependency = 0;
+  stage1.streams[0].ops[0].dependency_count = 1;
+  stage1.dependencies = {{1, 0}};
+  workload.programs = {stage0, stage1};
+  workload.program_of_rank = {0, 1};
+
+  Topology topology;
+  const int sw = topology.add_vertex({VertexKind::switch_, "switch", -1, -1});
+  for (int i = 0; i < 2; ++i) {
+    const int g = topology.add_vertex({VertexKind::gpu, "gpu" + std::to_string(i), i, 0});
+    topology.add_link({g, sw, bandwidth, latency / 2, LinkClass::fabric, "link" + std::to_string(i)});
+  }
+  ComputeParams params;
+  params.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] = 1e15;
+  params.hbm_bandwidth_bytes_per_s = 1e12;
+  params.boost_clock_hz = 1e9;
+  for (auto& e : params.efficiency) e = {1.0, 1.0, 0.0};
+  params.comm_compute_slowdown = 0.1;
+  ComputeModelRegistry computes("compute model");
+  register_builtin_compute_models(computes);
+  CollectiveModelRegistry collectives("collective model");
+  register_builtin_collective_models(collectives);
+  EngineRegistry engines("engine");
+  register_builtin_engines(engines);
+  const auto compute = computes.create("roofline", params);
+  const auto collective = collectives.create("nccl", CollectiveParams{});
+  SimulationInput input;
+  input.workload = &workload;
+  input.topology = &topology;
+  input.compute = compute.get();
+  input.collectives = collective.get();
+  detail::BreakdownObserver observer(workload);
+  const SimulationStats stats = engines.create("simgrid", EngineOptions{})->run(input, observer);
+  const double transfer = latency + bytes / bandwidth;
+  EXPECT_NEAR(stats.makespan_s, 2 * compute_s + transfer, 1e-9);
+  const TimeBreakdown b = observer.finish(stats.makespan_s, 1);
+  // Mean over the two ranks: each computes 4 ms; stage 0 also sends (exposed, nothing overlaps it) and then idles
+  // while stage 1 computes; stage 1 waits 4 ms for the sender (bubble), receives (exposed), computes.
+  EXPECT_NEAR(b.compute_s, compute_s, 1e-9);
+  EXPECT_NEAR(b.exposed_comm_s[static_cast<std::size_t>(CommCategory::pp)], transfer, 1e-9);
+  EXPECT_NEAR(b.pipeline_bubble_s, compute_s, 1e-9);
+  EXPECT_NEAR(b.total_s(), stats.makespan_s, 1e-9);
 }
 
 }  // namespace

@@ -116,7 +116,8 @@ std::string describe(const RunSpec& run) {
   const auto& m = run.model;
   out << m.layers << ' ' << m.hidden << ' ' << m.ffn_hidden << ' ' << m.heads << ' ' << m.kv_heads << ' ' << m.vocab
       << ' ' << m.experts << ' ' << m.top_k << ' ' << static_cast<int>(m.mlp) << ' ' << static_cast<int>(m.norm) << ' '
-      << m.tied_embeddings << ' ' << m.causal << '\n';
+      << m.tied_embeddings << ' ' << m.causal << ' ' << m.dropout << ' ' << static_cast<int>(m.position_embedding)
+      << '\n';
   const auto& h = run.hardware;
   out << h.vendor << ' ';
   for (double peak : h.compute.peak_flops_per_s) out << peak << ' ';
@@ -129,7 +130,11 @@ std::string describe(const RunSpec& run) {
       << h.intra_node_link_bandwidth_bytes_per_s << ' ' << h.intra_node_links_per_gpu << ' '
       << h.intra_node_link_latency_s << ' ' << h.pcie_bandwidth_bytes_per_s << ' ' << h.nic_bandwidth_bytes_per_s << ' '
       << h.nic_latency_s << ' ' << h.dies_per_package << ' ' << h.in_package_link_bandwidth_bytes_per_s << ' '
-      << h.memory_reserved_bytes << ' ' << h.memory_fragmentation_fraction << '\n';
+      << h.memory_reserved_bytes << ' ' << h.memory_fragmentation_fraction << ' ' << h.intra_node_link_efficiency << ' '
+      << h.nic_efficiency << '\n';
+  for (const auto& [name, e] : h.attention_implementations)
+    out << name << ' ' << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
+  out << '\n';
   const auto& c = run.cluster;
   out << c.nodes << ' ' << c.gpus_per_node << ' ' << c.node_topology << ' ' << c.nics_per_node << ' ' << c.fabric.kind
       << ' ' << c.fabric.oversubscription << ' ' << c.fabric.leaf_downlinks << ' ' << c.fabric.switch_latency_s << ' '
@@ -142,7 +147,9 @@ std::string describe(const RunSpec& run) {
   out << t.global_batch << ' ' << t.micro_batch << ' ' << t.seq_len << ' ' << static_cast<int>(t.precision) << ' '
       << static_cast<int>(t.recompute) << ' ' << t.overlap.dp << t.overlap.fsdp << t.overlap.tp << t.overlap.pp
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
-      << t.moe_capacity_factor << '\n';
+      << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
+      << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
+      << t.log_params_norm << t.fsdp_reduce_fp32 << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -261,6 +268,19 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s per direction.
   EXPECT_DOUBLE_EQ(h100.intra_node_link_bandwidth_bytes_per_s * h100.intra_node_links_per_gpu, 450e9);
   EXPECT_DOUBLE_EQ(h100.nic_bandwidth_bytes_per_s, 50e9);  // 400 Gb/s
+  // What NCCL achieves of them (Vidur's measured all_reduce and send_recv).
+  EXPECT_DOUBLE_EQ(h100.intra_node_link_efficiency, 0.75);
+  EXPECT_DOUBLE_EQ(h100.nic_efficiency, 0.71);
+  // Named attention kernels (FlashAttention-3 paper's H100 measurements); the class default is cuDNN's.
+  ASSERT_EQ(h100.attention_implementations.count("flash2"), 1u);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").compute, 0.339);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").half_efficiency_flops, 36.6e9);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").memory,
+                   h100.compute.efficiency[idx(KernelClass::attention)].memory);  // inherited from the class
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("cudnn").compute,
+                   h100.compute.efficiency[idx(KernelClass::attention)].compute);
+  EXPECT_LT(h100.attention_implementations.at("flash1_triton").compute,
+            h100.attention_implementations.at("flash2").compute);
   EXPECT_DOUBLE_EQ(h100.pcie_bandwidth_bytes_per_s, 64e9);
   EXPECT_DOUBLE_EQ(h100.compute.launch_overhead_s, 2e-6);
   EXPECT_DOUBLE_EQ(h100.compute.efficiency[idx(KernelClass::gemm)].half_efficiency_flops, 8e9);
@@ -298,6 +318,58 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(b200.compute.peak_flops_per_s[idx(Precision::bf16)], 2250e12);
   EXPECT_DOUBLE_EQ(b200.tdp_w, 1000.0);
   EXPECT_DOUBLE_EQ(b200.intra_node_link_bandwidth_bytes_per_s * b200.intra_node_links_per_gpu, 900e9);
+}
+
+TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
+  const fs::path good =
+      write("good.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: flash2\n"));
+  const RunSpec run = load(good);
+  EXPECT_EQ(run.training.attention, "flash2");
+  const ComputeParams params = compute_params_for(run.hardware, run.training.attention);
+  EXPECT_DOUBLE_EQ(params.efficiency[idx(KernelClass::attention)].compute, 0.339);
+  EXPECT_DOUBLE_EQ(params.efficiency[idx(KernelClass::gemm)].compute,
+                   run.hardware.compute.efficiency[idx(KernelClass::gemm)].compute);  // only attention changes
+  EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "").efficiency[idx(KernelClass::attention)].compute,
+                   run.hardware.compute.efficiency[idx(KernelClass::attention)].compute);
+  const fs::path bad =
+      write("bad.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: flash4\n"));
+  expect_contains(input_error([&] { (void)load(bad); }),
+                  {"bad.yaml:8:14: key 'training.attention'", "no attention implementation 'flash4'",
+                   "cudnn, flash1_triton, flash2, flash3", "Fix: did you mean 'flash2'?"});
+  // A new hardware entry needs its compute efficiency.
+  const fs::path inline_hw =
+      write("inline.yaml",
+            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: "
+            "{mine: {memory: 0.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+            "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(inline_hw); }), {"compute"});
+}
+
+TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
+  const fs::path run = write(
+      "run.yaml", small_run("llama3-8b", "  dp: 8\n",
+                            "  global_batch: 8\n  gradient_accumulation_fusion: false\n  cross_entropy_fusion: false\n"
+                            "  grad_clip: false\n  log_num_zeros_in_grad: true\n  log_params_norm: true\n"
+                            "  fsdp_reduce_dtype: fp32\n  overlap: {tp_backward: false}\n"));
+  const RunSpec spec = load(run);
+  EXPECT_FALSE(spec.training.gradient_accumulation_fusion);
+  EXPECT_FALSE(spec.training.cross_entropy_fusion);
+  EXPECT_FALSE(spec.training.grad_clip);
+  EXPECT_TRUE(spec.training.log_num_zeros_in_grad);
+  EXPECT_TRUE(spec.training.log_params_norm);
+  EXPECT_TRUE(spec.training.fsdp_reduce_fp32);
+  EXPECT_FALSE(spec.training.overlap.tp_backward);
+  const fs::path dtype =
+      write("dtype.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  fsdp_reduce_dtype: fp16\n"));
+  expect_contains(input_error([&] { (void)load(dtype); }),
+                  {"key 'training.fsdp_reduce_dtype': expected one of bf16, fp32"});
+  // The model's position embedding.
+  const fs::path model = write("model.yaml",
+                               "model: {name: llama3-8b, position_embedding: alibi}\nhardware: H100-SXM5-80GB\n"
+                               "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+                               "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(model); }),
+                  {"key 'model.position_embedding': expected one of rope, learned, none, found 'alibi'"});
 }
 
 TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {

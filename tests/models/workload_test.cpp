@@ -209,6 +209,26 @@ std::vector<RunSetup> parallelism_mixes() {
     mixes.push_back(s);
   }
   {
+    // Megatron-LM functional-test features: no gradient-accumulation fusion, unfused cross entropy, learned
+    // positions, per-step norm passes, synchronous TP backward.
+    RunSetup s = setup("megatron_features_tp2_pp2_zero1", 2, 2, 2, 4);
+    s.model.position_embedding = PositionEmbedding::learned;
+    s.parallelism.zero_stage = 1;
+    s.training.gradient_accumulation_fusion = false;
+    s.training.cross_entropy_fusion = false;
+    s.training.log_num_zeros_in_grad = true;
+    s.training.log_params_norm = true;
+    s.training.overlap.tp_backward = false;
+    mixes.push_back(s);
+    s.label = "fsdp_fp32_reduce_no_grad_clip";
+    s.parallelism = ParallelismSpec{};
+    s.parallelism.dp = 4;
+    s.parallelism.zero_stage = 3;
+    s.training.fsdp_reduce_fp32 = true;
+    s.training.grad_clip = false;
+    mixes.push_back(s);
+  }
+  {
     RunSetup s = setup("all_tp2_cp2_pp2_dp2_ep2_moe", 2, 2, 2, 4);
     s.model = tiny_moe();
     s.parallelism.cp = 2;
@@ -410,13 +430,16 @@ TEST(DataParallel, AllReducesEveryGradientOnceInBucketsDuringTheLastBackward) {
     }
   }
   EXPECT_GT(buckets, 3);
-  // The optimizer waits for the last bucket.
+  // The optimizer step waits for the last bucket: its first op, the gradient norm for clipping, then AdamW.
   const auto& compute = program.streams[0].ops;
   const Op& adamw = compute.back();
   EXPECT_EQ(workload.name(adamw), "adamw");
   EXPECT_EQ(adamw.pass, Pass::optimizer);
-  ASSERT_EQ(adamw.dependency_count, 1u);
-  const OpDependency& waits_for = program.dependencies[adamw.first_dependency];
+  const Op& norm = compute[compute.size() - 2];
+  EXPECT_EQ(workload.name(norm), "grad_norm");
+  EXPECT_EQ(norm.pass, Pass::optimizer);
+  ASSERT_EQ(norm.dependency_count, 1u);
+  const OpDependency& waits_for = program.dependencies[norm.first_dependency];
   EXPECT_EQ(program.streams[waits_for.stream].name, "dp");
   EXPECT_EQ(waits_for.op, program.streams[waits_for.stream].ops.size() - 1);
   // AdamW on every parameter: fp32 master, m, v read and written, fp32 gradient read, bf16 copy written.
@@ -572,6 +595,142 @@ TEST(Workload, RecomputationIsMarkedAndSelectiveCostsNothingWithFlashAttention) 
   const Workload full = build_workload(s.model, s.parallelism, s.training);
   EXPECT_GT(summed_flops(full, KernelClass::gemm, Pass::recompute), 0.0);
   EXPECT_GT(full.executed_flops_per_iteration(), none);
+}
+
+// ---- training features (Megatron-LM flags, FSDP mixed precision) -------------------------------------------
+
+/// Parameters of the linear layers of one transformer layer of tiny_dense() on one rank (tp = 1).
+double linear_parameters_per_layer(const TransformerSpec& m) {
+  const double h = m.hidden, d = m.head_dim();
+  return h * d * (m.heads + 2.0 * m.kv_heads) + m.heads * d * h + 3.0 * h * m.ffn_hidden;  // QKV, out, SwiGLU MLP
+}
+
+TEST(TrainingFeatures, GradientAccumulationFusionOffAddsExactlyTheFp32AccumulateTraffic) {
+  // Megatron --no-gradient-accumulation-fusion: each weight-gradient GEMM writes a bf16 gradient (2 bytes per
+  // weight instead of reading and writing the fp32 main_grad, 8) and a separate kernel adds it to main_grad
+  // (reads 4 + 2, writes 4 = 10 bytes per weight), every micro-batch.
+  RunSetup fused = setup("fused", 2, 1, 1, 3);
+  fused.parallelism.zero_stage = 1;
+  RunSetup unfused = fused;
+  unfused.training.gradient_accumulation_fusion = false;
+  const Workload a = build_workload(fused.model, fused.parallelism, fused.training);
+  const Workload b = build_workload(unfused.model, unfused.parallelism, unfused.training);
+  const int micro_batches = 3;
+  const double layer_weights = linear_parameters_per_layer(fused.model);
+  const double head_weights = static_cast<double>(fused.model.vocab) * fused.model.hidden;  // untied logits
+  const double weights = (fused.model.layers * layer_weights + head_weights) * micro_batches;
+  double accumulate_bytes = 0.0, accumulate_elements = 0.0, wgrad_a = 0.0, wgrad_b = 0.0;
+  int accumulates = 0, wgrads = 0;
+  for (const Op& op : b.programs[0].streams[0].ops) {
+    const std::string name(b.name(op));
+    if (name.size() > 11 && name.substr(name.size() - 11) == "_accumulate" && name != "embedding_grad_accumulate") {
+      ++accumulates;
+      accumulate_bytes += op.bytes;
+      accumulate_elements += op.flops;  // one add per weight
+      EXPECT_EQ(op.kernel_class, KernelClass::elementwise);
+    }
+    if (name.size() > 6 && name.substr(name.size() - 6) == "_wgrad") wgrad_b += op.bytes;
+  }
+  for (const Op& op : a.programs[0].streams[0].ops) {
+    const std::string name(a.name(op));
+    if (name.size() > 6 && name.substr(name.size() - 6) == "_wgrad") {
+      ++wgrads;
+      wgrad_a += op.bytes;
+    }
+    EXPECT_EQ(name.find("wgrad_accumulate"), std::string::npos) << name;
+  }
+  EXPECT_EQ(accumulates, wgrads);  // one accumulate per weight-gradient GEMM
+  EXPECT_DOUBLE_EQ(accumulate_elements, weights);
+  EXPECT_DOUBLE_EQ(accumulate_bytes, 10.0 * weights);
+  EXPECT_DOUBLE_EQ(wgrad_a - wgrad_b, (8.0 - 2.0) * weights);
+  // The bucketed gradient reduction waits for the accumulate, not the GEMM: same buckets, same bytes.
+  EXPECT_DOUBLE_EQ(bytes_of(a, 0, "dp_reduce_scatter"), bytes_of(b, 0, "dp_reduce_scatter"));
+  // FSDP keeps the parameter-dtype gradient: the flag changes nothing there.
+  RunSetup fsdp = setup("fsdp", 4, 1, 1, 2);
+  fsdp.parallelism.zero_stage = 3;
+  RunSetup fsdp_unfused = fsdp;
+  fsdp_unfused.training.gradient_accumulation_fusion = false;
+  EXPECT_EQ(count_of(build_workload(fsdp_unfused.model, fsdp_unfused.parallelism, fsdp_unfused.training), 0,
+                     "mlp_fc1_wgrad_accumulate"),
+            0);
+}
+
+TEST(TrainingFeatures, UnfusedCrossEntropyMakesMegatronsPassesOverTheLogits) {
+  RunSetup s = setup("ce", 1, 2, 1, 1);
+  const double logits = 256.0 * 1024 / 2;  // tokens x vocab / tp
+  Workload fused = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_DOUBLE_EQ(bytes_of(fused, 0, "cross_entropy"), logits * (2.0 + 4.0));
+  EXPECT_DOUBLE_EQ(bytes_of(fused, 0, "cross_entropy_bwd"), logits * (4.0 + 2.0));
+  s.training.cross_entropy_fusion = false;
+  const Workload unfused = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(unfused, 0, "cross_entropy"), 0);
+  // Forward: float() 2+4, max 4, x -= max 4+4, exp 4+4, sum 4, /= sum 4+4 = 38 bytes; backward: *= dloss 4+4,
+  // cast to bf16 4+2 = 14 bytes per logit.
+  EXPECT_DOUBLE_EQ(bytes_of(unfused, 0, "cross_entropy_reductions") + bytes_of(unfused, 0, "cross_entropy_elementwise"),
+                   38.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes_of(unfused, 0, "cross_entropy_bwd"), 14.0 * logits);
+}
+
+TEST(TrainingFeatures, LearnedPositionsReplaceTheRotaryKernels) {
+  RunSetup s = setup("rope", 1);
+  const Workload rope = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(rope, 0, "rotary"), 8 * 2);
+  EXPECT_EQ(count_of(rope, 0, "position_embedding"), 0);
+  s.model.position_embedding = PositionEmbedding::learned;
+  const Workload learned = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(learned, 0, "rotary"), 0);
+  EXPECT_EQ(count_of(learned, 0, "rotary_bwd"), 0);
+  EXPECT_EQ(count_of(learned, 0, "position_embedding"), 2);  // once per micro-batch
+  s.model.position_embedding = PositionEmbedding::none;
+  EXPECT_EQ(count_of(build_workload(s.model, s.parallelism, s.training), 0, "rotary"), 0);
+}
+
+TEST(TrainingFeatures, NormPassesReadTheLocalShardOncePerStep) {
+  RunSetup s = setup("norms", 2, 1, 1, 2);
+  s.parallelism.zero_stage = 1;
+  s.training.log_num_zeros_in_grad = true;
+  s.training.log_params_norm = true;
+  const Workload w = build_workload(s.model, s.parallelism, s.training);
+  const double shard = count_parameters(s.model).total / 2.0;  // distributed optimizer over dp 2
+  EXPECT_DOUBLE_EQ(bytes_of(w, 0, "grad_norm"), 4.0 * shard);  // fp32 main gradients
+  EXPECT_DOUBLE_EQ(bytes_of(w, 0, "grad_count_zeros"), 4.0 * shard);
+  EXPECT_DOUBLE_EQ(bytes_of(w, 0, "params_norm"), 4.0 * shard);  // fp32 main parameters
+  s.training.grad_clip = false;
+  s.training.log_num_zeros_in_grad = false;
+  s.training.log_params_norm = false;
+  const Workload none = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(none, 0, "grad_norm") + count_of(none, 0, "grad_count_zeros") + count_of(none, 0, "params_norm"),
+            0);
+}
+
+TEST(TrainingFeatures, FsdpFp32ReductionDoublesTheReduceScatter) {
+  RunSetup s = setup("fsdp", 4, 1, 1, 2);
+  s.parallelism.zero_stage = 3;
+  const double bf16 = bytes_of(build_workload(s.model, s.parallelism, s.training), 0, "fsdp_reduce_scatter");
+  s.training.fsdp_reduce_fp32 = true;
+  const Workload fp32 = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_DOUBLE_EQ(bytes_of(fp32, 0, "fsdp_reduce_scatter"), 2.0 * bf16);
+  EXPECT_DOUBLE_EQ(bytes_of(fp32, 0, "fsdp_all_gather"),
+                   bytes_of(build_workload(s.model, s.parallelism, TrainingSpec(s.training)), 0, "fsdp_all_gather"));
+}
+
+TEST(TensorParallel, BackwardInputGradientReductionOverlapsTheWeightGradient) {
+  // Megatron-Core / Transformer Engine issue the column-parallel layers' input-gradient all-reduce with
+  // async_op=True and run the weight-gradient GEMM meanwhile: the all-reduce sits on the tp stream and the GEMM
+  // does not wait for it. With tp_backward off it blocks the compute stream.
+  RunSetup s = setup("tp2", 1, 2, 1, 1);
+  const auto backward_reduces_on_compute = [](const Workload& w) {
+    int on_compute = 0, on_side = 0;
+    const Program& program = w.programs[0];
+    for (std::size_t stream = 0; stream < program.streams.size(); ++stream)
+      for (const Op& op : program.streams[stream].ops)
+        if (w.name(op) == "tp_all_reduce" && op.pass == Pass::backward) (stream == 0 ? on_compute : on_side) += 1;
+    return std::pair{on_compute, on_side};
+  };
+  // Per layer the QKV and fc1 input gradients; plus the logits' input gradient.
+  EXPECT_EQ(backward_reduces_on_compute(build_workload(s.model, s.parallelism, s.training)), std::pair(0, 2 * 8 + 1));
+  s.training.overlap.tp_backward = false;
+  EXPECT_EQ(backward_reduces_on_compute(build_workload(s.model, s.parallelism, s.training)), std::pair(2 * 8 + 1, 0));
 }
 
 TEST(Workload, RejectsSetupsItCannotLayOut) {

@@ -353,6 +353,67 @@ TEST(SimGridEngine, CommunicationSlowsAnOverlappedKernelByTheStatedFactor) {
   EXPECT_NEAR(none.observer.end_of(0, 0, 0)->time_s, 1e-3, 1e-12);
 }
 
+TEST(SimGridEngine, APipelineTransferStartsWhenBothSidesArePosted) {
+  // Rank 1 posts its receive at t = 0 (its own stream, no dependency) and runs a 10 ms kernel meanwhile; rank 0
+  // computes 2 ms and then sends S. The receive starts when the data starts flowing, at 2 ms, and only the
+  // transfer itself slows rank 1's kernel (by f): the wait is not communication.
+  const double f = 0.5, bw = 50 * kGB, latency = 2e-6, s = 0.25 * kGiB, before = 2e-3, kernel = 10e-3;
+  ParallelismSpec p;
+  p.pp = 2;
+  Workload w;
+  w.layout = RankLayout(p);
+  w.names = {"x"};
+  Program sender, receiver;
+  sender.streams = {{"compute", {compute_op(before)}}, {"send", {p2p_op(OpKind::send, 1, 3, s)}}};
+  depend(sender, 1, 0, 0, 0);
+  receiver.streams = {{"compute", {compute_op(kernel)}}, {"recv", {p2p_op(OpKind::recv, -1, 3, s)}}};
+  w.programs = {sender, receiver};
+  w.program_of_rank = {0, 1};
+  const Topology t = uniform_star(2, bw, latency);
+  const auto compute = roofline(test_compute_params(f));
+  const auto model = nccl();
+  const Result r = simulate(w, t, *compute, *model);
+  const double transfer = latency + s / bw;
+  const OpEvent* recv = r.observer.end_of(1, 1, 0);
+  const OpEvent* send = r.observer.end_of(0, 1, 0);
+  ASSERT_TRUE(recv != nullptr && send != nullptr);
+  EXPECT_NEAR(recv->start_s, before, 1e-12);
+  EXPECT_NEAR(send->start_s, before, 1e-12);
+  EXPECT_NEAR(recv->time_s, before + transfer, 1e-9);
+  // The kernel loses f of its speed during the transfer only: it ends at kernel + transfer * f.
+  const OpEvent* k = r.observer.end_of(1, 0, 0);
+  ASSERT_NE(k, nullptr);
+  EXPECT_NEAR(k->time_s, kernel + transfer * f, 1e-9);
+  // The start event is emitted at the match, in time order with the other events.
+  for (std::size_t i = 1; i < r.observer.events.size(); ++i)
+    EXPECT_LE(r.observer.events[i - 1].time_s, r.observer.events[i].time_s);
+}
+
+TEST(SimGridEngine, ASendPostedFirstWaitsForItsReceiverWithoutCommunicating) {
+  // The mirror case: rank 0 posts its send at t = 0; rank 1 computes 3 ms before its receive (same stream).
+  const double bw = 50 * kGB, latency = 2e-6, s = 64e6, before = 3e-3;
+  ParallelismSpec p;
+  p.pp = 2;
+  Workload w;
+  w.layout = RankLayout(p);
+  w.names = {"x"};
+  Program sender, receiver;
+  sender.streams = {{"compute", {compute_op(1e-3)}}, {"send", {p2p_op(OpKind::send, 1, 0, s)}}};
+  receiver.streams = {{"compute", {compute_op(before), p2p_op(OpKind::recv, -1, 0, s)}}};
+  w.programs = {sender, receiver};
+  w.program_of_rank = {0, 1};
+  const Topology t = uniform_star(2, bw, latency);
+  const auto compute = roofline(test_compute_params(0.5));
+  const auto model = nccl();
+  const Result r = simulate(w, t, *compute, *model);
+  const OpEvent* send = r.observer.end_of(0, 1, 0);
+  ASSERT_NE(send, nullptr);
+  EXPECT_NEAR(send->start_s, before, 1e-12);
+  EXPECT_NEAR(send->time_s, before + latency + s / bw, 1e-9);
+  // Rank 0's 1 ms kernel ran while the send waited: not slowed.
+  EXPECT_NEAR(r.observer.end_of(0, 0, 0)->time_s, 1e-3, 1e-12);
+}
+
 /// Stage s of a 1F1B pipeline (PipeDream-flush; Narayanan et al., SC'21): p - s - 1 warm-up forwards, then one
 /// forward / one backward, then the remaining backwards. Activations go to the next stage on stream 1, gradients to
 /// the previous on stream 2 (one stream per direction, as Megatron's separate send/recv calls); receives sit on the

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,11 +71,15 @@ struct HardwareSpec {
   /// One intra-node link (NVLink, xGMI), one direction. Links per GPU says how many; an NVSwitch node
   /// gives each GPU links_per_gpu * link_bandwidth to the switch, a full mesh one link per peer.
   double intra_node_link_bandwidth_bytes_per_s = 0.0;
+  /// Fraction of the nominal link bandwidth collective libraries (NCCL/RCCL) move data at; the topology's links get
+  /// bandwidth * efficiency (like the kernels' efficiencies against their peaks).
+  double intra_node_link_efficiency = 1.0;
   int intra_node_links_per_gpu = 0;
   double intra_node_link_latency_s = 0.0;
   /// PCIe link between GPU and its NIC (one direction).
   double pcie_bandwidth_bytes_per_s = 0.0;
   double nic_bandwidth_bytes_per_s = 0.0;  ///< one NIC, one direction
+  double nic_efficiency = 1.0;             ///< fraction of nic_bandwidth collectives achieve between nodes
   double nic_latency_s = 0.0;              ///< NIC + first-hop latency
   int dies_per_package = 1;                ///< 2 on MI250/MI250X: pairs of GPUs share a package
   /// Die-to-die bandwidth inside a package (one direction); 0 when dies_per_package == 1.
@@ -89,6 +94,14 @@ struct HardwareSpec {
   GovernorParams governor;
   /// Default cooling of this GPU's usual chassis; a run config may override it.
   CoolingSpec cooling;
+  /// Efficiencies of named attention kernel implementations on this GPU (`kernels.attention_implementations`:
+  /// "flash2", "cudnn", ...). A run that names one (training.attention) uses it instead of the attention class's
+  /// default efficiency.
+  std::map<std::string, KernelEfficiency, std::less<>> attention_implementations;
 };
+
+/// The compute parameters of `hardware` for a run using the attention implementation `attention` (a key of
+/// hardware.attention_implementations; empty: the attention class's default). Throws ModelError for an unknown name.
+[[nodiscard]] ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention);
 
 }  // namespace chopsim

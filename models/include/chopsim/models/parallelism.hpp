@@ -3,6 +3,7 @@
 // and the mapping from global rank to its position in every parallel group.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,9 +46,14 @@ struct OverlapSpec {
   bool dp = true;    ///< gradient all-reduce / reduce-scatter overlapped with backward
   bool fsdp = true;  ///< FSDP parameter all-gather prefetch and gradient reduce-scatter on side streams
   bool tp = false;   ///< TP/SP collectives overlapped with GEMMs (userbuffers / TE comm overlap)
-  bool pp = true;    ///< pipeline send/recv on their own streams
-  bool cp = true;    ///< context-parallel KV exchange overlapped with attention
-  bool ep = false;   ///< MoE all-to-all overlapped with expert compute
+  /// The backward of a column-parallel linear layer runs its input-gradient all-reduce (reduce-scatter with SP)
+  /// during the weight-gradient GEMM and, with SP, the all-gather of its input during the input-gradient GEMM:
+  /// Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication and Transformer Engine's Linear /
+  /// LayerNormLinear issue them with async_op=True (the reason Megatron sets CUDA_DEVICE_MAX_CONNECTIONS=1).
+  bool tp_backward = true;
+  bool pp = true;   ///< pipeline send/recv on their own streams
+  bool cp = true;   ///< context-parallel KV exchange overlapped with attention
+  bool ep = false;  ///< MoE all-to-all overlapped with expert compute
 };
 
 struct TrainingSpec {
@@ -61,6 +67,28 @@ struct TrainingSpec {
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
   /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
   double moe_capacity_factor = 1.0;
+  /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
+  /// "flash2", ...); empty = the hardware's default attention efficiency.
+  std::string attention;
+  /// Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion turns it off): the
+  /// weight-gradient GEMM accumulates into the fp32 main_grad in its epilogue. Off: the GEMM writes a bf16
+  /// gradient and a separate kernel adds it to main_grad (reads 4 + 2 bytes, writes 4 per parameter). Applies to
+  /// fp32 main gradients (zero_stage 0-2 in mixed precision).
+  bool gradient_accumulation_fusion = true;
+  /// A fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion, flash-attn's xentropy, Liger): reads the
+  /// logits and writes the fp32 softmax once. Off: Megatron's unfused vocab-parallel cross entropy, a chain of
+  /// fp32 elementwise passes over the logits (megatron/core/tensor_parallel/cross_entropy.py).
+  bool cross_entropy_fusion = true;
+  /// Gradient clipping by global norm (Megatron --clip-grad, PyTorch clip_grad_norm_): one pass over this rank's
+  /// gradients to compute the norm before the optimizer step.
+  bool grad_clip = true;
+  /// Megatron --log-num-zeros-in-grad: counts zeros in this rank's gradient shard every step (one pass).
+  bool log_num_zeros_in_grad = false;
+  /// Megatron --log-params-norm: the norm of this rank's fp32 main-parameter shard every step (one pass).
+  bool log_params_norm = false;
+  /// FSDP/ZeRO-3 gradient reduction in fp32 (PyTorch FSDP MixedPrecision(reduce_dtype=torch.float32), Composer's
+  /// mixed_precision DEFAULT): gradients are cast to fp32, reduce-scattered and kept sharded in fp32.
+  bool fsdp_reduce_fp32 = false;
 
   /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
   [[nodiscard]] int micro_batches(const ParallelismSpec& parallelism) const {

@@ -7,6 +7,10 @@ namespace chopsim {
 
 enum class MlpKind { swiglu, gelu };
 enum class NormKind { rmsnorm, layernorm };
+/// How token positions enter the model: rotary embeddings applied to Q and K in every layer (Llama, Mixtral), a
+/// learned absolute table added to the token embeddings (GPT-2/3, Megatron-LM's default learned_absolute, MPT's
+/// learned_pos_emb), or nothing the kernels see (ALiBi biases inside the attention kernel, NoPE).
+enum class PositionEmbedding { rope, learned, none };
 
 struct TransformerSpec {
   std::string name;
@@ -25,6 +29,7 @@ struct TransformerSpec {
   /// Hidden dropout after attention and after the MLP (GPT-3, Megatron's default 0.1): its 1-byte masks are
   /// kept for backward (Korthikanti et al. 2022). Llama and Mixtral train without dropout.
   bool dropout = false;
+  PositionEmbedding position_embedding = PositionEmbedding::rope;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   [[nodiscard]] bool is_moe() const { return experts > 1; }
