@@ -17,7 +17,8 @@ packages=(
   libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
   python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
   time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
-  python3                 # scripts/check_outputs.py reads the outputs back
+  python3                 # test scripts read outputs back
+  clang-format            # scripts/check-format.sh (a ctest) checks the style
 )
 
 missing=()

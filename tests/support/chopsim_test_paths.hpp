@@ -19,10 +19,10 @@ inline std::filesystem::path shared_data_dir() {
 }  // namespace chopsim::test
 
 /// Skips the current test when ../shared/data (or the given file inside it) is missing.
-#define CHOPSIM_REQUIRE_SHARED_DATA(relative)                                                        \
-  do {                                                                                              \
-    const auto chopsim_required_path = ::chopsim::test::shared_data_dir() / (relative);             \
-    if (!std::filesystem::exists(chopsim_required_path))                                            \
-      GTEST_SKIP() << "shared data not found at " << chopsim_required_path.string()                 \
-                   << " (set CHOPSIM_SHARED_DATA to the shared/data folder to run this test)";      \
+#define CHOPSIM_REQUIRE_SHARED_DATA(relative)                                                  \
+  do {                                                                                         \
+    const auto chopsim_required_path = ::chopsim::test::shared_data_dir() / (relative);        \
+    if (!std::filesystem::exists(chopsim_required_path))                                       \
+      GTEST_SKIP() << "shared data not found at " << chopsim_required_path.string()            \
+                   << " (set CHOPSIM_SHARED_DATA to the shared/data folder to run this test)"; \
   } while (false)
