@@ -52,6 +52,7 @@ int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
 int command_calibrate(const std::vector<std::string>& args);
+int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--simulate-oom]\n"
@@ -61,9 +62,10 @@ inline constexpr std::string_view kRunUsage =
     "      --configs DIR    look up hardware/, models/ and clusters/ by name under DIR first\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n";
 inline constexpr std::string_view kValidateUsage =
-    "  validate [--data DIR] [--configs DIR] [--out FILE] [--jobs N]\n"
-    "      Predict every measured case in DIR/validation (default ../shared/data) and write the\n"
-    "      predicted-vs-measured table to FILE (default docs/validation.md).\n";
+    "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N]\n"
+    "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"
+    "      with the calibration profile of the case's GPU (--profiles, default calibration/profiles), and write\n"
+    "      the predicted-vs-measured table to FILE (default docs/validation.md).\n";
 inline constexpr std::string_view kIngestUsage =
     "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N]\n"
     "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"
@@ -84,6 +86,20 @@ inline constexpr std::string_view kCalibrateUsage =
     "      --max-gap-us G   inter-kernel gaps longer than G are host stalls, not launch overhead (default 100)\n"
     "      --gpus-per-node N  collectives within N consecutive ranks are intra-node (default 8)\n"
     "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n";
+inline constexpr std::string_view kReplayUsage =
+    "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"
+    "         [--calibration PROFILE] [--measured-calibration PROFILE] [--simulate-collectives]\n"
+    "         [--dependency-window-us T] [--configs DIR]\n"
+    "      Run the measured kernel sequences of a kernel store (chopsim ingest) through the engine and report\n"
+    "      measured vs replayed time per kernel class and in total (docs/replay.md).\n"
+    "      --hardware NAME  replay on this GPU (default: the measured one): kernels scaled by the roofline's\n"
+    "                       target/source ratio, collectives re-simulated\n"
+    "      --cluster NAME   replay on this cluster (default: the GPU's usual node; nodes as the ranks need)\n"
+    "      --out DIR        also write DIR/summary.json and DIR/timeline.json (Perfetto)\n"
+    "      --measured-hardware NAME  the measured GPU's hardware file (default: from the store's GPU name)\n"
+    "      --calibration P  calibration profile of the target GPU (--measured-calibration: of the measured one)\n"
+    "      --simulate-collectives  re-simulate matched collectives on the measured hardware too\n"
+    "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
     "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";

@@ -12,7 +12,7 @@
 namespace chopsim::cli {
 
 int command_validate(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--data", "--configs", "--out", "-o", "--jobs", "-j"}, {});
+  const Arguments args(raw, {"--data", "--configs", "--profiles", "--out", "-o", "--jobs", "-j"}, {});
   if (!args.positional().empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
   const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
@@ -21,7 +21,9 @@ int command_validate(const std::vector<std::string>& raw) {
     throw argument_error("no measured data at " + (data_dir / "validation").string(),
                          "pass --data with the path of the shared data folder (../shared/data from the project root)");
   const auto registries = ModelRegistries::with_builtins();
-  const auto cases = load_validation_cases(data_dir, configs_dir, registries);
+  const std::filesystem::path profiles_dir =
+      args.option("--profiles").value_or((configs_dir.parent_path() / "calibration" / "profiles").string());
+  const auto cases = load_validation_cases(data_dir, configs_dir, registries, profiles_dir);
   const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
   std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
@@ -29,9 +31,15 @@ int command_validate(const std::vector<std::string>& raw) {
   std::ostringstream page;
   write_validation_markdown(page, results);
   write_file_atomically(out, page.str());
-  int failed = 0;
-  for (const auto& result : results) failed += result.ok ? 0 : 1;
-  std::cout << "wrote " << out.string() << " (" << results.size() << " cases, " << failed << " not predicted)\n";
+  int failed = 0, calibrated = 0, calibrated_failed = 0;
+  for (const auto& result : results) {
+    failed += result.uncalibrated.ok ? 0 : 1;
+    if (!result.has_profile()) continue;
+    ++calibrated;
+    calibrated_failed += result.calibrated.ok ? 0 : 1;
+  }
+  std::cout << "wrote " << out.string() << " (" << results.size() << " cases, " << failed << " not predicted; "
+            << calibrated << " also with a calibration profile, " << calibrated_failed << " not predicted)\n";
   return kExitOk;
 }
 

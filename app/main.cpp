@@ -21,6 +21,7 @@ constexpr std::array kCommands = {
     Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
     Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},
     Command{"calibrate", chopsim::cli::kCalibrateUsage, chopsim::cli::command_calibrate},
+    Command{"replay", chopsim::cli::kReplayUsage, chopsim::cli::command_replay},
 };
 
 void print_usage(std::ostream& out) {

@@ -275,9 +275,32 @@ CollectiveCalibration fit_collectives(const MeasurementSet& measurements, const 
     result.nic_bandwidth_from = describe(*nic_source) + ": 1 / b";
   }
 
+  // The profile states the fitted bandwidths as efficiencies of the hardware file's nominal rates (docs/configs.md:
+  // runs build links with bandwidth x efficiency), so that applying a profile derates the nominal rate once.
+  const auto as_efficiency = [](bool& fitted, double effective, double nominal, std::string& from) {
+    if (!fitted) return 0.0;
+    if (!(nominal > 0.0)) {
+      fitted = false;
+      from += "; the hardware file has no nominal bandwidth to state it against: not used";
+      return 0.0;
+    }
+    const double efficiency = effective / nominal;
+    if (efficiency > 1.0) {
+      from += "; above the nominal " + format_g(nominal * 1e-9) + " GB/s: efficiency capped at 1";
+      return 1.0;
+    }
+    return efficiency;
+  };
+  result.link_efficiency = as_efficiency(result.link_bandwidth_fitted, result.link_bandwidth_bytes_per_s,
+                                         hardware.intra_node_link_bandwidth_bytes_per_s, result.link_bandwidth_from);
+  result.nic_efficiency = as_efficiency(result.nic_bandwidth_fitted, result.nic_bandwidth_bytes_per_s,
+                                        hardware.nic_bandwidth_bytes_per_s, result.nic_bandwidth_from);
+
   // chopsim's closed-form times with the profile's values, against every intra-node group.
-  const double link_bw =
-      result.link_bandwidth_fitted ? result.link_bandwidth_bytes_per_s : hardware.intra_node_link_bandwidth_bytes_per_s;
+  // The links a run builds with the profile: the nominal bandwidth times the profile's efficiency, or the hardware
+  // file's efficiency where the profile has none.
+  const double link_bw = hardware.intra_node_link_bandwidth_bytes_per_s *
+                         (result.link_bandwidth_fitted ? result.link_efficiency : hardware.intra_node_link_efficiency);
   for (const auto& [key, samples] : groups) {
     const auto [scope, kind, n] = key;
     if (scope != LinkScope::intra_node || link_bw <= 0.0 || n < 2) continue;

@@ -143,9 +143,11 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   if (hw.rated_clock_hz <= 0.0) hw.rated_clock_hz = hw.boost_clock_hz;
   hw.hbm_bandwidth_bytes_per_s = yaml.required("hbm.bandwidth_tb_s") * units::kTera;
   hw.intra_node_link_bandwidth_bytes_per_s = yaml.optional("intra_node_link.bandwidth_gb_s", 0.0) * units::kGiga;
+  hw.intra_node_link_efficiency = yaml.optional("intra_node_link.efficiency", 1.0);
   hw.intra_node_links_per_gpu = static_cast<int>(yaml.optional("intra_node_link.links_per_gpu", 0.0));
   hw.intra_node_link_latency_s = yaml.optional("intra_node_link.latency_us", 0.0) * units::kMicrosecond;
   hw.nic_bandwidth_bytes_per_s = yaml.optional("nic.bandwidth_gbit_s", 0.0) * units::kGiga / 8.0;
+  hw.nic_efficiency = yaml.optional("nic.efficiency", 1.0);
   hw.nic_latency_s = yaml.optional("nic.latency_us", 0.0) * units::kMicrosecond;
   hw.launch_overhead_s = yaml.optional("kernels.launch_overhead_us", 0.0) * units::kMicrosecond;
   hw.idle_power_w = yaml.optional("power_w.idle", 0.0);

@@ -97,54 +97,6 @@ bool is_hdf5(const std::filesystem::path& path) {
   return in.gcount() == 8 && std::string(magic.data(), 8) == "\x89HDF\r\n\x1a\n";
 }
 
-/// The element type of a GEMM/attention kernel from its name: cuBLAS/CUTLASS spell it (sm90_xmma_gemm_bf16bf16_...,
-/// ampere_fp16_s16816gemm_..., ..._sgemm_...); Tensile/hipBLASLt put a type letter after the index tokens
-/// (Cijk_Alik_Bljk_B_... bf16, _H_ fp16, _S_ fp32, _F8..._ fp8). "" when the name does not say.
-std::string dtype_from_kernel_name(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  if (name.starts_with("Cijk_")) {
-    std::vector<std::string> tokens;
-    std::stringstream stream(name);
-    for (std::string token; std::getline(stream, token, '_');) tokens.push_back(token);
-    if (tokens.size() > 3) {
-      const std::string& t = tokens[3];
-      if (t == "B" || t == "BBS" || t == "BB") return "bf16";
-      if (t == "H" || t == "HHS" || t == "HH") return "fp16";
-      if (t == "S" || t == "SS") return "fp32";
-      if (t.starts_with("F8")) return "fp8";
-    }
-    return "";
-  }
-  if (lower.find("bf16") != std::string::npos || lower.find("bfloat16") != std::string::npos) return "bf16";
-  if (lower.find("e4m3") != std::string::npos || lower.find("fp8") != std::string::npos) return "fp8";
-  if (lower.find("fp16") != std::string::npos || lower.find("f16f16") != std::string::npos ||
-      lower.find("half") != std::string::npos)
-    return "fp16";
-  if (lower.find("tf32") != std::string::npos) return "tf32";
-  if (lower.find("sgemm") != std::string::npos) return "fp32";
-  return "";
-}
-
-/// Global ranks listed in a process-group string such as "[0, 1, 2]".
-std::vector<long> parse_ranks(const std::string& text) {
-  std::vector<long> ranks;
-  long value = 0;
-  bool in_number = false;
-  for (const char c : text) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      value = value * 10 + (c - '0');
-      in_number = true;
-    } else if (in_number) {
-      ranks.push_back(value);
-      value = 0;
-      in_number = false;
-    }
-  }
-  if (in_number) ranks.push_back(value);
-  return ranks;
-}
-
 /// Turns one trace's records into samples, gaps and telemetry readings.
 class RecordCollector {
  public:
@@ -243,10 +195,10 @@ class RecordCollector {
 
  private:
   LinkScope scope_of(const std::string& group, int group_size) const {
-    const auto ranks = parse_ranks(group);
+    const auto ranks = process_group_ranks(group);
     if (ranks.empty()) return group_size <= options_.gpus_per_node ? LinkScope::intra_node : LinkScope::inter_node;
-    const long node = ranks.front() / options_.gpus_per_node;
-    for (const long r : ranks)
+    const int node = ranks.front() / options_.gpus_per_node;
+    for (const int r : ranks)
       if (r / options_.gpus_per_node != node) return LinkScope::inter_node;
     return LinkScope::intra_node;
   }
@@ -288,6 +240,34 @@ void read_trace(const std::filesystem::path& path, const TraceFormat& format, st
 }
 
 }  // namespace
+
+// cuBLAS/CUTLASS spell the element type (sm90_xmma_gemm_bf16bf16_..., ampere_fp16_s16816gemm_..., ..._sgemm_...);
+// Tensile/hipBLASLt put a type letter after the index tokens (Cijk_Alik_Bljk_B_... bf16, _H_ fp16, _S_ fp32, _F8_ fp8).
+std::string dtype_from_kernel_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (name.starts_with("Cijk_")) {
+    std::vector<std::string> tokens;
+    std::stringstream stream(name);
+    for (std::string token; std::getline(stream, token, '_');) tokens.push_back(token);
+    if (tokens.size() > 3) {
+      const std::string& t = tokens[3];
+      if (t == "B" || t == "BBS" || t == "BB") return "bf16";
+      if (t == "H" || t == "HHS" || t == "HH") return "fp16";
+      if (t == "S" || t == "SS") return "fp32";
+      if (t.starts_with("F8")) return "fp8";
+    }
+    return "";
+  }
+  if (lower.find("bf16") != std::string::npos || lower.find("bfloat16") != std::string::npos) return "bf16";
+  if (lower.find("e4m3") != std::string::npos || lower.find("fp8") != std::string::npos) return "fp8";
+  if (lower.find("fp16") != std::string::npos || lower.find("f16f16") != std::string::npos ||
+      lower.find("half") != std::string::npos)
+    return "fp16";
+  if (lower.find("tf32") != std::string::npos) return "tf32";
+  if (lower.find("sgemm") != std::string::npos) return "fp32";
+  return "";
+}
 
 std::vector<std::string> supported_input_kinds() {
   std::vector<std::string> kinds = calibration_detail::table_kind_descriptions();

@@ -49,6 +49,7 @@ void BreakdownObserver::on_op_event(const OpEvent& event) {
   auto& state = ranks_[event.rank];
   advance(state, event.time_s);
   const Op& op = workload_.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
+  if (op.kind == OpKind::delay) return;  // a host gap: the GPU is idle unless another stream runs
   if (op.kind == OpKind::compute) {
     if (event.is_end)
       --state.active_compute;
@@ -114,6 +115,7 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   Rank& rank = ranks_[event.rank];
   advance(rank, event.time_s);
   const Op& op = workload_.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
+  if (op.kind == OpKind::delay) return;
   if (op.kind != OpKind::compute) {
     rank.communications += event.is_end ? -1 : 1;
     return;

@@ -12,6 +12,7 @@
 #include "chopsim/experiments/config.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 #include <system_error>
@@ -119,15 +120,19 @@ Spec decode_file(const Component<Spec>& component, const fs::path& file, KeyLoca
 }
 
 /// The component at `top[kind.key]`: a name or path, a {name|path, overrides...} mapping, or an inline mapping.
+/// `after_file` runs on the spec the file (or the inline definition) gave, before the run's overrides: the hook of the
+/// calibration profile, which sits between the two.
 template <class Spec>
 Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchPath& search, const fs::path& run_dir,
-             KeyLocations* locations) {
+             KeyLocations* locations, const std::function<void(Spec&)>& after_file = {}) {
   const char* key = component.kind.key;
   top.require(key, "a name, a path to a file, or a mapping");
   const YAML::Node value = top.value(key);
   if (value.IsScalar() && !value.Scalar().empty()) {
     const fs::path file = find_component(value.Scalar(), false, component.kind, search, run_dir, top, key);
-    return decode_file(component, file, locations, key);
+    Spec spec = decode_file(component, file, locations, key);
+    if (after_file) after_file(spec);
+    return spec;
   }
   if (!value.IsMap())
     top.fail(key, "expected a name, a path or a mapping, found " + describe_value(value),
@@ -146,10 +151,12 @@ Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchP
     const fs::path file =
         find_component(text, by_path, component.kind, search, run_dir, ref, by_name ? "name" : "path");
     spec = decode_file(component, file, locations, key);
+    if (after_file) after_file(spec);
     component.apply(ref, spec, Need::optional, true);  // overrides of the file's keys
   } else {
     component.apply(ref, spec, Need::required, true);  // a complete inline definition
     spec.name = std::string("inline ") + key;
+    if (after_file) after_file(spec);
   }
   ref.finish();
   return spec;
@@ -232,7 +239,9 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read_choice<bool>("fsdp_reduce_dtype", train.fsdp_reduce_fp32, {{"bf16", false}, {"fp32", true}});
 }
 
-void decode_collectives(Mapping& c, CollectiveParams& params) {
+}  // namespace
+
+void config_detail::decode_collectives(Mapping& c, CollectiveParams& params) {
   const std::vector<std::pair<std::string, std::string>> reduce = {
       {"ring", "ring"}, {"tree", "tree"}, {"hierarchical", "hierarchical"}, {"auto", "auto"}};
   const std::vector<std::pair<std::string, std::string>> gather = {
@@ -245,6 +254,8 @@ void decode_collectives(Mapping& c, CollectiveParams& params) {
   c.read("mesh_channels", params.mesh_channels, kNonNegativeInt);
   c.read("pipelined_rings", params.pipelined_rings);
 }
+
+namespace {
 
 void decode_power(Mapping& p, PowerRunSpec& power) {
   p.read("dynamics", power.dynamics);
@@ -298,7 +309,18 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
   top.read("description", description);
 
   run.model = resolve(top, Component<TransformerSpec>{kModel, apply_model_any}, search, run_dir, &locations);
-  run.hardware = resolve(top, Component<HardwareSpec>{kHardware, apply_hardware_any}, search, run_dir, &locations);
+  // A calibration profile overrides the hardware file's keys (the run's own overrides still win) and sets the
+  // collective parameters (the run's `collectives:` section still wins).
+  std::function<void(HardwareSpec&)> apply_calibration;
+  std::string calibration_text;
+  if (top.read("calibration", calibration_text)) {
+    run.calibration = find_profile(calibration_text, search, run_dir, top, "calibration");
+    apply_calibration = [&](HardwareSpec& hardware) {
+      apply_profile(run.calibration, shown, &hardware, &run.collectives, &locations);
+    };
+  }
+  run.hardware = resolve(top, Component<HardwareSpec>{kHardware, apply_hardware_any}, search, run_dir, &locations,
+                         apply_calibration);
   run.cluster = resolve(top, Component<ClusterSpec>{kCluster, apply_cluster_any}, search, run_dir, &locations);
 
   if (top.has("parallelism")) {

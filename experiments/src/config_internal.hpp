@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run_spec.hpp"
 #include "config_yaml.hpp"
 
@@ -28,5 +29,21 @@ void check_cluster(const ClusterSpec& cluster, const Locator& locate, std::strin
 
 /// The cross-field rules of validate_run(), with each message placed at the key to change.
 void validate_run_at(const RunSpec& run, const Locator& locate);
+
+/// The keys of a run's `collectives:` section (also a calibration profile's).
+void decode_collectives(Mapping& c, CollectiveParams& params);
+
+/// Decodes the calibration profile `file` (config_profile.cpp) and returns the hardware it was fitted on. With
+/// `hardware`, checks that it is that hardware (InputError naming both; `shown_reference` names the run in the
+/// message) and applies the profile's kernels, intra_node_link and nic sections to it; with `collectives`, applies
+/// the profile's collectives section. Keys are recorded in `locations` as "hardware.KEY" and "collectives.KEY".
+std::string apply_profile(const std::filesystem::path& file, const std::string& shown_reference, HardwareSpec* hardware,
+                          CollectiveParams* collectives, KeyLocations* locations);
+
+/// Resolves a run's `calibration:` text: an absolute path, or a path relative to the run's folder, a configs root
+/// or a configs root's parent (in that order). Fails at `owner.key` listing the places it looked.
+[[nodiscard]] std::filesystem::path find_profile(const std::string& text, const ConfigSearchPath& search,
+                                                 const std::filesystem::path& run_dir, const Mapping& owner,
+                                                 std::string_view key);
 
 }  // namespace chopsim::config_detail

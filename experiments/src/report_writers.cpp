@@ -96,6 +96,7 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
   if (!event.is_end) return;
   auto& json = state_->json;
   const Op& op = op_of(state_->workload, event);
+  if (op.kind == OpKind::delay) return;  // host gaps of replayed traces: the empty space between kernels
   std::string name(state_->workload.name(op));
   if (op.kind != OpKind::compute) name += " " + format_bytes(op.bytes);
   json.begin_object();
@@ -117,7 +118,9 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
     json.field("bytes", op.bytes);
   } else {
     json.field("kind", op.kind == OpKind::collective ? to_string(op.collective) : to_string(op.kind));
-    json.field("group", op.kind == OpKind::collective ? to_string(op.group) : std::string_view("pp"));
+    json.field("group", op.kind != OpKind::collective ? std::string_view("pp")
+                        : op.group_index >= 0         ? std::string_view("explicit")
+                                                      : to_string(op.group));
     json.field("bytes", op.bytes);
   }
   json.end_object();
@@ -333,6 +336,7 @@ void OpsTableWriter::on_op_event(const OpEvent& event) {
   if (!event.is_end) return;
   const auto& workload = state_->workload;
   const Op& op = op_of(workload, event);
+  if (op.kind == OpKind::delay) return;
   OpRow row{};
   row.rank = event.rank;
   row.iteration = event.iteration;

@@ -58,6 +58,15 @@ std::string parallelism_label(const ParallelismSpec& p) {
   return label;
 }
 
+/// The calibration profile as seen from the run file's folder (no absolute path of the machine in outputs).
+std::string calibration_label(const RunSpec& run) {
+  std::error_code error;
+  const std::filesystem::path base = std::filesystem::absolute(run.source, error).parent_path();
+  const std::filesystem::path profile = std::filesystem::absolute(run.calibration, error);
+  if (run.source.empty() || error) return run.calibration.filename().string();
+  return profile.lexically_proximate(base).generic_string();
+}
+
 double peak_flops(const RunSpec& run) {
   return run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(run.training.precision)];
 }
@@ -233,6 +242,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());
   json.end_object();
   json.field("iterations", run.iterations);
+  if (!run.calibration.empty()) json.field("calibration", calibration_label(run));
   json.end_object();
 
   if (report.simulated) {
@@ -334,7 +344,9 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   out << "), " << parallelism_label(run.parallelism) << "\n";
   out << "  global batch " << run.training.global_batch << " x " << run.training.seq_len << " tokens, micro-batch "
       << run.training.micro_batch << " (" << run.training.micro_batches(run.parallelism) << " per pipeline), "
-      << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute) << "\n\n";
+      << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute) << "\n";
+  if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
+  out << "\n";
 
   const auto& m = report.memory;
   out << "  peak memory / GPU   " << gib(m.total_bytes) << " GiB of " << gib(m.capacity_bytes) << " GiB"

@@ -507,15 +507,45 @@ std::string percent(double fraction) { return (fraction >= 0 ? "+" : "") + forma
 
 }  // namespace
 
+std::map<std::string, std::filesystem::path> calibration_profiles_by_hardware(
+    const std::filesystem::path& profiles_dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(profiles_dir, error))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::filesystem::path> profiles;
+  for (const auto& file : files) profiles.emplace(calibration_profile_hardware(file), file);
+  return profiles;
+}
+
 std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& data_dir,
                                                   const std::filesystem::path& configs_dir,
-                                                  const ModelRegistries& registries) {
+                                                  const ModelRegistries& registries,
+                                                  const std::filesystem::path& profiles_dir) {
   std::vector<ValidationCase> cases;
   add_megatron_cases(data_dir, configs_dir, registries, cases);
   add_llm_foundry_cases(data_dir, configs_dir, cases);
   add_perseus_cases(data_dir, configs_dir, cases);
   add_zeus_cases(data_dir, configs_dir, cases);
   add_seed_findings(configs_dir, registries, cases);
+  // Each case again with the calibration profile of its GPU (docs/calibration.md), applied as the run key
+  // `calibration:` would: kernels, intra_node_link and nic over the hardware file, collectives over the run's.
+  const auto profiles = calibration_profiles_by_hardware(
+      profiles_dir.empty() ? configs_dir.parent_path() / "calibration" / "profiles" : profiles_dir);
+  for (ValidationCase& c : cases) {
+    const auto it = profiles.find(c.run.hardware.name);
+    if (it == profiles.end()) continue;
+    c.profile = it->second;
+    c.calibrated_run = c.run;
+    apply_calibration_profile(c.calibrated_run, c.profile);
+    if (!c.baseline_run.empty()) {
+      if (c.baseline.hardware.name != c.run.hardware.name)
+        throw ModelError("validation: case '" + c.id + "' compares runs on different GPUs");
+      c.calibrated_baseline = c.baseline;
+      apply_calibration_profile(c.calibrated_baseline, c.profile);
+    }
+  }
   return cases;
 }
 
@@ -626,8 +656,7 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
     notes = "predicted losses per iteration: frequency " + format(1e3 * l.frequency_s, 0) + " ms, kernel efficiency " +
             format(1e3 * l.efficiency_loss_s, 0) + " ms, exposed communication " + format(1e3 * l.exposed_comm_s, 0) +
             " ms, contention " + format(1e3 * l.comm_contention_s, 0) + " ms, launch " + format(1e3 * l.launch_s, 0) +
-            " ms (kernel efficiencies of configs/hardware/MI300X.yaml may include clock loss of the measurements "
-            "they were fitted to)";
+            " ms (kernel efficiencies fitted to measured kernels may include the clock loss of those measurements)";
     const double largest_other =
         std::max({l.efficiency_loss_s, l.exposed_comm_s, l.comm_contention_s, l.launch_s, l.pipeline_bubble_s});
     return l.frequency_s > largest_other ? 1.0 : 0.0;
@@ -663,11 +692,19 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
                                              const ModelRegistries& registries, int jobs) {
   std::vector<ValidationResult> results(cases.size());
   tbb::task_arena arena(std::max(jobs, 1));
-  // Simulations shared by power cases, once each.
+  // Simulations shared by power cases, once each; the calibrated ones under their own keys.
+  const auto shared_key = [](const std::string& key, bool calibrated) {
+    return calibrated ? key + " [calibrated]" : key;
+  };
   std::map<std::string, const RunSpec*> specs;
   for (const ValidationCase& c : cases) {
-    if (!c.shared_run.empty()) specs.emplace(c.shared_run, &c.run);
-    if (!c.baseline_run.empty()) specs.emplace(c.baseline_run, &c.baseline);
+    for (const bool calibrated : {false, true}) {
+      if (calibrated && c.profile.empty()) continue;
+      if (!c.shared_run.empty())
+        specs.emplace(shared_key(c.shared_run, calibrated), calibrated ? &c.calibrated_run : &c.run);
+      if (!c.baseline_run.empty())
+        specs.emplace(shared_key(c.baseline_run, calibrated), calibrated ? &c.calibrated_baseline : &c.baseline);
+    }
   }
   std::vector<std::pair<std::string, const RunSpec*>> list(specs.begin(), specs.end());
   std::vector<SharedResult> shared(list.size());
@@ -680,54 +717,63 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
       if (list[i].first == key) return &shared[i];
     return nullptr;
   };
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, cases.size(), [&](std::size_t i) {
-      ValidationResult& result = results[i];
-      result.validation_case = cases[i];
-      const ValidationCase& c = cases[i];
-      if (!c.probe.empty()) {
-        const SharedResult* r = find_shared(c.shared_run);
-        const SharedResult* base = c.baseline_run.empty() ? nullptr : find_shared(c.baseline_run);
-        if (r == nullptr || !r->ok || (base != nullptr && !base->ok)) {
-          result.failure = r == nullptr ? "no simulation" : !r->ok ? r->failure : base->failure;
-          return;
-        }
-        try {
-          std::string notes;
-          result.predicted = probe_value(c, *r, base, notes);
-          if (!notes.empty()) result.validation_case.notes = notes;
-          result.predicted_mfu = r->report.mfu;
-          result.ok = true;
-          result.relative_error = c.metric == ValidationMetric::finding ? result.predicted - c.measured
-                                                                        : (result.predicted - c.measured) / c.measured;
-        } catch (const std::exception& error) {
-          result.failure = error.what();
-        }
-        return;
+  // One prediction of case `c` with `run` (the case's own or its calibrated copy).
+  auto predict = [&](const ValidationCase& c, const RunSpec& run, bool calibrated) {
+    ValidationPrediction result;
+    if (!c.probe.empty()) {
+      const SharedResult* r = find_shared(shared_key(c.shared_run, calibrated));
+      const SharedResult* base = c.baseline_run.empty() ? nullptr : find_shared(shared_key(c.baseline_run, calibrated));
+      if (r == nullptr || !r->ok || (base != nullptr && !base->ok)) {
+        result.failure = r == nullptr ? "no simulation" : !r->ok ? r->failure : base->failure;
+        return result;
       }
       try {
-        RunOptions options;
-        options.simulate_when_out_of_memory = c.metric == ValidationMetric::peak_memory_bytes;
-        if (c.metric == ValidationMetric::peak_memory_bytes) {
-          // Memory needs no simulation: the model's estimate of the allocator peak.
-          const auto memory = estimate_peak_memory(c.run.model, c.run.parallelism, c.run.training, c.run.hardware);
-          result.predicted = memory.total_bytes - memory.reserved_bytes - memory.fragmentation_bytes;
-          result.ok = true;
-        } else {
-          const RunReport report = run_simulation(c.run, registries, options);
-          if (!report.simulated) {
-            result.failure = "does not fit in memory (" + format(report.memory.total_bytes / units::kGiB, 1) + " GiB)";
-          } else {
-            result.ok = true;
-            result.predicted_mfu = report.mfu;
-            result.predicted = c.metric == ValidationMetric::iteration_time_s ? report.iteration_time_s
-                                                                              : report.tokens_per_s / report.gpus;
-          }
-        }
-        if (result.ok) result.relative_error = (result.predicted - c.measured) / c.measured;
+        result.predicted = probe_value(c, *r, base, result.notes);
+        result.predicted_mfu = r->report.mfu;
+        result.ok = true;
+        result.relative_error = c.metric == ValidationMetric::finding ? result.predicted - c.measured
+                                                                      : (result.predicted - c.measured) / c.measured;
       } catch (const std::exception& error) {
-        result.ok = false;
         result.failure = error.what();
+      }
+      return result;
+    }
+    try {
+      if (c.metric == ValidationMetric::peak_memory_bytes) {
+        // Memory needs no simulation: the model's estimate of the allocator peak.
+        const auto memory = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
+        result.predicted = memory.total_bytes - memory.reserved_bytes - memory.fragmentation_bytes;
+        result.ok = true;
+      } else {
+        const RunReport report = run_simulation(run, registries, RunOptions{});
+        if (!report.simulated) {
+          result.failure = "does not fit in memory (" + format(report.memory.total_bytes / units::kGiB, 1) + " GiB)";
+        } else {
+          result.ok = true;
+          result.predicted_mfu = report.mfu;
+          result.predicted = c.metric == ValidationMetric::iteration_time_s ? report.iteration_time_s
+                                                                            : report.tokens_per_s / report.gpus;
+        }
+      }
+      if (result.ok) result.relative_error = (result.predicted - c.measured) / c.measured;
+    } catch (const std::exception& error) {
+      result.ok = false;
+      result.failure = error.what();
+    }
+    return result;
+  };
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, 2 * cases.size(), [&](std::size_t job) {
+      const std::size_t i = job / 2;
+      const bool calibrated = job % 2 == 1;
+      const ValidationCase& c = cases[i];
+      if (!calibrated) {
+        results[i].validation_case = c;
+        results[i].uncalibrated = predict(c, c.run, false);
+      } else if (c.profile.empty()) {
+        results[i].calibrated.failure = "no calibration profile for " + c.run.hardware.name;
+      } else {
+        results[i].calibrated = predict(c, c.calibrated_run, true);
       }
     });
   });
@@ -739,10 +785,51 @@ namespace {
 void write_sources(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
   out << "\nSources:\n";
   std::vector<std::string> sources;
-  for (const auto* r : rows) sources.push_back(r->validation_case.source);
-  std::sort(sources.begin(), sources.end());
-  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  std::vector<std::string> profiles;
+  for (const auto* r : rows) {
+    sources.push_back(r->validation_case.source);
+    if (r->has_profile()) {
+      // The profile as named from the project folder, and its fit report (docs/calibration/NAME.md).
+      const std::filesystem::path& p = r->validation_case.profile;
+      profiles.push_back("calibration profile calibration/profiles/" + p.filename().string() +
+                         " (fit report docs/calibration/" + p.stem().string() +
+                         ".md; its inputs are listed with their SHA-256 in the profile)");
+    }
+  }
+  for (auto* list : {&sources, &profiles}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
   for (const auto& s : sources) out << "- " << s << "\n";
+  for (const auto& p : profiles) out << "- " << p << "\n";
+}
+
+/// "measured value / predicted / error" cells of one prediction, or its failure.
+std::string predicted_cell(const ValidationPrediction& p, ValidationMetric metric, int decimals) {
+  return p.ok ? format(display_value(metric, p.predicted), decimals) : "failed: " + p.failure;
+}
+std::string error_cell(const ValidationPrediction& p) { return p.ok ? percent(p.relative_error) : "-"; }
+std::string mfu_cell(const ValidationPrediction& p) {
+  return p.ok && p.predicted_mfu > 0 ? format(100.0 * p.predicted_mfu, 1) + " %" : "-";
+}
+std::string verdict(const ValidationPrediction& p) {
+  return p.ok ? (p.predicted == 1.0 ? "holds" : "**does not hold**") : "failed: " + p.failure;
+}
+
+bool any_profile(const std::vector<const ValidationResult*>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ValidationResult* r) { return r->has_profile(); });
+}
+
+/// "No calibration profile for A100-SXM4-80GB ..." under a group none of whose GPUs has one.
+std::string no_profile_line(const std::vector<const ValidationResult*>& rows) {
+  std::vector<std::string> gpus;
+  for (const auto* r : rows) gpus.push_back(r->validation_case.run.hardware.name);
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  std::string names;
+  for (const auto& g : gpus) names += (names.empty() ? "" : ", ") + g;
+  return "No calibration profile in calibration/profiles is fitted on " + names +
+         ": predicted with the hardware file only.\n";
 }
 
 /// What a group's runs use that chopsim models, and what it does not (printed under the group's heading).
@@ -785,6 +872,7 @@ bool write_power_group(std::ostream& out, const std::string& group, const std::v
            "model's dynamic power and voltage curve were fitted to the stage-0 forward power at 855-1290 MHz "
            "(configs/hardware/A100-SXM4-80GB.yaml); everything else here is predicted: times at every clock, "
            "backward passes, the last stage, and 1305-1410 MHz where the 500 W limit makes the governor throttle.\n";
+    if (!any_profile(rows)) out << "\n" << no_profile_line(rows);
     for (const char* stage : {"stage 0 ", "stage 7 "}) {
       out << "\n"
           << (std::string(stage) == "stage 0 " ? "Stages 0-6 (12 layers)" : "Stage 7 (12 layers, LM head, loss)")
@@ -807,10 +895,13 @@ bool write_power_group(std::ostream& out, const std::string& group, const std::v
             continue;
           }
           const ValidationResult& r = *it->second;
+          const ValidationPrediction& p = r.uncalibrated;
           const double scale = key[1] == 't' ? 1e3 : 1.0;
-          const int decimals = key[1] == 't' ? 1 : 1;
-          out << " | " << format(scale * r.validation_case.measured, decimals) << " / "
-              << (r.ok ? format(scale * r.predicted, decimals) + " / " + percent(r.relative_error) : "failed");
+          out << " | " << format(scale * r.validation_case.measured, 1) << " / "
+              << (p.ok ? format(scale * p.predicted, 1) + " / " + percent(p.relative_error) : "failed");
+          if (r.has_profile() && r.calibrated.ok)
+            out << " (calibrated " << format(scale * r.calibrated.predicted, 1) << " / "
+                << percent(r.calibrated.relative_error) << ")";
         }
         out << " |\n";
       }
@@ -821,18 +912,38 @@ bool write_power_group(std::ostream& out, const std::string& group, const std::v
   if (group == "seed_findings") {
     out << "\n## " << group
         << "\n\nPublished qualitative findings of the seed papers, checked on chopsim's predictions (a check that "
-           "does not hold is reported as such).\n\n| finding | published | chopsim | predicted values |\n"
-           "|---|---|---|---|\n";
+           "does not hold is reported as such), with the hardware files and with the calibration profile of the "
+           "run's GPU.\n\n| finding | published | chopsim | predicted values | chopsim calibrated | predicted values "
+           "(calibrated) |\n|---|---|---|---|---|---|\n";
     for (const auto* r : rows) {
       const auto& c = r->validation_case;
-      out << "| " << c.id << " | holds | "
-          << (r->ok ? (r->predicted == 1.0 ? "holds" : "**does not hold**") : "failed: " + r->failure) << " | "
-          << c.notes << " |\n";
+      out << "| " << c.id << " | holds | " << verdict(r->uncalibrated) << " | " << r->uncalibrated.notes << " | "
+          << (r->has_profile() ? verdict(r->calibrated) : "no profile") << " | "
+          << (r->has_profile() ? r->calibrated.notes : "-") << " |\n";
     }
     write_sources(out, rows);
     return true;
   }
   return false;
+}
+
+/// Error statistics of one metric: "median | max | within 15 %" cells, or findings reproduced.
+struct Statistics {
+  int cases = 0;
+  std::vector<double> errors;  ///< |relative error| of the predicted ones
+};
+
+std::string statistics_cells(const Statistics& s, bool finding) {
+  if (finding) {
+    const auto holds = std::count_if(s.errors.begin(), s.errors.end(), [](double e) { return e == 0.0; });
+    return std::to_string(s.errors.size()) + " | - | - | " + std::to_string(holds) + " of " +
+           std::to_string(s.errors.size()) + " reproduced";
+  }
+  const auto within = std::count_if(s.errors.begin(), s.errors.end(), [](double e) { return e <= 0.15; });
+  return std::to_string(s.errors.size()) + " | " +
+         (s.errors.empty() ? "-" : format(100.0 * median(s.errors), 1) + " %") + " | " +
+         (s.errors.empty() ? "-" : format(100.0 * *std::max_element(s.errors.begin(), s.errors.end()), 1) + " %") +
+         " | " + std::to_string(within) + " of " + std::to_string(s.errors.size());
 }
 
 }  // namespace
@@ -841,35 +952,35 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
   out << "# Validation: predicted vs measured\n\n"
          "Generated by `chopsim validate` (see README). Do not edit by hand. Every measured case in "
          "`../shared/data/validation` and `../shared/data/power` is predicted with the default, uncalibrated "
-         "parameters of `configs/hardware/` (power dynamics on: firmware governor at each GPU's power limit); error "
-         "= (predicted - measured) / measured. Sources are the public repositories named per row.\n\n";
+         "parameters of `configs/hardware/` (power dynamics on: firmware governor at each GPU's power limit) and, "
+         "where `calibration/profiles/` holds a calibration profile fitted on the case's GPU (matched by the "
+         "profile's `hardware:`), again with that profile applied as the run key `calibration:` applies it "
+         "(docs/configs.md): its kernel efficiencies, launch overhead and link efficiencies over the hardware file's, "
+         "its collective step latency over the run's. Error = (predicted - measured) / measured. Sources are the "
+         "public repositories named per row; the profiles name their inputs and fit reports.\n\n";
 
   std::map<std::string, std::vector<const ValidationResult*>> groups;
   for (const auto& r : results) groups[r.validation_case.group].push_back(&r);
 
-  out << "## Summary\n\n| group | metric | cases | predicted | median abs. error | max abs. error | within 15 % |\n"
-         "|---|---|---|---|---|---|---|\n";
+  out << "## Summary\n\nUncalibrated (hardware files) and calibrated (profile of the case's GPU, where one exists).\n\n"
+         "| group | metric | cases | predicted | median abs. error | max abs. error | within 15 % | calibrated | "
+         "median abs. error | max abs. error | within 15 % |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [group, rows] : groups) {
-    std::map<std::string, std::vector<double>> errors_by_metric;
-    std::map<std::string, int> counts;
+    std::map<std::string, std::pair<Statistics, Statistics>> by_metric;
     for (const auto* r : rows) {
-      const std::string metric = metric_unit(r->validation_case.metric);
-      ++counts[metric];
-      if (r->ok) errors_by_metric[metric].push_back(std::abs(r->relative_error));
-    }
-    for (const auto& [metric, count] : counts) {
-      const auto& errors = errors_by_metric[metric];
-      if (metric == metric_unit(ValidationMetric::finding)) {
-        const auto holds = std::count_if(errors.begin(), errors.end(), [](double e) { return e == 0.0; });
-        out << "| " << group << " | " << metric << " | " << count << " | " << errors.size() << " | - | - | " << holds
-            << " of " << errors.size() << " reproduced |\n";
-        continue;
+      auto& [plain, calibrated] = by_metric[metric_unit(r->validation_case.metric)];
+      ++plain.cases;
+      if (r->uncalibrated.ok) plain.errors.push_back(std::abs(r->uncalibrated.relative_error));
+      if (r->has_profile()) {
+        ++calibrated.cases;
+        if (r->calibrated.ok) calibrated.errors.push_back(std::abs(r->calibrated.relative_error));
       }
-      const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.15; });
-      out << "| " << group << " | " << metric << " | " << count << " | " << errors.size() << " | "
-          << (errors.empty() ? "-" : format(100.0 * median(errors), 1) + " %") << " | "
-          << (errors.empty() ? "-" : format(100.0 * *std::max_element(errors.begin(), errors.end()), 1) + " %") << " | "
-          << within << " of " << errors.size() << " |\n";
+    }
+    for (const auto& [metric, stats] : by_metric) {
+      const bool finding = metric == metric_unit(ValidationMetric::finding);
+      out << "| " << group << " | " << metric << " | " << stats.first.cases << " | "
+          << statistics_cells(stats.first, finding) << " | "
+          << (stats.second.cases == 0 ? "no profile | - | - | -" : statistics_cells(stats.second, finding)) << " |\n";
     }
   }
 
@@ -877,19 +988,27 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
     if (write_power_group(out, group, rows)) continue;
     out << "\n## " << group << "\n\n";
     if (const std::string notes = group_notes(group); !notes.empty()) out << notes << "\n";
-    out << "| case | metric | measured | predicted | error | measured MFU | predicted MFU | notes |\n"
-        << "|---|---|---|---|---|---|---|---|\n";
+    const bool calibrated = any_profile(rows);
+    if (!calibrated) out << no_profile_line(rows) << "\n";
+    out << "| case | metric | measured | predicted | error |" << (calibrated ? " calibrated | error |" : "")
+        << " measured MFU | predicted MFU |" << (calibrated ? " calibrated MFU |" : "") << " notes |\n"
+        << "|---|---|---|---|---|" << (calibrated ? "---|---|" : "") << "---|---|" << (calibrated ? "---|" : "")
+        << "---|\n";
     for (const auto* r : rows) {
       const auto& c = r->validation_case;
       const int decimals =
           c.metric == ValidationMetric::tokens_per_s_per_gpu || c.metric == ValidationMetric::average_power_w ? 0 : 3;
       out << "| " << c.id << " | " << metric_unit(c.metric) << " | "
           << format(display_value(c.metric, c.measured), decimals) << " | "
-          << (r->ok ? format(display_value(c.metric, r->predicted), decimals) : "failed: " + r->failure) << " | "
-          << (r->ok ? percent(r->relative_error) : "-") << " | "
-          << (c.measured_mfu >= 0 ? format(100.0 * c.measured_mfu, 1) + " %" : "-") << " | "
-          << (r->ok && r->predicted_mfu > 0 ? format(100.0 * r->predicted_mfu, 1) + " %" : "-") << " | " << c.notes
-          << " |\n";
+          << predicted_cell(r->uncalibrated, c.metric, decimals) << " | " << error_cell(r->uncalibrated) << " | ";
+      if (calibrated)
+        out << (r->has_profile() ? predicted_cell(r->calibrated, c.metric, decimals) + " | " + error_cell(r->calibrated)
+                                 : std::string("no profile | -"))
+            << " | ";
+      out << (c.measured_mfu >= 0 ? format(100.0 * c.measured_mfu, 1) + " %" : "-") << " | "
+          << mfu_cell(r->uncalibrated) << " | ";
+      if (calibrated) out << (r->has_profile() ? mfu_cell(r->calibrated) : "-") << " | ";
+      out << (r->uncalibrated.notes.empty() ? c.notes : r->uncalibrated.notes) << " |\n";
     }
     write_sources(out, rows);
   }

@@ -16,6 +16,8 @@ std::string_view to_string(OpKind kind) {
       return "send";
     case OpKind::recv:
       return "recv";
+    case OpKind::delay:
+      return "delay";
   }
   return "unknown";
 }

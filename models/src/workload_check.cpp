@@ -126,6 +126,10 @@ class SymbolicExecutor {
   }
 
   void post_collective(int rank, std::uint16_t stream, std::uint32_t index, const Op& op) {
+    // Explicit groups (replayed traces) join ranks that run different programs; their matching is the engine's.
+    if (op.group_index >= 0)
+      throw ModelError("workload check: " + describe(rank, stream, index) +
+                       " uses an explicit group (a replayed trace); only role groups are checked here");
     const std::uint32_t program = ranks_[static_cast<std::size_t>(rank)].program;
     const auto key = std::make_tuple(program, stream, index, layout_.group_id(rank, op.group));
     int& arrived = meetings_[key];
@@ -178,6 +182,7 @@ class SymbolicExecutor {
       if (!dependencies_done(rank, op)) break;
       switch (op.kind) {
         case OpKind::compute:
+        case OpKind::delay:
           current = OpState::done;
           break;
         case OpKind::collective:

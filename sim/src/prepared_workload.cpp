@@ -55,7 +55,7 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
   signatures_.resize(programs);
   for (std::size_t p = 0; p < programs; ++p) {
     const Program& program = workload.programs[p];
-    std::map<std::tuple<GroupRole, CollectiveKind, double>, std::int32_t> index;
+    std::map<std::tuple<GroupRole, std::int32_t, CollectiveKind, double, double>, std::int32_t> index;
     durations_[p].resize(program.streams.size());
     signature_[p].resize(program.streams.size());
     for (std::size_t s = 0; s < program.streams.size(); ++s) {
@@ -74,13 +74,26 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
                               " depends on stream " + std::to_string(dep.stream) + " op " + std::to_string(dep.op) +
                               ", which does not exist");
         }
+        auto op_error = [&](const std::string& problem) {
+          return EngineError("program " + std::to_string(p) + " stream '" + stream.name + "' op " + std::to_string(i) +
+                             ": " + problem);
+        };
         if (op.kind == OpKind::compute) {
           durations_[p][s][i] =
-              input.compute->duration_s(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, clock_hz_);
+              op.duration_s >= 0.0
+                  ? op.duration_s
+                  : input.compute->duration_s(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, clock_hz_);
+        } else if (op.kind == OpKind::delay) {
+          if (!(op.duration_s >= 0.0)) throw op_error("a delay needs a duration_s >= 0");
+          durations_[p][s][i] = op.duration_s;
         } else if (op.kind == OpKind::collective) {
-          auto [it, inserted] = index.emplace(std::make_tuple(op.group, op.collective, op.bytes),
+          if (op.group_index >= 0 && static_cast<std::size_t>(op.group_index) >= workload.groups.size())
+            throw op_error("group_index " + std::to_string(op.group_index) + " outside the workload's " +
+                           std::to_string(workload.groups.size()) + " explicit groups");
+          const double fixed = op.duration_s >= 0.0 ? op.duration_s : -1.0;
+          auto [it, inserted] = index.emplace(std::make_tuple(op.group, op.group_index, op.collective, op.bytes, fixed),
                                               static_cast<std::int32_t>(signatures_[p].size()));
-          if (inserted) signatures_[p].push_back({op.group, op.collective, op.bytes});
+          if (inserted) signatures_[p].push_back({op.group, op.group_index, op.collective, op.bytes, fixed});
           signature_[p][s][i] = it->second;
         }
       }
@@ -89,8 +102,9 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
 
   // Per rank: its group for each signature and the plan, cached by (group, kind, bytes, member).
   const RankLayout& layout = workload.layout;
-  std::map<std::pair<GroupRole, int>, std::size_t> group_index;  // (role, group id) -> groups_
-  std::map<std::tuple<std::size_t, CollectiveKind, double, int>, const CollectivePlan*> plan_cache;
+  // (role, group id) -> groups_; explicit groups are keyed (world, -1 - group_index).
+  std::map<std::pair<GroupRole, int>, std::size_t> group_index;
+  std::map<std::tuple<std::size_t, CollectiveKind, double, int, double>, const CollectivePlan*> plan_cache;
   std::unordered_set<std::uint64_t> pairs;
   rank_collectives_.resize(static_cast<std::size_t>(world_size_));
   for (int rank = 0; rank < world_size_; ++rank) {
@@ -98,24 +112,40 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
     if (p >= programs) throw EngineError("rank " + std::to_string(rank) + " has no program");
     auto& mine = rank_collectives_[static_cast<std::size_t>(rank)];
     for (const CollectiveSignature& sig : signatures_[p]) {
-      const int id = layout.group_id(rank, sig.role);
-      auto [git, new_group] = group_index.emplace(std::make_pair(sig.role, id), groups_.size());
+      const bool explicit_group = sig.group_index >= 0;
+      const std::string group_name = explicit_group ? "explicit group " + std::to_string(sig.group_index)
+                                                    : std::string(to_string(sig.role)) + " group";
+      const int id = explicit_group ? -1 - sig.group_index : layout.group_id(rank, sig.role);
+      auto [git, new_group] =
+          group_index.emplace(std::make_pair(explicit_group ? GroupRole::world : sig.role, id), groups_.size());
       if (new_group) {
-        groups_.push_back(std::make_unique<std::vector<int>>(layout.group(rank, sig.role)));
+        groups_.push_back(std::make_unique<std::vector<int>>(
+            explicit_group ? workload.groups[static_cast<std::size_t>(sig.group_index)]
+                           : layout.group(rank, sig.role)));
         for (const int member : *groups_.back())
           if (member < 0 || member >= world_size_)
-            throw EngineError(std::string(to_string(sig.role)) + " group of rank " + std::to_string(rank) +
-                              " names rank " + std::to_string(member) + " outside the workload");
+            throw EngineError(group_name + " of rank " + std::to_string(rank) + " names rank " +
+                              std::to_string(member) + " outside the workload");
       }
       const std::vector<int>& members = *groups_[git->second];
-      const int position = layout.index_in_group(rank, sig.role);
+      const int position = explicit_group
+                               ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin())
+                               : layout.index_in_group(rank, sig.role);
       if (position < 0 || position >= static_cast<int>(members.size()) ||
           members[static_cast<std::size_t>(position)] != rank)
-        throw EngineError("rank " + std::to_string(rank) + " is not in its own " + std::string(to_string(sig.role)) +
-                          " group");
+        throw EngineError("rank " + std::to_string(rank) + " is not in its own " + group_name);
       const int me = position;
-      auto [pit, new_plan] = plan_cache.emplace(std::make_tuple(git->second, sig.kind, sig.bytes, me), nullptr);
-      if (new_plan) {
+      auto [pit, new_plan] =
+          plan_cache.emplace(std::make_tuple(git->second, sig.kind, sig.bytes, me, sig.duration_s), nullptr);
+      if (new_plan && sig.duration_s >= 0.0) {
+        // A measured collective: the members meet (the last to arrive releases the others), then it lasts its
+        // measured time; no transfers, so the network is not used.
+        CollectiveStep step;
+        step.latency_s = sig.duration_s;
+        step.sync_members = members.size() > 1 ? static_cast<int>(members.size()) : 0;
+        plans_.push_back(std::make_unique<CollectivePlan>(CollectivePlan{"measured", {step}}));
+        pit->second = plans_.back().get();
+      } else if (new_plan) {
         const CollectiveCall call{sig.kind, sig.bytes, members};
         plans_.push_back(std::make_unique<CollectivePlan>(input.collectives->plan(call, me, topology)));
         pit->second = plans_.back().get();
@@ -176,8 +206,9 @@ std::string PreparedWorkload::describe(int rank, std::size_t stream, std::size_t
   if (o.name < w.names.size()) text += " '" + w.names[o.name] + "'";
   text += " (" + std::string(to_string(o.kind));
   if (o.kind == OpKind::collective)
-    text += " " + std::string(to_string(o.collective)) + " over " + std::string(to_string(o.group)) + ", " +
-            std::to_string(o.bytes) + " bytes";
+    text += " " + std::string(to_string(o.collective)) + " over " +
+            (o.group_index >= 0 ? "explicit group " + std::to_string(o.group_index) : std::string(to_string(o.group))) +
+            ", " + std::to_string(o.bytes) + " bytes";
   if (o.kind == OpKind::send || o.kind == OpKind::recv)
     text += " peer_offset " + std::to_string(o.peer_offset) + " tag " + std::to_string(o.tag);
   return text + ")";

@@ -18,8 +18,10 @@ namespace chopsim::sim_detail {
 /// A collective as it appears in a program: who (role), what and how much. Ranks of one program share signatures.
 struct CollectiveSignature {
   GroupRole role = GroupRole::world;
+  std::int32_t group_index = -1;  ///< Op::group_index: an explicit group of Workload::groups instead of `role`
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes = 0.0;
+  double duration_s = -1.0;  ///< Op::duration_s: >= 0, the members meet and the op lasts this (no transfers)
 };
 
 /// A collective as one rank executes it.
@@ -40,7 +42,8 @@ class PreparedWorkload {
   [[nodiscard]] int world_size() const { return world_size_; }
   [[nodiscard]] double clock_hz() const { return clock_hz_; }
 
-  /// Duration of compute op `op` of `stream` in `program` (0 for other ops).
+  /// Duration of compute or delay op `op` of `stream` in `program` (0 for other ops): Op::duration_s where it is
+  /// fixed, else the compute model's.
   [[nodiscard]] double duration_s(std::size_t program, std::size_t stream, std::size_t op) const {
     return durations_[program][stream][op];
   }

@@ -40,6 +40,10 @@
 //   Timed decisions of a domain with no kernel running are taken late, at its next load change, in time order:
 //   nothing simulated depends on the clock meanwhile. With a governor that holds clocks fixed, kernels stay Execs
 //   of their duration at that clock (exactly the engine without power dynamics) and the domains only account power.
+// * Measured ops (replayed traces, Op::duration_s >= 0): a fixed-duration kernel or a delay (host gap) holds its
+//   stream for exactly its duration (a sleep, not an Exec: the measurement already includes sharing and the clock;
+//   power domains do not see them); a fixed-duration collective is one synchronised step without transfers whose
+//   latency is the measured time (PreparedWorkload).
 
 #include "simgrid_simulation.hpp"
 
@@ -556,9 +560,18 @@ class Simulation final : private TelemetrySink {
 
   void execute(ActorState& actor, RankState& rank, const Op& op) {
     switch (op.kind) {
+      case OpKind::delay:
       case OpKind::compute: {
         const double duration = prepared_.duration_s(rank.program, actor.stream, actor.op);
         if (duration <= 0.0) return;
+        if (op.kind == OpKind::delay || op.duration_s >= 0.0) {
+          // A host gap, or a measured kernel: it holds its stream for exactly its duration. Not an Exec: measured
+          // times already include sharing the GPU with concurrent kernels and communication, and the clock they
+          // ran at, so neither max-min sharing nor the power domain's clock may stretch them again.
+          ++stats_.activities;
+          sg4::this_actor::sleep_for(duration);
+          return;
+        }
         if (dynamic_clocks_) {
           run_kernel(rank, op);
           return;
@@ -718,6 +731,11 @@ class Simulation final : private TelemetrySink {
     throw EngineError(message);
   }
 
+  static std::string group_name(const Op& op) {
+    return op.group_index >= 0 ? "explicit group " + std::to_string(op.group_index)
+                               : std::string(to_string(op.group)) + " group";
+  }
+
   std::string reason(const ActorState& a) const {
     const Program& program = workload_.programs[ranks_[static_cast<std::size_t>(a.rank)].program];
     const RankState& rank = ranks_[static_cast<std::size_t>(a.rank)];
@@ -747,9 +765,8 @@ class Simulation final : private TelemetrySink {
         const RankCollective c = prepared_.collective(a.rank, a.stream, a.op);
         return "in step " + std::to_string(a.step) + " of its " + c.plan->algorithm +
                " plan, transfers done, waiting for " + std::to_string(c.plan->steps[a.step].sync_members) +
-               " members of the " +
-               std::string(to_string(workload_.program(a.rank).streams[a.stream].ops[a.op].group)) +
-               " group to finish theirs";
+               " members of the " + group_name(workload_.program(a.rank).streams[a.stream].ops[a.op]) +
+               " to finish theirs";
       }
       case Wait::send:
         return "waiting for rank " + std::to_string(a.peer) + " to receive";

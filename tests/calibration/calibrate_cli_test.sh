@@ -36,7 +36,8 @@ expect_exit 0 "calibrate" calibrate "$gemm" "$data/collectives/vidur_h100_dgx/al
 expect_exit 0 "calibrate again" calibrate "$gemm" "$data/collectives/vidur_h100_dgx/all_reduce.csv" \
   --hardware H100-SXM5-80GB --configs "$configs" -o "$work/out/b.yaml" --report "$work/out/a.md"
 cmp -s <(tail -n +2 "$work/out/a.yaml") <(tail -n +2 "$work/out/b.yaml") || fail "the same inputs gave different profiles"
-grep -q "^  bandwidth_gb_s: " "$work/out/a.yaml" || fail "profile lacks intra_node_link.bandwidth_gb_s"
+grep -q "^  efficiency: " "$work/out/a.yaml" || fail "profile lacks intra_node_link.efficiency"
+grep -q "bandwidth_gb_s:" "$work/out/a.yaml" && fail "profile overrides the nominal link bandwidth (double derating)"
 grep -q "$(sha256sum "$gemm" | cut -c1-64)" "$work/out/a.yaml" || fail "profile header lacks the input's SHA-256"
 rm -f "$work/out/"*
 

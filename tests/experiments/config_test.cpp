@@ -580,8 +580,8 @@ TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
   const fs::path top = write("top.yaml", "modle: llama3-8b\nmodel: llama3-8b\nhardware: MI300X\ncluster: mi300x\n");
   expect_contains(input_error([&] { (void)load(top); }),
                   {"top.yaml:1:1: key 'modle': unknown key 'modle' at the top of the file; valid keys: name, "
-                   "description, model, hardware, cluster, parallelism, training, iterations, models, collectives, "
-                   "simulation",
+                   "description, model, calibration, hardware, cluster, parallelism, training, iterations, models, "
+                   "collectives, simulation",
                    "Fix: did you mean 'model'?"});
 }
 

@@ -182,5 +182,15 @@ TEST(KinetoReader, JsonWithoutTraceEventsIsTheWrongSchema) {
   }
 }
 
+// record_param_comms writes a process group as "[0, 1, 2]"; replay and calibration both read it through this.
+TEST(ProcessGroupRanks, ReadsTheRanksInOrderAndRejectsOverflow) {
+  EXPECT_EQ(process_group_ranks("[0, 1, 2]"), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(process_group_ranks("[8,16,24]"), (std::vector<int>{8, 16, 24}));
+  EXPECT_EQ(process_group_ranks("[5]"), (std::vector<int>{5}));
+  EXPECT_TRUE(process_group_ranks("[]").empty());
+  EXPECT_TRUE(process_group_ranks("").empty());
+  EXPECT_TRUE(process_group_ranks("[0, 99999999999]").empty());  // does not fit an int: no group, not a wrong one
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -1,8 +1,29 @@
 #include "chopsim/traces/records.hpp"
 
+#include <limits>
+
 #include "chopsim/common/error.hpp"
 
 namespace chopsim {
+
+std::vector<int> process_group_ranks(std::string_view text) {
+  std::vector<int> ranks;
+  long long value = 0;
+  bool in_number = false;
+  for (const char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      in_number = true;
+      if (value > std::numeric_limits<int>::max()) return {};
+    } else if (in_number) {
+      ranks.push_back(static_cast<int>(value));
+      value = 0;
+      in_number = false;
+    }
+  }
+  if (in_number) ranks.push_back(static_cast<int>(value));
+  return ranks;
+}
 
 StringTable::StringTable() { intern(""); }
 

@@ -152,10 +152,14 @@ struct CollectiveCalibration {
   double link_bandwidth_bytes_per_s = 0.0;
   int links = 0;
   std::string link_bandwidth_from;
+  /// The profile's `intra_node_link.efficiency`: link_bandwidth / the hardware file's nominal bandwidth_gb_s (capped
+  /// at 1). Runs build the links with nominal bandwidth x efficiency, so the fitted bandwidth applies exactly once.
+  double link_efficiency = 0.0;
   /// NIC bandwidth from inter-node send/recv (one GPU's rail).
   bool nic_bandwidth_fitted = false;
   double nic_bandwidth_bytes_per_s = 0.0;
   std::string nic_bandwidth_from;
+  double nic_efficiency = 0.0;               ///< the profile's `nic.efficiency`: nic_bandwidth / nominal (capped at 1)
   std::vector<CollectiveModelCheck> checks;  ///< intra-node groups, chopsim's formula with the profile's values
 };
 

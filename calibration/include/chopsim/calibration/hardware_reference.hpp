@@ -32,10 +32,13 @@ struct HardwareReference {
   double hbm_bandwidth_bytes_per_s = 0.0;
   double boost_clock_hz = 0.0;
   double rated_clock_hz = 0.0;                         ///< clock of the peak figures (clocks_mhz.rated, else boost)
-  double intra_node_link_bandwidth_bytes_per_s = 0.0;  ///< one link, one direction
+  double intra_node_link_bandwidth_bytes_per_s = 0.0;  ///< one link, one direction (nominal)
+  /// Fraction of the nominal link bandwidth collectives achieve (`intra_node_link.efficiency`, default 1).
+  double intra_node_link_efficiency = 1.0;
   int intra_node_links_per_gpu = 0;
   double intra_node_link_latency_s = 0.0;
-  double nic_bandwidth_bytes_per_s = 0.0;
+  double nic_bandwidth_bytes_per_s = 0.0;  ///< nominal, one direction
+  double nic_efficiency = 1.0;             ///< `nic.efficiency` (default 1)
   double nic_latency_s = 0.0;
   double launch_overhead_s = 0.0;
   double idle_power_w = 0.0;

@@ -95,6 +95,10 @@ struct LoadOptions {
 [[nodiscard]] MeasurementSet load_measurements(const std::vector<std::filesystem::path>& paths,
                                                const LoadOptions& options = {});
 
+/// The element type ("bf16", "fp16", "fp32", "tf32", "fp8") of a GEMM/attention kernel as its name spells it
+/// (cuBLAS/CUTLASS `sm90_xmma_gemm_bf16bf16_...`, Tensile `Cijk_Alik_Bljk_B_...`); "" when the name does not say.
+[[nodiscard]] std::string dtype_from_kernel_name(const std::string& name);
+
 /// Lower-case hex SHA-256 of a file's bytes. Throws InputError if it cannot be read.
 [[nodiscard]] std::string file_sha256(const std::filesystem::path& path);
 

@@ -31,6 +31,16 @@ struct ConfigSearchPath {
 [[nodiscard]] TransformerSpec load_model_config(const std::filesystem::path& file);
 [[nodiscard]] ClusterSpec load_cluster_config(const std::filesystem::path& file);
 
+/// Applies a calibration profile (`chopsim calibrate` output, docs/calibration.md) to a run built in code, as the run
+/// key `calibration:` does: its `kernels`, `intra_node_link` and `nic` sections override those keys of run.hardware
+/// (same keys and units as the hardware file), its `collectives` section sets run.collectives, `telemetry_fit` is
+/// checked and not used; records the file in run.calibration. Throws InputError when the file is missing or
+/// malformed, has an unknown key or another profile_version, or was fitted on hardware other than run.hardware.name.
+void apply_calibration_profile(RunSpec& run, const std::filesystem::path& profile);
+
+/// The `hardware:` a calibration profile was fitted on (the whole file is checked as apply_calibration_profile does).
+[[nodiscard]] std::string calibration_profile_hardware(const std::filesystem::path& profile);
+
 /// Cross-field checks of a run built in code (the same rules load_run_config applies):
 /// tp*pp*dp*cp == GPUs, heads % tp, kv_heads % tp, layers % (pp*virtual_stages),
 /// global_batch % (dp*micro_batch), experts % ep, (dp*cp) % ep, seq_len % cp, ...

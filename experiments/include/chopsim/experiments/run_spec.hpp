@@ -47,6 +47,9 @@ struct RunSpec {
   EngineOptions engine_options;
   int iterations = 1;  ///< iterations simulated back to back
   PowerRunSpec power;
+  /// The calibration profile applied to `hardware` and `collectives` (run key `calibration`,
+  /// apply_calibration_profile()); empty = none.
+  std::filesystem::path calibration;
 };
 
 }  // namespace chopsim

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,28 +43,53 @@ struct ValidationCase {
   std::string baseline_run;
   RunSpec baseline;
   double label = 0.0;  ///< the swept value (clock in MHz, power limit in W) for the tables
+  /// The calibration profile of the case's GPU: the file of the profiles folder whose `hardware:` is
+  /// run.hardware.name; empty when there is none. The case is then also predicted with `calibrated_run` (and
+  /// `calibrated_baseline`): run and baseline with the profile applied (apply_calibration_profile).
+  std::filesystem::path profile;
+  RunSpec calibrated_run;
+  RunSpec calibrated_baseline;
 };
 
-struct ValidationResult {
-  ValidationCase validation_case;
+/// One prediction of a case.
+struct ValidationPrediction {
   bool ok = false;         ///< predicted (false: the run failed or did not fit)
   std::string failure;     ///< why not, when !ok
   double predicted = 0.0;  ///< in the metric's SI unit
   double predicted_mfu = 0.0;
-  double relative_error = 0.0;  ///< (predicted - measured) / measured
+  double relative_error = 0.0;  ///< (predicted - measured) / measured; findings: predicted - 1
+  std::string notes;            ///< findings: the predicted values behind the verdict
 };
 
-/// Builds the cases from `data_dir` (../shared/data) and the configs under `configs_dir`.
-/// Cases whose data files are missing are left out; throws InputError on malformed data.
+struct ValidationResult {
+  ValidationCase validation_case;
+  ValidationPrediction uncalibrated;  ///< with the hardware files of configs/hardware
+  ValidationPrediction calibrated;    ///< with validation_case.profile; not ok when the case has none
+
+  [[nodiscard]] bool has_profile() const { return !validation_case.profile.empty(); }
+};
+
+/// Builds the cases from `data_dir` (../shared/data) and the configs under `configs_dir`, and pairs each with the
+/// calibration profile of its GPU from `profiles_dir` (default: calibration/profiles next to `configs_dir`; a
+/// missing folder means no profiles). Cases whose data files are missing are left out; throws InputError on malformed
+/// data or profiles.
 [[nodiscard]] std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& data_dir,
                                                                 const std::filesystem::path& configs_dir,
-                                                                const ModelRegistries& registries);
+                                                                const ModelRegistries& registries,
+                                                                const std::filesystem::path& profiles_dir = {});
 
-/// Predicts every case (in parallel, `jobs` at a time; each simulation runs in its own child process).
+/// The profiles of `profiles_dir` by the hardware they were fitted on (calibration_profile_hardware); the first file
+/// in name order wins when two name the same hardware.
+[[nodiscard]] std::map<std::string, std::filesystem::path> calibration_profiles_by_hardware(
+    const std::filesystem::path& profiles_dir);
+
+/// Predicts every case, and again with its calibration profile where it has one (in parallel, `jobs` at a time; each
+/// simulation runs in its own child process).
 [[nodiscard]] std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
                                                            const ModelRegistries& registries, int jobs);
 
-/// The Markdown page (docs/validation.md): tables per group, error statistics, sources.
+/// The Markdown page (docs/validation.md): tables per group with the uncalibrated and the calibrated prediction,
+/// error statistics of both, sources.
 void write_validation_markdown(std::ostream& out, const std::vector<ValidationResult>& results);
 
 }  // namespace chopsim

@@ -21,6 +21,7 @@ enum class OpKind : std::uint8_t {
   collective,  ///< a collective over `group`: bytes per CollectiveKind's convention
   send,        ///< point-to-point to the pipeline neighbour `peer_offset` away
   recv,        ///< point-to-point from the pipeline neighbour `peer_offset` away
+  delay,       ///< holds its stream for `duration_s` with no GPU work: a measured host gap (replayed traces)
 };
 [[nodiscard]] std::string_view to_string(OpKind kind);
 
@@ -55,6 +56,13 @@ struct Op {
   double bytes = 0.0;                  ///< compute: HBM bytes moved; communication: message size
   std::uint32_t first_dependency = 0;  ///< into Program::dependencies
   std::uint32_t dependency_count = 0;
+  /// A fixed duration (s) when >= 0, for measured ops (replayed traces): a compute op lasts exactly this instead of
+  /// the compute model's time, not stretched by clocks or communication (a measured kernel already includes both);
+  /// the members of a collective meet and then it lasts this instead of the collective model's plan; a delay lasts
+  /// this (required). < 0: modelled.
+  double duration_s = -1.0;
+  /// collective: index into Workload::groups, an explicit member list used instead of `group`'s role; -1 = by role.
+  std::int32_t group_index = -1;
 };
 
 struct Stream {
@@ -74,6 +82,9 @@ struct Workload {
   std::vector<std::string> names;              ///< op names; Op::name indexes this
   std::vector<Program> programs;               ///< one per pipeline stage
   std::vector<std::uint32_t> program_of_rank;  ///< world_size entries
+  /// Explicit collective groups (global ranks in group order) for ops with group_index >= 0: measured groups of
+  /// replayed traces, which need not be a parallelism role of `layout`.
+  std::vector<std::vector<int>> groups;
   double tokens_per_iteration = 0.0;
   /// Model FLOPs of one iteration over the whole cluster (model_training_flops_per_token * tokens).
   double model_flops_per_iteration = 0.0;

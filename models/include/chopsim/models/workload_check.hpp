@@ -11,7 +11,8 @@ namespace chopsim {
 
 /// Throws ModelError when some op can never run (naming the stuck ops and what they wait for), when a
 /// send or receive has no partner or a duplicate tag, when the members of a collective run different
-/// programs, or when a dependency points outside its program.
+/// programs, when a dependency points outside its program, or for collectives over explicit groups (Op::group_index:
+/// replayed traces, whose matching the engine checks).
 void check_workload_completes(const Workload& workload);
 
 }  // namespace chopsim

@@ -84,6 +84,10 @@ struct KernelRecord {
   std::int64_t correlation = -1;  ///< the launch's correlation id in the trace; -1 = none
 };
 
+/// The global ranks of a process-group string as Kineto's record_param_comms writes it ("[0, 1, 2]"), in order.
+/// Empty when the text holds no rank or a number does not fit an int.
+[[nodiscard]] std::vector<int> process_group_ranks(std::string_view text);
+
 /// One telemetry row for one GPU. Fields the tool did not report are kUnknown.
 struct TelemetrySample {
   std::uint32_t source = 0;
