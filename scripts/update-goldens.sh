@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates tests/golden/*.json, the reference predictions of every shipped config.
 # Run it only when a change of predictions is intended, and say in the commit why they moved.
+# Usage: scripts/update-goldens.sh [CONFIG.yaml...]   (default: every config in configs/ and configs/validation/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+[ -x build/app/chopsim ] || bash scripts/build.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for config in configs/*.yaml configs/validation/*.yaml; do
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=(configs/*.yaml configs/validation/*.yaml)
+for config in "${configs[@]}"; do
   name=$(basename "$config" .yaml)
   ./build/app/chopsim run "$config" --out "$out/$name" >/dev/null
   python3 - "$out/$name/summary.json" "tests/golden/$name.json" "$config" <<'PY'

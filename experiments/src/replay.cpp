@@ -41,12 +41,14 @@ struct GpuName {
   const char* hardware;
   const char* cluster;
 };
-constexpr std::array<GpuName, 7> kGpuNames = {{
+constexpr std::array<GpuName, 8> kGpuNames = {{
     // "NVIDIA H100 80GB HBM3" is the SXM5 board; the PCIe and NVL cards say so in their names.
     {"h100", "pcie", "H100-SXM5-80GB", "dgx-h100"},
     {"h200", "nvl", "H200-SXM-141GB", "dgx-h200"},
     // "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", and Meta's "NVIDIA A100-PG509-200" (an SXM4 board).
     {"a100", "pcie", "A100-SXM4-80GB", "dgx-a100"},
+    // "NVIDIA GB200" before "b200", which it contains; its 8-GPU NVLink domain is modelled as a DGX B200 node.
+    {"gb200", nullptr, "GB200", "dgx-b200"},
     {"b200", nullptr, "B200", "dgx-b200"},
     {"mi300x", nullptr, "MI300X", "mi300x"},  // also the SR-IOV "MI300X VF"
     {"mi250x", nullptr, "MI250X", "mi250x"},

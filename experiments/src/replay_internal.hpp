@@ -83,5 +83,4 @@ struct ReplayWorkload {
 /// measured time.
 [[nodiscard]] ReplayWorkload build_replay_workload(const MeasuredTrace& trace, const BuildOptions& options);
 
-
 }  // namespace chopsim::replay_detail

@@ -39,9 +39,11 @@ YAML::Node load_yaml_data(const std::filesystem::path& path) {
   }
 }
 
-/// Numeric values of a Megatron-LM golden-values series ({"values": {"1": 7.9, "2": "nan", ...}}).
+/// Numeric values of a Megatron-LM golden-values series ({"values": {"1": 7.9, "2": "nan", ...}}); empty when the
+/// file does not log the metric.
 std::vector<double> megatron_series(const std::filesystem::path& path, const std::string& metric) {
   const YAML::Node root = load_yaml_data(path);
+  if (!root[metric]) return {};  // not logged in this file (golden_values_lts_dgx_a100.json of tp4_pp1: loss only)
   const YAML::Node values = root[metric]["values"];
   if (!values || !values.IsMap())
     throw InputError(SourceLocation{path.string(), 0, 0}, metric, "has no 'values' mapping",
@@ -55,59 +57,94 @@ std::vector<double> megatron_series(const std::filesystem::path& path, const std
   return numbers;
 }
 
-/// The two single-node Megatron-LM functional tests with measured H100 and A100 step times
-/// (NVIDIA/Megatron-LM @ d98e8a6, tests/functional_tests/test_cases/gpt/...). The H100 rows are the target
-/// (group megatron_lm); the A100 rows, the same runs on the previous generation, are their own group.
+/// A Megatron-LM golden-values file's machine, from its name: golden_values_{dev,lts}[_MACHINE][_2nd].json.
+struct MegatronMachine {
+  const char* tag;            ///< MACHINE in the file name
+  const char* config_suffix;  ///< configs/validation/<case>SUFFIX.yaml
+  const char* system;         ///< as the row names it
+  const char* group_suffix;   ///< megatron_lm<model>SUFFIX
+};
+constexpr std::array<MegatronMachine, 5> kMegatronMachines = {{
+    {"dgx_h100", "", "DGX H100", ""},
+    {"dgx_a100", "-a100", "DGX A100", "_a100"},
+    {"dgxa100_dracooci", "-a100", "DGX A100 dracooci", "_a100"},
+    {"dgxa100_dracooci-ord", "-a100", "DGX A100 dracooci-ord", "_a100"},
+    {"dgx_gb200", "-gb200", "GB200", "_gb200"},
+}};
+
+/// The Megatron-LM functional tests in ../shared/data/validation/megatron_lm (NVIDIA/Megatron-LM @ d98e8a6,
+/// tests/functional_tests/test_cases/gpt/...): every golden-values file whose name says the machine becomes a step
+/// time row and a peak-memory row, predicted with the case's run config for that machine. The H100 rows of the 7B
+/// runs are the first issue's target (group megatron_lm); the other machines and the small model are their own groups.
+/// A file without a machine in its name (golden_values_lts.json) cannot be placed and is left out.
 void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                         const ModelRegistries& registries, std::vector<ValidationCase>& cases) {
   struct Entry {
-    const char* config;
     const char* directory;
-    const char* golden;  ///< file name in the directory
-    const char* system;  ///< as the row names it
-    const char* group;
+    const char* config_stem;  ///< configs/validation/<stem><machine suffix>.yaml
+    const char* group;        ///< before the machine's suffix
   };
-  // The same two runs were measured on DGX H100 (the target) and DGX A100.
   constexpr std::array<Entry, 4> kEntries = {{
-      {"megatron-gpt3-7b-tp1-pp4.yaml", "gpt3_7b_tp1_pp4_memory_speed", "golden_values_dev_dgx_h100.json", "DGX H100",
-       "megatron_lm"},
-      {"megatron-gpt3-7b-tp4-pp1.yaml", "gpt3_7b_tp4_pp1_memory_speed", "golden_values_dev_dgx_h100.json", "DGX H100",
-       "megatron_lm"},
-      {"megatron-gpt3-7b-tp1-pp4-a100.yaml", "gpt3_7b_tp1_pp4_memory_speed", "golden_values_dev_dgx_a100.json",
-       "DGX A100", "megatron_lm_a100"},
-      {"megatron-gpt3-7b-tp4-pp1-a100.yaml", "gpt3_7b_tp4_pp1_memory_speed", "golden_values_dev_dgx_a100.json",
-       "DGX A100", "megatron_lm_a100"},
+      {"gpt3_7b_tp1_pp4_memory_speed", "megatron-gpt3-7b-tp1-pp4", "megatron_lm"},
+      {"gpt3_7b_tp4_pp1_memory_speed", "megatron-gpt3-7b-tp4-pp1", "megatron_lm"},
+      {"gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer", "megatron-gpt-tiny-tp1-pp1", "megatron_lm_tiny"},
+      {"gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader", "megatron-gpt-tiny-tp2-pp2",
+       "megatron_lm_tiny"},
   }};
+  const std::string prefix = "golden_values_";
   for (const auto& entry : kEntries) {
-    const auto golden = data_dir / "validation" / "megatron_lm" / entry.directory / entry.golden;
-    const auto config = configs_dir / "validation" / entry.config;
-    if (!std::filesystem::exists(golden) || !std::filesystem::exists(config)) continue;
-    const RunSpec run = load_run_config(config, default_search_path(config), registries);
-    const std::string source = "NVIDIA/Megatron-LM@d98e8a6 tests/functional_tests/test_cases/gpt/" +
-                               std::string(entry.directory) + "/" + entry.golden;
+    const auto directory = data_dir / "validation" / "megatron_lm" / entry.directory;
+    if (!std::filesystem::is_directory(directory)) continue;
+    std::vector<std::string> files;
+    for (const auto& file : std::filesystem::directory_iterator(directory)) {
+      const std::string name = file.path().filename().string();
+      if (name.rfind(prefix, 0) == 0 && file.path().extension() == ".json") files.push_back(name);
+    }
+    std::sort(files.begin(), files.end());  // directory order is not stable across file systems
+    for (const std::string& file : files) {
+      std::string rest = file.substr(prefix.size(), file.size() - prefix.size() - 5);  // without ".json"
+      const std::string branch = rest.substr(0, rest.find('_'));                       // dev or lts
+      rest = rest.size() > branch.size() ? rest.substr(branch.size() + 1) : std::string();
+      const bool second = rest.size() >= 4 && rest.compare(rest.size() - 4, 4, "_2nd") == 0;
+      if (second) rest.resize(rest.size() - 4);
+      const MegatronMachine* machine = nullptr;
+      for (const auto& m : kMegatronMachines)
+        if (rest == m.tag) machine = &m;
+      if (machine == nullptr) continue;
+      const auto golden = directory / file;
+      const auto times = megatron_series(golden, "iteration-time");
+      const auto config =
+          configs_dir / "validation" / (std::string(entry.config_stem) + machine->config_suffix + ".yaml");
+      if (times.empty() || !std::filesystem::exists(config)) continue;
+      const RunSpec run = load_run_config(config, default_search_path(config), registries);
 
-    ValidationCase step_time;
-    step_time.id = std::string(entry.directory) + " (" + entry.system + ")";
-    step_time.group = entry.group;
-    step_time.source = source;
-    step_time.metric = ValidationMetric::iteration_time_s;
-    step_time.measured = median(megatron_series(golden, "iteration-time"));  // two values: their mean
-    const auto times = megatron_series(golden, "iteration-time");
-    step_time.notes = times.size() > 2
-                          ? "median of the logged steps' iteration-time (first, warm-up step included as logged)"
-                          : "mean of the " + std::to_string(times.size()) + " logged iteration-time values";
-    step_time.run = run;
-    cases.push_back(step_time);
+      std::string qualifier = machine->system;
+      if (branch != "dev") qualifier += ", " + branch;
+      if (second) qualifier += ", after resume";
+      ValidationCase step_time;
+      step_time.id = std::string(entry.directory) + " (" + qualifier + ")";
+      step_time.group = std::string(entry.group) + machine->group_suffix;
+      step_time.source = "NVIDIA/Megatron-LM@d98e8a6 tests/functional_tests/test_cases/gpt/" +
+                         std::string(entry.directory) + "/" + file;
+      step_time.metric = ValidationMetric::iteration_time_s;
+      step_time.measured = median(times);  // two values: their mean
+      step_time.notes = times.size() > 2
+                            ? "median of the logged steps' iteration-time (first, warm-up step included as logged)"
+                            : "mean of the " + std::to_string(times.size()) + " logged iteration-time values";
+      step_time.run = run;
+      cases.push_back(step_time);
 
-    // mem-max-allocated-bytes is PyTorch's allocator peak: it excludes the CUDA context, NCCL buffers and
-    // fragmentation, which the prediction compares without (peak minus reserved minus fragmentation).
-    ValidationCase memory = step_time;
-    memory.id = std::string(entry.directory) + " peak allocated (" + entry.system + ")";
-    memory.metric = ValidationMetric::peak_memory_bytes;
-    const auto peaks = megatron_series(golden, "mem-max-allocated-bytes");
-    memory.measured = peaks.empty() ? std::nan("") : *std::max_element(peaks.begin(), peaks.end());
-    memory.notes = "max over steps of mem-max-allocated-bytes (rank 0: first pipeline stage)";
-    cases.push_back(memory);
+      // mem-max-allocated-bytes is PyTorch's allocator peak: it excludes the CUDA context, NCCL buffers and
+      // fragmentation, which the prediction compares without (peak minus reserved minus fragmentation).
+      const auto peaks = megatron_series(golden, "mem-max-allocated-bytes");
+      if (peaks.empty()) continue;
+      ValidationCase memory = step_time;
+      memory.id = std::string(entry.directory) + " peak allocated (" + qualifier + ")";
+      memory.metric = ValidationMetric::peak_memory_bytes;
+      memory.measured = *std::max_element(peaks.begin(), peaks.end());
+      memory.notes = "max over steps of mem-max-allocated-bytes (rank 0: first pipeline stage)";
+      cases.push_back(memory);
+    }
   }
 }
 
@@ -834,8 +871,29 @@ std::string no_profile_line(const std::vector<const ValidationResult*>& rows) {
 
 /// What a group's runs use that chopsim models, and what it does not (printed under the group's heading).
 std::string group_notes(const std::string& group) {
-  if (group == "megatron_lm" || group == "megatron_lm_a100")
-    return "Megatron-LM functional tests gpt3_7b_tp1_pp4 / tp4_pp1 (configs/validation/megatron-gpt3-7b-*.yaml quote "
+  if (group.rfind("megatron_lm_tiny", 0) == 0)
+    return "Megatron-LM functional tests gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer and "
+           "gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader "
+           "(configs/validation/megatron-gpt-tiny-*.yaml quote their model_config.yaml): a 12-layer GPT of hidden "
+           "size 512 (configs/models/megatron-gpt-tiny.yaml), micro-batch 4 of 1,024 tokens, global batch 32. One "
+           "row per golden-values file that names its machine (dev and lts branches, the run after the checkpoint "
+           "resume, two A100 clusters); golden_values_lts.json names none and is left out. The GPU work of a step is "
+           "a few milliseconds, and the measured steps (50-240 ms) are mostly host time: eager PyTorch launching "
+           "each kernel, --deterministic-mode, the distributed optimizer's bookkeeping, the per-step timers and "
+           "tensorboard logging of timers, memory and validation perplexity, asynchronous checkpoint saves. chopsim "
+           "models the GPU and the network, not the host, so it predicts these steps far too fast; the rows mark "
+           "the regime where its predictions stop being meaningful (the GB200 machines, with Arm Grace hosts, are "
+           "slower here than the DGX H100).\n";
+  if (group == "megatron_lm" || group == "megatron_lm_a100" || group == "megatron_lm_gb200")
+    return std::string(group == "megatron_lm_gb200"
+                           ? "GB200: configs/hardware/GB200.yaml's datasheet peaks, with B200's estimated kernel "
+                             "efficiencies and power model (no public GB200 kernel measurement yet). The measured "
+                             "steps are only 1.31-1.46x faster than the same runs on DGX H100 while the datasheet "
+                             "peaks are 2.5x (bf16) and 2.4x (HBM): the kernels and framework of this Megatron "
+                             "build reach far less of GB200's peak than the estimates assume, and this group "
+                             "measures that gap rather than a model error that one constant could fix. "
+                           : "") +
+           "Megatron-LM functional tests gpt3_7b_tp1_pp4 / tp4_pp1 (configs/validation/megatron-gpt3-7b-*.yaml quote "
            "their model_config.yaml). Modelled: Transformer Engine's attention kernel (cuDNN fused attention on H100; "
            "flash-attn 2 on A100, where NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 disables cuDNN's), the interleaved "
            "schedule with one layer per virtual stage, the distributed optimizer with overlapped gradient "

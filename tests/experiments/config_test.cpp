@@ -318,6 +318,13 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(b200.compute.peak_flops_per_s[idx(Precision::bf16)], 2250e12);
   EXPECT_DOUBLE_EQ(b200.tdp_w, 1000.0);
   EXPECT_DOUBLE_EQ(b200.intra_node_link_bandwidth_bytes_per_s * b200.intra_node_links_per_gpu, 900e9);
+  // GB200 NVL72 per superchip (2 GPUs): BF16 10 PFLOPS sparse, 372 GB HBM3e at 16 TB/s, NVLink 3.6 TB/s.
+  const HardwareSpec gb200 = load_hardware_config(test::configs_dir() / "hardware" / "GB200.yaml");
+  EXPECT_DOUBLE_EQ(gb200.compute.peak_flops_per_s[idx(Precision::bf16)] * 2 * 2, 10e15);
+  EXPECT_DOUBLE_EQ(gb200.compute.hbm_bandwidth_bytes_per_s * 2, 16e12);
+  EXPECT_NEAR(gb200.hbm_capacity_bytes * 2, 372e9, 0.01 * 372e9);
+  EXPECT_DOUBLE_EQ(gb200.intra_node_link_bandwidth_bytes_per_s * gb200.intra_node_links_per_gpu * 2, 1.8e12);
+  EXPECT_GT(gb200.tdp_w, b200.tdp_w);  // the same silicon at a higher limit
 }
 
 TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {

@@ -411,11 +411,13 @@ TEST(ReplayGpuNames, TraceGpuNamesMapToTheShippedFiles) {
   EXPECT_EQ(hardware_for_gpu_name("NVIDIA H100 PCIe"), "");
   EXPECT_EQ(hardware_for_gpu_name("NVIDIA A100-PG509-200"), "A100-SXM4-80GB");
   EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI300X VF"), "MI300X");
+  EXPECT_EQ(hardware_for_gpu_name("NVIDIA GB200"), "GB200");  // not B200, whose name it contains
+  EXPECT_EQ(hardware_for_gpu_name("NVIDIA B200"), "B200");
   EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI250X"), "MI250X");
   EXPECT_EQ(hardware_for_gpu_name("Tesla V100-SXM2-32GB"), "");
   EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI350X (gfx950)"), "");
   for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA B200",
-                           "AMD Instinct MI300X", "AMD Instinct MI250X", "AMD Instinct MI250"})
+                           "NVIDIA GB200", "AMD Instinct MI300X", "AMD Instinct MI250X", "AMD Instinct MI250"})
     EXPECT_TRUE(fs::exists(test::configs_dir() / "hardware" / (hardware_for_gpu_name(name) + ".yaml"))) << name;
 }
 

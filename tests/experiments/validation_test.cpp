@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -96,6 +97,39 @@ TEST(Validation, BothPredictionsAreMadeAndShown) {
   EXPECT_NE(text.find("calibration profile calibration/profiles/h100.yaml"), std::string::npos);
   EXPECT_NE(text.find("No calibration profile in calibration/profiles is fitted on A100-SXM4-80GB"), std::string::npos);
   EXPECT_NE(text.find("| megatron_lm_a100 | s | 2 | 2 |"), std::string::npos);
+}
+
+// Every golden-values file of ../shared/data/validation/megatron_lm that names its machine is predicted on that
+// machine's GPU; golden_values_lts.json (no machine) and files without iteration-time are left out.
+TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  std::map<std::string, int> step_rows;
+  for (const ValidationCase& c : cases) {
+    if (c.group.rfind("megatron_lm", 0) != 0) continue;
+    SCOPED_TRACE(c.id);
+    EXPECT_EQ(c.source.find("golden_values_lts.json"), std::string::npos);
+    const bool a100 = c.group.size() > 5 && c.group.compare(c.group.size() - 5, 5, "_a100") == 0;
+    const bool gb200 = c.group.size() > 6 && c.group.compare(c.group.size() - 6, 6, "_gb200") == 0;
+    EXPECT_EQ(c.run.hardware.name, a100 ? "A100-SXM4-80GB" : gb200 ? "GB200" : "H100-SXM5-80GB");
+    EXPECT_EQ(c.run.model.layers, c.group.rfind("megatron_lm_tiny", 0) == 0 ? 12 : 32);
+    if (c.metric == ValidationMetric::iteration_time_s) ++step_rows[c.group];
+  }
+  // 7B: H100, A100, GB200 for tp1_pp4 and tp4_pp1 (tp4_pp1's lts_dgx_a100 file logs nothing).
+  EXPECT_EQ(step_rows["megatron_lm"], 2);
+  EXPECT_EQ(step_rows["megatron_lm_a100"], 2);
+  EXPECT_EQ(step_rows["megatron_lm_gb200"], 2);
+  // Small model: tp1_pp1 has dev and after-resume files for H100 and GB200, five A100 files; tp2_pp2 one each for
+  // H100 and GB200, five A100 files.
+  EXPECT_EQ(step_rows["megatron_lm_tiny"], 3);
+  EXPECT_EQ(step_rows["megatron_lm_tiny_a100"], 10);
+  EXPECT_EQ(step_rows["megatron_lm_tiny_gb200"], 3);
+  for (const ValidationCase& c : cases) {
+    if (c.id == "gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer (DGX H100)") {
+      EXPECT_DOUBLE_EQ(c.measured, 0.05309);  // the median of its 99 logged steps
+    }
+  }
 }
 
 }  // namespace
