@@ -47,23 +47,7 @@
 
 namespace chopsim {
 
-std::string_view to_string(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::all_reduce:
-      return "all_reduce";
-    case CollectiveKind::all_gather:
-      return "all_gather";
-    case CollectiveKind::reduce_scatter:
-      return "reduce_scatter";
-    case CollectiveKind::all_to_all:
-      return "all_to_all";
-    case CollectiveKind::broadcast:
-      return "broadcast";
-    case CollectiveKind::send_recv:
-      return "send_recv";
-  }
-  return "unknown";
-}
+std::string_view to_string(CollectiveKind kind) { return collective_kind_name(kind); }
 
 namespace {
 

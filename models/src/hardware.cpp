@@ -10,8 +10,6 @@ namespace chopsim {
 
 namespace {
 constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
-constexpr std::array<std::string_view, kKernelClassCount> kKernelClassNames = {
-    "gemm", "attention", "elementwise", "norm", "reduction", "communication", "memcpy", "optimizer", "other"};
 }  // namespace
 
 std::string_view to_string(Precision precision) { return kPrecisionNames[static_cast<std::size_t>(precision)]; }
@@ -36,13 +34,11 @@ double bytes_per_element(Precision precision) {
   return 4.0;
 }
 
-std::string_view to_string(KernelClass kernel_class) {
-  return kKernelClassNames[static_cast<std::size_t>(kernel_class)];
-}
+std::string_view to_string(KernelClass kernel_class) { return kernel_class_name(kernel_class); }
 
 std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
-  for (std::size_t i = 0; i < kKernelClassNames.size(); ++i)
-    if (kKernelClassNames[i] == name) return static_cast<KernelClass>(i);
+  for (std::size_t i = 0; i < kKernelClassCount; ++i)
+    if (kernel_class_name(static_cast<KernelClass>(i)) == name) return static_cast<KernelClass>(i);
   return std::nullopt;
 }
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
 namespace chopsim {
 namespace {
 
@@ -11,6 +14,12 @@ struct Case {
   const char* name;
   KernelClass expected;
 };
+
+// What ctest lists for each case (instead of "16-byte object <...>"): the kernel name, shortened, and its class.
+void PrintTo(const Case& c, std::ostream* os) {
+  const std::string name = c.name;
+  *os << (name.size() > 48 ? name.substr(0, 45) + "..." : name) << " -> " << kernel_class_name(c.expected);
+}
 
 class ClassifierTest : public ::testing::TestWithParam<Case> {};
 

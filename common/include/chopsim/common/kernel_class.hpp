@@ -24,7 +24,7 @@ enum class KernelClass : std::uint8_t {
 };
 inline constexpr std::size_t kKernelClassCount = 9;
 
-/// The lower-case name of a class ("gemm", ...); models' to_string(KernelClass) gives the same names.
+/// The lower-case name of a class ("gemm", ...), as YAML and outputs spell it; models' to_string(KernelClass) is this.
 [[nodiscard]] constexpr std::string_view kernel_class_name(KernelClass kernel_class) {
   switch (kernel_class) {
     case KernelClass::gemm:
@@ -56,7 +56,7 @@ inline constexpr std::size_t kKernelClassCount = 9;
 enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
 inline constexpr std::size_t kCollectiveKindCount = 6;
 
-/// The lower-case name of a collective ("all_reduce", ...); models' to_string(CollectiveKind) gives the same.
+/// The lower-case name of a collective ("all_reduce", ...); models' to_string(CollectiveKind) is this.
 [[nodiscard]] constexpr std::string_view collective_kind_name(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::all_reduce:
