@@ -10,6 +10,7 @@ command -v /usr/bin/time >/dev/null || { echo "bench: needs /usr/bin/time (apt-g
 scenarios=(
   "configs/llama3-8b-fsdp.yaml|Llama-3-8B FSDP, 8x MI300X"
   "bench/configs/llama3-70b-512xh100.yaml|Llama-3-70B TP8 PP4 DP16, 512x H100"
+  "bench/configs/llama3-70b-512xh100-no-dynamics.yaml|the same without power dynamics"
 )
 if [ "${1:-}" != "--quick" ]; then
   scenarios+=("bench/configs/llama3-405b-2048xh100.yaml|Llama-3-405B TP8 PP2 DP128, 2048x H100")
