@@ -63,25 +63,29 @@ WindowedExtreme::WindowedExtreme(std::vector<double> offsets, std::vector<double
       scale_(scale),
       span_(*std::max_element(offsets_.begin(), offsets_.end())),
       pending_(offsets_.size()),
+      cursors_(offsets_.size() * offsets_.size(), 0),
       best_(-std::numeric_limits<double>::infinity()) {}
 
-double WindowedExtreme::energy_at(double time_s) const {
-  // The last point at or before time_s.
-  auto it =
-      std::upper_bound(points_.begin(), points_.end(), time_s, [](double t, const Point& p) { return t < p.time_s; });
-  if (it == points_.begin()) return points_.front().energy_j;  // before the start: E = 0 by convention
-  --it;
-  return it->energy_j + it->power_w * (time_s - it->time_s);
+double WindowedExtreme::energy_at(double time_s, std::size_t& cursor) const {
+  // The last point at or before time_s. Point times are strictly increasing (add() merges equal ones).
+  std::size_t index = cursor > popped_ ? cursor - popped_ : 0;
+  while (index + 1 < points_.size() && points_[index + 1].time_s <= time_s) ++index;
+  cursor = index + popped_;
+  const Point& p = points_[index];
+  if (p.time_s > time_s) return points_.front().energy_j;  // before the start: E = 0 by convention
+  return p.energy_j + p.power_w * (time_s - p.time_s);
 }
 
 void WindowedExtreme::evaluate_until(double time_s) {
-  for (auto& queue : pending_) {
+  const std::size_t n = offsets_.size();
+  for (std::size_t q = 0; q < n; ++q) {
+    auto& queue = pending_[q];
     while (!queue.empty() && queue.front() <= time_s) {
       const double t = queue.front();
       queue.pop_front();
       if (t - span_ < start_s_ - 1e-15) continue;  // the window would start before the signal
       double value = 0.0;
-      for (std::size_t j = 0; j < offsets_.size(); ++j) value += coefficients_[j] * energy_at(t - offsets_[j]);
+      for (std::size_t j = 0; j < n; ++j) value += coefficients_[j] * energy_at(t - offsets_[j], cursors_[q * n + j]);
       best_ = std::max(best_, value / scale_);
     }
   }
@@ -104,7 +108,10 @@ void WindowedExtreme::add(double time_s, double power_w) {
   for (std::size_t j = 0; j < offsets_.size(); ++j) pending_[j].push_back(time_s + offsets_[j]);
   evaluate_until(time_s);
   // Keep the point covering time_s - span (lookups never go further back).
-  while (points_.size() > 1 && points_[1].time_s <= time_s - span_) points_.pop_front();
+  while (points_.size() > 1 && points_[1].time_s <= time_s - span_) {
+    points_.pop_front();
+    ++popped_;
+  }
 }
 
 double WindowedExtreme::finish(double end_s) {

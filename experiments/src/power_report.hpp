@@ -47,13 +47,18 @@ class WindowedExtreme {
     double energy_j;  ///< E at time_s
     double power_w;   ///< from time_s to the next point
   };
-  [[nodiscard]] double energy_at(double time_s) const;
+  /// E(time_s). `cursor` is the absolute index (points ever added before the front: popped_) of the point found by
+  /// the previous lookup of the same (candidate queue, offset) pair, whose times only grow: amortised O(1) instead
+  /// of a binary search over the window (the 100 ms window holds thousands of points).
+  [[nodiscard]] double energy_at(double time_s, std::size_t& cursor) const;
   void evaluate_until(double time_s);
 
   std::vector<double> offsets_, coefficients_;
   double scale_, span_;
   std::deque<Point> points_;
   std::vector<std::deque<double>> pending_;  ///< per offset: candidate times not yet evaluated
+  std::vector<std::size_t> cursors_;         ///< per (candidate queue, offset): see energy_at
+  std::size_t popped_ = 0;                   ///< points removed from the front of points_ so far
   double start_s_ = 0.0;
   bool started_ = false;
   double best_;
