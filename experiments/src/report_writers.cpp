@@ -13,6 +13,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/units.hpp"
+#include "chopsim/hdf5/append_table.hpp"
 #include "observers.hpp"
 
 namespace chopsim::detail {
@@ -256,20 +257,14 @@ struct OpsTableWriter::State {
   const Workload& workload;
   std::filesystem::path path;
   H5::H5File file;
-  H5::CompType row_type;
-  H5::DataSet dataset;
-  std::vector<OpRow> buffer;
-  hsize_t rows_written = 0;
+  hdf5::AppendTable<OpRow> ops;
   bool finished = false;
   // Telemetry.
   double interval_s = 0.0;
   std::vector<double> inlet_c;
   const ThermalModel* thermal = nullptr;
-  H5::CompType telemetry_type;
-  H5::DataSet telemetry;
+  hdf5::AppendTable<TelemetryRow> telemetry;
   std::vector<TelemetryBin> bins;
-  std::vector<TelemetryRow> telemetry_buffer;
-  hsize_t telemetry_rows = 0;
 };
 
 OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path,
@@ -281,56 +276,24 @@ OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::
     state_ = std::make_unique<State>(State{workload,
                                            path,
                                            H5::H5File(path.string(), H5F_ACC_TRUNC, file_properties),
-                                           op_row_type(),
-                                           H5::DataSet(),
                                            {},
-                                           0,
                                            false,
                                            0.0,
                                            {},
                                            nullptr,
-                                           H5::CompType(),
-                                           H5::DataSet(),
                                            {},
-                                           {},
-                                           0});
-    const hsize_t initial[1] = {0};
-    const hsize_t maximum[1] = {H5S_UNLIMITED};
-    H5::DataSpace space(1, initial, maximum);
-    H5::DSetCreatPropList properties;
-    const hsize_t chunk[1] = {kChunkRows};
-    properties.setChunk(1, chunk);
-    properties.setShuffle();
-    properties.setDeflate(4);
-    H5Pset_obj_track_times(properties.getId(), 0);
-    state_->dataset = state_->file.createDataSet("ops", state_->row_type, space, properties);
-    write_string_attribute(state_->dataset, "description",
+                                           {}});
+    state_->ops = hdf5::AppendTable<OpRow>(state_->file, "ops", op_row_type(), kChunkRows);
+    write_string_attribute(state_->ops.dataset(), "description",
                            "one row per executed op; times in seconds from the start of the simulation; "
                            "flops in FLOP, bytes in bytes (HBM traffic for compute, message size for communication)");
-    write_string_attribute(state_->dataset, "run", run_name);
-    state_->buffer.reserve(kChunkRows);
+    write_string_attribute(state_->ops.dataset(), "run", run_name);
   } catch (const H5::Exception& error) {
     throw OutputError("cannot create " + path.string() + ": " + error.getDetailMsg());
   }
 }
 
 OpsTableWriter::~OpsTableWriter() = default;
-
-namespace {
-void flush_rows(H5::DataSet& dataset, const H5::CompType& type, std::vector<OpRow>& rows, hsize_t& written) {
-  if (rows.empty()) return;
-  const hsize_t new_size[1] = {written + rows.size()};
-  dataset.extend(new_size);
-  H5::DataSpace file_space = dataset.getSpace();
-  const hsize_t offset[1] = {written};
-  const hsize_t count[1] = {rows.size()};
-  file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
-  H5::DataSpace memory_space(1, count);
-  dataset.write(rows.data(), type, memory_space, file_space);
-  written += rows.size();
-  rows.clear();
-}
-}  // namespace
 
 void OpsTableWriter::on_op_event(const OpEvent& event) {
   if (!event.is_end) return;
@@ -352,13 +315,10 @@ void OpsTableWriter::on_op_event(const OpEvent& event) {
   row.duration_s = event.time_s - event.start_s;
   row.flops = op.flops;
   row.bytes = op.bytes;
-  state_->buffer.push_back(row);
-  if (state_->buffer.size() >= kChunkRows) {
-    try {
-      flush_rows(state_->dataset, state_->row_type, state_->buffer, state_->rows_written);
-    } catch (const H5::Exception& error) {
-      throw OutputError("cannot write " + state_->path.string() + ": " + error.getDetailMsg());
-    }
+  try {
+    state_->ops.add(row);
+  } catch (const H5::Exception& error) {
+    throw OutputError("cannot write " + state_->path.string() + ": " + error.getDetailMsg());
   }
 }
 
@@ -370,50 +330,38 @@ void OpsTableWriter::enable_telemetry(double interval_s, std::vector<double> inl
   st.thermal = &thermal;
   st.bins.resize(st.inlet_c.size());
   try {
-    st.telemetry_type = telemetry_row_type();
-    const hsize_t initial[1] = {0};
-    const hsize_t maximum[1] = {H5S_UNLIMITED};
-    H5::DataSpace space(1, initial, maximum);
-    H5::DSetCreatPropList properties;
-    const hsize_t chunk[1] = {kChunkRows};
-    properties.setChunk(1, chunk);
-    properties.setShuffle();
-    properties.setDeflate(4);
-    H5Pset_obj_track_times(properties.getId(), 0);
-    st.telemetry = st.file.createDataSet("telemetry", st.telemetry_type, space, properties);
-    write_string_attribute(st.telemetry, "description",
+    st.telemetry = hdf5::AppendTable<TelemetryRow>(st.file, "telemetry", telemetry_row_type(), kChunkRows);
+    write_string_attribute(st.telemetry.dataset(), "description",
                            "per GPU and interval: mean power (W), time-weighted mean clock (MHz), temperature at the "
                            "interval's end (degrees C), fraction of the interval throttled by the power cap or the "
                            "slowdown temperature; times in seconds from the start of the simulation");
     std::array<char, 64> text{};
     std::snprintf(text.data(), text.size(), "%.17g", interval_s);
-    write_string_attribute(st.telemetry, "interval_s", text.data());
-    st.telemetry_buffer.reserve(kChunkRows);
+    write_string_attribute(st.telemetry.dataset(), "interval_s", text.data());
   } catch (const H5::Exception& error) {
     throw OutputError("cannot create the telemetry table in " + st.path.string() + ": " + error.getDetailMsg());
   }
 }
 
 namespace {
-/// Appends rows of `rows` to a growing dataset (generic over the row type).
-template <class Row>
-void flush_table(H5::DataSet& dataset, const H5::CompType& type, std::vector<Row>& rows, hsize_t& written) {
-  if (rows.empty()) return;
-  const hsize_t new_size[1] = {written + rows.size()};
-  dataset.extend(new_size);
-  H5::DataSpace file_space = dataset.getSpace();
-  const hsize_t offset[1] = {written};
-  const hsize_t count[1] = {rows.size()};
-  file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
-  H5::DataSpace memory_space(1, count);
-  dataset.write(rows.data(), type, memory_space, file_space);
-  written += rows.size();
-  rows.clear();
+/// The row of a GPU's bin that ends at `end_s` after `duration_s` (a whole interval, or the run's last part of one).
+TelemetryRow bin_row(const TelemetryBin& bin, std::uint32_t gpu, double duration_s, double end_s, double inlet_c,
+                     const ThermalModel& thermal) {
+  const TelemetrySample& s = bin.last;
+  TelemetryRow row{};
+  row.gpu = gpu;
+  row.time_s = bin.bin_start_s;
+  row.duration_s = duration_s;
+  row.power_w = bin.energy_j / duration_s;
+  row.clock_mhz = bin.clock_time / duration_s / 1e6;
+  row.temperature_c = thermal.advance_c(s.temperature_c, inlet_c, s.power_w, end_s - s.time_s);
+  row.throttled_fraction = bin.throttled_s / duration_s;
+  return row;
 }
 
 /// Moves a GPU's telemetry bin from its last sample to `time_s`, emitting every interval completed on the way.
 void fill_bins(TelemetryBin& bin, std::uint32_t gpu, double time_s, double interval_s, double inlet_c,
-               const ThermalModel& thermal, std::vector<TelemetryRow>& out) {
+               const ThermalModel& thermal, hdf5::AppendTable<TelemetryRow>& out) {
   const TelemetrySample& s = bin.last;
   double t = s.time_s;
   while (t < time_s) {
@@ -425,15 +373,7 @@ void fill_bins(TelemetryBin& bin, std::uint32_t gpu, double time_s, double inter
     if (s.flags != 0) bin.throttled_s += dt;
     t = until;
     if (until >= bin_end) {
-      TelemetryRow row{};
-      row.gpu = gpu;
-      row.time_s = bin.bin_start_s;
-      row.duration_s = interval_s;
-      row.power_w = bin.energy_j / interval_s;
-      row.clock_mhz = bin.clock_time / interval_s / 1e6;
-      row.temperature_c = thermal.advance_c(s.temperature_c, inlet_c, s.power_w, bin_end - s.time_s);
-      row.throttled_fraction = bin.throttled_s / interval_s;
-      out.push_back(row);
+      out.add(bin_row(bin, gpu, interval_s, bin_end, inlet_c, thermal));
       bin.bin_start_s = bin_end;
       bin.energy_j = bin.clock_time = bin.throttled_s = 0.0;
     }
@@ -449,54 +389,37 @@ void OpsTableWriter::on_telemetry(const TelemetrySample& sample) {
     bin.started = true;
     bin.bin_start_s = sample.time_s;
   } else {
-    fill_bins(bin, sample.gpu, sample.time_s, st.interval_s, st.inlet_c[sample.gpu], *st.thermal, st.telemetry_buffer);
-  }
-  bin.last = sample;
-  if (st.telemetry_buffer.size() >= kChunkRows) {
     try {
-      flush_table(st.telemetry, st.telemetry_type, st.telemetry_buffer, st.telemetry_rows);
+      fill_bins(bin, sample.gpu, sample.time_s, st.interval_s, st.inlet_c[sample.gpu], *st.thermal, st.telemetry);
     } catch (const H5::Exception& error) {
       throw OutputError("cannot write " + st.path.string() + ": " + error.getDetailMsg());
     }
   }
+  bin.last = sample;
 }
 
 void OpsTableWriter::finish(double end_s) {
   if (state_->finished) return;
   auto& st = *state_;
-  if (st.thermal != nullptr) {
-    for (std::size_t g = 0; g < st.bins.size(); ++g) {
-      TelemetryBin& bin = st.bins[g];
-      if (!bin.started) continue;
-      const auto gpu = static_cast<std::uint32_t>(g);
-      fill_bins(bin, gpu, end_s, st.interval_s, st.inlet_c[g], *st.thermal, st.telemetry_buffer);
-      const double covered = end_s - bin.bin_start_s;
-      if (covered > 0.0) {  // the last, partial interval
-        TelemetryRow row{};
-        row.gpu = gpu;
-        row.time_s = bin.bin_start_s;
-        row.duration_s = covered;
-        row.power_w = bin.energy_j / covered;
-        row.clock_mhz = bin.clock_time / covered / 1e6;
-        row.temperature_c =
-            st.thermal->advance_c(bin.last.temperature_c, st.inlet_c[g], bin.last.power_w, end_s - bin.last.time_s);
-        row.throttled_fraction = bin.throttled_s / covered;
-        st.telemetry_buffer.push_back(row);
-      }
-    }
-  }
   try {
     if (st.thermal != nullptr) {
-      flush_table(st.telemetry, st.telemetry_type, st.telemetry_buffer, st.telemetry_rows);
+      for (std::size_t g = 0; g < st.bins.size(); ++g) {
+        TelemetryBin& bin = st.bins[g];
+        if (!bin.started) continue;
+        const auto gpu = static_cast<std::uint32_t>(g);
+        fill_bins(bin, gpu, end_s, st.interval_s, st.inlet_c[g], *st.thermal, st.telemetry);
+        const double covered = end_s - bin.bin_start_s;
+        if (covered > 0.0)  // the last, partial interval
+          st.telemetry.add(bin_row(bin, gpu, covered, end_s, st.inlet_c[g], *st.thermal));
+      }
       st.telemetry.close();
     }
-    flush_rows(state_->dataset, state_->row_type, state_->buffer, state_->rows_written);
-    state_->dataset.close();
-    state_->file.close();
+    st.ops.close();
+    st.file.close();
   } catch (const H5::Exception& error) {
-    throw OutputError("cannot write " + state_->path.string() + ": " + error.getDetailMsg());
+    throw OutputError("cannot write " + st.path.string() + ": " + error.getDetailMsg());
   }
-  state_->finished = true;
+  st.finished = true;
 }
 
 }  // namespace chopsim::detail

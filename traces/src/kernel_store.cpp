@@ -1,5 +1,5 @@
-// The HDF5 kernel store (docs/traces.md). Written with the HDF5 C++ API as experiments/src/report_writers.cpp writes
-// ops.h5: compound tables, 64 Ki-row chunks, shuffle + deflate, object timestamps off for byte-identical files.
+// The HDF5 kernel store (docs/traces.md). Its tables are hdf5::AppendTable (common/hdf5), as ops.h5's are:
+// compound rows, 64 Ki-row chunks, shuffle + deflate, object timestamps off for byte-identical files.
 // Groups and attributes use the C API so that their creation property lists (timestamps off) are explicit.
 
 #include "chopsim/traces/kernel_store.hpp"
@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/hdf5/append_table.hpp"
 
 #ifndef CHOPSIM_VERSION
 #define CHOPSIM_VERSION "unknown"
@@ -253,56 +254,14 @@ hid_t create_group(hid_t parent, const std::string& name) {
   return group;
 }
 
-H5::DSetCreatPropList table_properties(hsize_t chunk_rows) {
-  H5::DSetCreatPropList properties;
-  const hsize_t chunk[1] = {chunk_rows};
-  properties.setChunk(1, chunk);
-  properties.setShuffle();
-  properties.setDeflate(4);
-  H5Pset_obj_track_times(properties.getId(), 0);
-  return properties;
-}
-
+/// A table of the store: an hdf5::AppendTable with its description attribute.
 template <class Row>
-class TableWriter {
- public:
-  TableWriter(H5::H5File& file, const char* name, H5::CompType type, const std::string& description)
-      : type_(std::move(type)) {
-    const hsize_t initial[1] = {0};
-    const hsize_t maximum[1] = {H5S_UNLIMITED};
-    H5::DataSpace space(1, initial, maximum);
-    dataset_ = file.createDataSet(name, type_, space, table_properties(kChunkRows));
-    write_string_attribute(dataset_.getId(), "description", description);
-    buffer_.reserve(1024);
-  }
-  void add(const Row& row) {
-    buffer_.push_back(row);
-    if (buffer_.size() >= kChunkRows) flush();
-  }
-  void flush() {
-    if (buffer_.empty()) return;
-    const hsize_t new_size[1] = {written_ + buffer_.size()};
-    dataset_.extend(new_size);
-    H5::DataSpace file_space = dataset_.getSpace();
-    const hsize_t offset[1] = {written_};
-    const hsize_t count[1] = {buffer_.size()};
-    file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
-    H5::DataSpace memory_space(1, count);
-    dataset_.write(buffer_.data(), type_, memory_space, file_space);
-    written_ += buffer_.size();
-    buffer_.clear();
-  }
-  void close() {
-    flush();
-    dataset_.close();
-  }
-
- private:
-  H5::CompType type_;
-  H5::DataSet dataset_;
-  std::vector<Row> buffer_;
-  hsize_t written_ = 0;
-};
+hdf5::AppendTable<Row> make_table(H5::H5File& file, const char* name, H5::CompType type,
+                                  const std::string& description) {
+  hdf5::AppendTable<Row> table(file, name, std::move(type), kChunkRows);
+  write_string_attribute(table.dataset().getId(), "description", description);
+  return table;
+}
 
 }  // namespace
 
@@ -312,9 +271,9 @@ class TableWriter {
 struct KernelStoreWriter::State {
   std::filesystem::path path;
   H5::H5File file;
-  TableWriter<KernelRow> kernels;
-  TableWriter<TelemetryRow> telemetry;
-  TableWriter<AnnotationRow> annotations;
+  hdf5::AppendTable<KernelRow> kernels;
+  hdf5::AppendTable<TelemetryRow> telemetry;
+  hdf5::AppendTable<AnnotationRow> annotations;
   StringTable strings;
   std::uint32_t source = 0;
   // (source, rank, device, stream) -> summary, ordered for a deterministic /streams table.
@@ -330,16 +289,19 @@ struct KernelStoreWriter::State {
   explicit State(const std::filesystem::path& p)
       : path(p),
         file(create(p)),
-        kernels(file, "kernels", kernel_type(),
-                "one row per GPU activity (kernel, memcpy, memset); start_s/duration_s in seconds since the source's "
-                "time origin; flops in FLOP, bytes and collective_bytes in bytes (NaN = not known); name, op and group "
-                "index /strings"),
-        telemetry(file, "telemetry", telemetry_type(),
-                  "one row per GPU per telemetry sample; SI units (W, Hz, bytes, J), temperatures in degrees Celsius, "
-                  "utilisation as a fraction; NaN = not reported"),
-        annotations(file, "annotations", annotation_type(),
-                    "user ranges (NVTX, profiler steps, gpu_user_annotation); device -1 = CPU range; name indexes "
-                    "/strings") {}
+        kernels(make_table<KernelRow>(
+            file, "kernels", kernel_type(),
+            "one row per GPU activity (kernel, memcpy, memset); start_s/duration_s in seconds since the source's "
+            "time origin; flops in FLOP, bytes and collective_bytes in bytes (NaN = not known); name, op and group "
+            "index /strings")),
+        telemetry(make_table<TelemetryRow>(
+            file, "telemetry", telemetry_type(),
+            "one row per GPU per telemetry sample; SI units (W, Hz, bytes, J), temperatures in degrees Celsius, "
+            "utilisation as a fraction; NaN = not reported")),
+        annotations(make_table<AnnotationRow>(
+            file, "annotations", annotation_type(),
+            "user ranges (NVTX, profiler steps, gpu_user_annotation); device -1 = CPU range; name indexes "
+            "/strings")) {}
 };
 
 KernelStoreWriter::KernelStoreWriter(const std::filesystem::path& path) {
@@ -458,9 +420,10 @@ void KernelStoreWriter::finish(const std::vector<SourceInfo>& sources) {
     state_->telemetry.close();
     state_->annotations.close();
     {
-      TableWriter<StreamRow> streams(state_->file, "streams", stream_type(),
-                                     "one row per (source, rank, device, stream): record count, busy time (sum of "
-                                     "durations, s), first start and last end (s)");
+      auto streams =
+          make_table<StreamRow>(state_->file, "streams", stream_type(),
+                                "one row per (source, rank, device, stream): record count, busy time (sum of "
+                                "durations, s), first start and last end (s)");
       for (const auto& [key, row] : state_->streams) streams.add(row);
       streams.close();
     }
