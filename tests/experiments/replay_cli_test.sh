@@ -12,20 +12,7 @@ if [ ! -f "$trace" ]; then
   echo "SKIP: shared data not found at $data (set CHOPSIM_SHARED_DATA)"
   exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect_exit() {  # expect_exit CODE DESCRIPTION ARGS...
-  local code=$1 what=$2
-  shift 2
-  "$chopsim" "$@" >"$work/out.txt" 2>"$work/err.txt"
-  local got=$?
-  if [ $got -ne "$code" ]; then
-    fail "$what: exit $got, expected $code"
-    cat "$work/err.txt"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_test_lib.sh"
 configs=$project/configs
 "$chopsim" ingest "$trace" -o "$work/qwen.h5" >/dev/null 2>&1 || fail "ingest of the trace"
 "$chopsim" ingest "$project/tests/traces/fixtures/nvidia_smi.csv" -o "$work/telemetry.h5" >/dev/null 2>&1 ||

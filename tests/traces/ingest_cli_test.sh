@@ -16,10 +16,7 @@ if [ ! -f "$nccl" ]; then
   echo "SKIP: shared data not found at $data (set CHOPSIM_SHARED_DATA)"
   exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_test_lib.sh"
 
 if [ "$mode" = h5py ]; then
   python=""
@@ -39,17 +36,6 @@ if [ "$mode" = h5py ]; then
   [ $failures -eq 0 ] && echo "PASS: h5py reads the store" && exit 0
   exit 1
 fi
-
-expect_exit() {  # expect_exit CODE DESCRIPTION ARGS...
-  local code=$1 what=$2
-  shift 2
-  "$chopsim" "$@" >"$work/out.txt" 2>"$work/err.txt"
-  local got=$?
-  if [ $got -ne "$code" ]; then
-    fail "$what: exit $got, expected $code"
-    cat "$work/err.txt"
-  fi
-}
 
 # A good ingest, twice: same bytes.
 mkdir -p "$work/out"
