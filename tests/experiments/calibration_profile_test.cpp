@@ -17,6 +17,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/models/topology.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
@@ -24,23 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CalibrationProfileTest : public ::testing::Test {
+using test::input_error;
+
+class CalibrationProfileTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("chopsim_profile_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path write(const std::string& name, const std::string& text) const {
-    const fs::path file = dir_ / name;
-    std::ofstream(file) << text;
-    return file;
-  }
   RunSpec load(const fs::path& run_file) const {
     return load_run_config(run_file, ConfigSearchPath{{test::configs_dir()}}, registries_);
   }
@@ -51,21 +39,8 @@ class CalibrationProfileTest : public ::testing::Test {
                                  "parallelism: {tp: 8}\ntraining: {global_batch: 8, seq_len: 2048}\n" +
                                  extra);
   }
-  static std::string input_error(const std::function<void()>& action) {
-    try {
-      action();
-    } catch (const InputError& error) {
-      return error.what();
-    } catch (const std::exception& error) {
-      ADD_FAILURE() << "expected InputError, got: " << error.what();
-      return {};
-    }
-    ADD_FAILURE() << "expected InputError, nothing was thrown";
-    return {};
-  }
   static fs::path shipped(const std::string& name) { return test::source_dir() / "calibration" / "profiles" / name; }
 
-  fs::path dir_;
   ModelRegistries registries_ = ModelRegistries::with_builtins();
 };
 

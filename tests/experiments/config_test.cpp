@@ -19,6 +19,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/registries.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
@@ -28,46 +29,14 @@ namespace fs = std::filesystem;
 
 // ------------------------------------------------------------------------------------------- helpers
 
-/// A fresh directory per test, removed afterwards.
-class ConfigTest : public ::testing::Test {
+using test::input_error;
+
+/// A fresh directory per test (dir_, write()), removed afterwards.
+class ConfigTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("chopsim_config_test_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
-  fs::path write(const std::string& name, const std::string& text) const {
-    const fs::path file = dir_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << text;
-    return file;
-  }
-
   /// Loads a run whose component names resolve in the shipped configs/ folder.
   RunSpec load(const fs::path& run_file) const {
     return load_run_config(run_file, ConfigSearchPath{{test::configs_dir()}}, registries_);
-  }
-
-  /// The message of the InputError `action` throws (a test failure when it throws nothing or something else).
-  static std::string input_error(const std::function<void()>& action, InputError* out = nullptr) {
-    try {
-      action();
-    } catch (const InputError& error) {
-      if (out != nullptr) *out = error;
-      return error.what();
-    } catch (const std::exception& error) {
-      ADD_FAILURE() << "expected InputError, got: " << error.what();
-      return {};
-    }
-    ADD_FAILURE() << "expected InputError, nothing was thrown";
-    return {};
   }
 
   /// A run on one DGX H100 node (fabric none) with the given parallelism and training lines.
@@ -77,7 +46,6 @@ class ConfigTest : public ::testing::Test {
            "training:\n" + training;
   }
 
-  fs::path dir_;
   ModelRegistries registries_ = ModelRegistries::with_builtins();
 };
 

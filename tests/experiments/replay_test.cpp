@@ -22,6 +22,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/models/collective.hpp"
 #include "chopsim/models/topology.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 #include "replay_test_stores.hpp"
 
@@ -31,6 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A folder per test, and stores ingested once per process (ingest is the slow part).
+using test::input_error;
+
 class ReplayTest : public ::testing::Test {
  protected:
   static fs::path shared_dir() {
@@ -111,19 +114,6 @@ class ReplayTest : public ::testing::Test {
     for (const auto& t : r.classes)
       if (t.kernel_class == c) return replayed ? t.replayed_s : t.measured_s;
     return 0.0;
-  }
-
-  static std::string input_error(const std::function<void()>& action) {
-    try {
-      action();
-    } catch (const InputError& error) {
-      return error.what();
-    } catch (const std::exception& error) {
-      ADD_FAILURE() << "expected InputError, got: " << error.what();
-      return {};
-    }
-    ADD_FAILURE() << "expected InputError, nothing was thrown";
-    return {};
   }
 
   fs::path dir_;
