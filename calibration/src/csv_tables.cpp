@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
 
 namespace chopsim::calibration_detail {
@@ -152,8 +153,7 @@ class Cells {
   }
 
   bool flag(std::size_t row, int column) const {
-    std::string cell = text(row, column);
-    std::transform(cell.begin(), cell.end(), cell.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const std::string cell = to_lower(text(row, column));
     return cell == "true" || cell == "1";
   }
 
@@ -328,7 +328,7 @@ void read_vidur_mlp(const CsvTable& table, std::size_t input, MeasurementSet& se
 }
 
 std::optional<CollectiveKind> collective_from_text(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  text = to_lower(text);
   text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
   if (text.find("allreduce") != std::string::npos) return CollectiveKind::all_reduce;
   if (text.find("allgather") != std::string::npos) return CollectiveKind::all_gather;
@@ -470,8 +470,7 @@ const std::vector<KindRule>& rules() {
 }  // namespace
 
 std::string normalise_dtype(const std::string& text) {
-  std::string t = text;
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string t = to_lower(text);
   if (t.find("bf16") != std::string::npos || t.find("bfloat16") != std::string::npos) return "bf16";
   if (t.find("fp8") != std::string::npos || t.find("float8") != std::string::npos ||
       t.find("e4m3") != std::string::npos || t.find("e5m2") != std::string::npos)

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -15,6 +14,7 @@
 
 #include "chopsim/calibration/measurements.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/traces/kernel_store.hpp"
 #include "chopsim/traces/reader.hpp"
 #include "csv_tables.hpp"
@@ -244,8 +244,7 @@ void read_trace(const std::filesystem::path& path, const TraceFormat& format, st
 // cuBLAS/CUTLASS spell the element type (sm90_xmma_gemm_bf16bf16_..., ampere_fp16_s16816gemm_..., ..._sgemm_...);
 // Tensile/hipBLASLt put a type letter after the index tokens (Cijk_Alik_Bljk_B_... bf16, _H_ fp16, _S_ fp32, _F8_ fp8).
 std::string dtype_from_kernel_name(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string lower = to_lower(name);
   if (name.starts_with("Cijk_")) {
     std::vector<std::string> tokens;
     std::stringstream stream(name);

@@ -18,6 +18,7 @@
 #include "chopsim/common/atomic_output.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/json_writer.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run_spec.hpp"
 #include "chopsim/models/topology.hpp"
@@ -54,12 +55,6 @@ constexpr std::array<GpuName, 8> kGpuNames = {{
     {"mi250x", nullptr, "MI250X", "mi250x"},
     {"mi250", nullptr, "MI250", "mi250"},
 }};
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 std::string default_cluster(const std::string& hardware) {
   for (const GpuName& g : kGpuNames)
@@ -196,7 +191,7 @@ void write_summary(std::ostream& out, const ReplayReport& r) {
 }  // namespace
 
 std::string hardware_for_gpu_name(const std::string& gpu_name) {
-  const std::string name = lower(gpu_name);
+  const std::string name = to_lower(gpu_name);
   for (const GpuName& g : kGpuNames)
     if (name.find(g.contains) != std::string::npos && (g.unless == nullptr || name.find(g.unless) == std::string::npos))
       return g.hardware;

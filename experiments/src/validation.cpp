@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <ostream>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run.hpp"
@@ -148,12 +148,6 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
   }
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 /// llm-foundry's published H100 FSDP throughput tables (../shared/data/validation/published_dev_records.yaml).
 void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                            std::vector<ValidationCase>& cases) {
@@ -167,7 +161,7 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
   for (const auto& record : records) {
     const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
     try {
-      const std::string model_name = lower(record["model"].as<std::string>());
+      const std::string model_name = to_lower(record["model"].as<std::string>());
       const auto model_file = configs_dir / "models" / (model_name + ".yaml");
       if (!models.count(model_name)) models.emplace(model_name, load_model_config(model_file));
 

@@ -2,19 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
+
+#include "chopsim/common/text.hpp"
 
 namespace chopsim {
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
   return std::any_of(needles.begin(), needles.end(),
@@ -71,12 +65,12 @@ KernelClass classify_lower(std::string_view n) {
 
 }  // namespace
 
-KernelClass classify_kernel_name(std::string_view name) { return classify_lower(lower(name)); }
+KernelClass classify_kernel_name(std::string_view name) { return classify_lower(to_lower(name)); }
 
 KernelClass classify_kernel(std::string_view name, std::string_view op) {
   const KernelClass by_name = classify_kernel_name(name);
   if (by_name != KernelClass::other || op.empty()) return by_name;
-  const std::string o = lower(op);
+  const std::string o = to_lower(op);
   if (contains_any(o, {"attention", "flash", "sdpa"})) return KernelClass::attention;
   static constexpr std::array<std::string_view, 10> kGemmOps = {
       "aten::mm",     "aten::addmm",      "aten::bmm",         "aten::baddbmm",           "aten::matmul",
@@ -86,7 +80,7 @@ KernelClass classify_kernel(std::string_view name, std::string_view op) {
 }
 
 std::optional<CollectiveKind> collective_from_kernel_name(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = to_lower(name);
   if (!contains_any(n, {"nccl", "rccl", "msccl"})) return std::nullopt;
   if (n.find("allreduce") != std::string::npos) return CollectiveKind::all_reduce;
   if (n.find("allgather") != std::string::npos) return CollectiveKind::all_gather;
@@ -99,7 +93,7 @@ std::optional<CollectiveKind> collective_from_kernel_name(std::string_view name)
 
 std::optional<CollectiveKind> collective_from_op_name(std::string_view name) {
   std::string n;
-  for (char c : lower(name))
+  for (char c : to_lower(name))
     if (c != '_' && c != ' ') n += c;
   // c10d names as PyTorch's record_param_comms records them (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp).
   if (n.starts_with("allreduce") || n == "barrier") return CollectiveKind::all_reduce;  // barrier: 1-element all-reduce

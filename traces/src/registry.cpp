@@ -9,6 +9,7 @@
 
 #include "byte_source.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "reader_util.hpp"
 
 namespace chopsim {
@@ -209,8 +210,7 @@ std::optional<std::string_view> json_string(simdjson::ondemand::value value) {
 }
 
 std::optional<double> dtype_bytes(std::string_view dtype) {
-  std::string d;
-  for (char c : dtype) d += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string d = to_lower(dtype);
   if (d.starts_with("c10::")) d = d.substr(5);
   if (d == "float" || d == "float32" || d == "int" || d == "int32" || d == "unsigned int" || d == "complexhalf")
     return 4.0;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "csv.hpp"
 #include "reader_util.hpp"
 
@@ -23,13 +24,6 @@ struct Metric {
   Field field;
   double scale;  ///< to SI, for the unit the tool documents for this column
 };
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, "chrono-compatible low-level date algorithms").
 std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
@@ -90,8 +84,8 @@ std::pair<std::string, std::string> name_and_unit(std::string_view header) {
   header = trim(header);
   const auto open = header.rfind(" [");
   if (open != std::string_view::npos && header.back() == ']')
-    return {lower(trim(header.substr(0, open))), lower(header.substr(open + 2, header.size() - open - 3))};
-  return {lower(header), ""};
+    return {to_lower(trim(header.substr(0, open))), to_lower(header.substr(open + 2, header.size() - open - 3))};
+  return {to_lower(header), ""};
 }
 
 double unit_scale(const std::string& unit, double fallback) {
@@ -367,7 +361,7 @@ class DcgmDmonReader final : public TraceReader {
 
 std::string first_line(const FilePreview& preview) {
   const std::string_view head = preview.head;
-  return lower(trim(head.substr(0, head.find('\n'))));
+  return to_lower(trim(head.substr(0, head.find('\n'))));
 }
 
 }  // namespace
