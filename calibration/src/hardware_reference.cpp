@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/units.hpp"
 
@@ -33,19 +34,6 @@ NodeLinks HardwareReference::default_node_links() const {
 }
 
 namespace {
-
-bool looks_like_path(const std::string& text) {
-  return text.find('/') != std::string::npos || text.ends_with(".yaml") || text.ends_with(".yml");
-}
-
-std::vector<std::string> available_names(const std::filesystem::path& folder) {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, error))
-    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 class Reader {
  public:
@@ -102,13 +90,13 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
     throw InputError(SourceLocation{"command line"}, "--hardware", "no hardware named",
                      "name the GPU the data was measured on, e.g. --hardware H100-SXM5-80GB");
   std::filesystem::path file;
-  if (looks_like_path(name_or_path)) {
+  if (looks_like_config_path(name_or_path)) {
     file = name_or_path;
   } else {
     file = configs_dir / "hardware" / (name_or_path + ".yaml");
     if (!std::filesystem::exists(file)) {
       std::string names;
-      for (const auto& name : available_names(configs_dir / "hardware")) names += (names.empty() ? "" : ", ") + name;
+      for (const auto& name : config_names_in(configs_dir / "hardware")) names += (names.empty() ? "" : ", ") + name;
       throw InputError(SourceLocation{"command line"}, "--hardware",
                        "no hardware named '" + name_or_path + "': looked for " + file.string() +
                            (names.empty() ? std::string("") : "; available: " + names),
@@ -131,7 +119,7 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   const Reader yaml(root, file.string());
 
   HardwareReference hw;
-  hw.name = looks_like_path(name_or_path) ? file.stem().string() : name_or_path;
+  hw.name = looks_like_config_path(name_or_path) ? file.stem().string() : name_or_path;
   hw.path = file.string();
   hw.vendor = yaml.text("vendor");
   for (const char* dtype : {"fp32", "tf32", "bf16", "fp16", "fp8"})

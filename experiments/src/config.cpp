@@ -18,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include "chopsim/common/config_files.hpp"
 #include "chopsim/common/units.hpp"
 #include "config_internal.hpp"
 
@@ -38,24 +39,10 @@ constexpr Kind kHardware{"hardware", "hardware", "hardware file"};
 constexpr Kind kModel{"model", "models", "model file"};
 constexpr Kind kCluster{"cluster", "clusters", "cluster file"};
 
-bool looks_like_path(const std::string& text) {
-  auto ends_with = [&](std::string_view suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return text.find('/') != std::string::npos || text.find('\\') != std::string::npos || ends_with(".yaml") ||
-         ends_with(".yml");
-}
-
 std::vector<std::string> available_names(const ConfigSearchPath& search, const Kind& kind) {
   std::set<std::string> names;
-  for (const auto& root : search.roots) {
-    std::error_code error;
-    const fs::path folder = root / kind.folder;
-    if (!fs::is_directory(folder, error)) continue;
-    for (const auto& entry : fs::directory_iterator(folder, error))
-      if (entry.is_regular_file(error) && entry.path().extension() == ".yaml")
-        names.insert(entry.path().stem().string());
-  }
+  for (const auto& root : search.roots)
+    for (auto& name : config_names_in(root / kind.folder)) names.insert(std::move(name));
   return {names.begin(), names.end()};
 }
 
@@ -63,7 +50,7 @@ std::vector<std::string> available_names(const ConfigSearchPath& search, const K
 fs::path find_component(const std::string& text, bool force_path, const Kind& kind, const ConfigSearchPath& search,
                         const fs::path& run_dir, const Mapping& owner, std::string_view key) {
   std::error_code error;
-  if (force_path || looks_like_path(text)) {
+  if (force_path || looks_like_config_path(text)) {
     const fs::path file = (fs::path(text).is_absolute() ? fs::path(text) : run_dir / text).lexically_normal();
     if (!fs::is_regular_file(file, error))
       owner.fail(

@@ -16,6 +16,7 @@
 
 #include "chopsim/calibration/measurements.hpp"
 #include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/text.hpp"
@@ -62,26 +63,18 @@ std::string default_cluster(const std::string& hardware) {
   return {};
 }
 
-bool looks_like_path(const std::string& text) {
-  return text.find('/') != std::string::npos || text.ends_with(".yaml") || text.ends_with(".yml");
-}
-
 std::string names_in(const fs::path& folder) {
-  std::set<std::string> names;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(folder, error))
-    if (entry.path().extension() == ".yaml") names.insert(entry.path().stem().string());
   std::string text;
-  for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
+  for (const auto& n : config_names_in(folder)) text += (text.empty() ? "" : ", ") + n;
   return text.empty() ? "(none)" : text;
 }
 
 /// A component file by name (configs_dir/FOLDER/NAME.yaml) or path; InputError listing the names otherwise.
 fs::path component_file(const std::string& text, const fs::path& configs_dir, const char* folder, const char* option) {
-  const fs::path file = looks_like_path(text) ? fs::path(text) : configs_dir / folder / (text + ".yaml");
+  const fs::path file = looks_like_config_path(text) ? fs::path(text) : configs_dir / folder / (text + ".yaml");
   std::error_code error;
   if (fs::is_regular_file(file, error)) return file;
-  if (looks_like_path(text))
+  if (looks_like_config_path(text))
     throw InputError(SourceLocation{"command line"}, option, "file not found: " + text, "check the path");
   throw InputError(SourceLocation{"command line"}, option,
                    "no " + std::string(folder == std::string("hardware") ? "hardware" : "cluster") + " named '" + text +
