@@ -39,10 +39,10 @@ YAML::Node load_yaml_data(const std::filesystem::path& path) {
   }
 }
 
-/// Numeric values of a Megatron-LM golden-values series ({"values": {"1": 7.9, "2": "nan", ...}}); empty when the
-/// file does not log the metric.
-std::vector<double> megatron_series(const std::filesystem::path& path, const std::string& metric) {
-  const YAML::Node root = load_yaml_data(path);
+/// Numeric values of a series of a Megatron-LM golden-values file (`root`, read from `path`: {"METRIC": {"values":
+/// {"1": 7.9, "2": "nan", ...}}}); empty when the file does not log the metric.
+std::vector<double> megatron_series(const YAML::Node& root, const std::filesystem::path& path,
+                                    const std::string& metric) {
   if (!root[metric]) return {};  // not logged in this file (golden_values_lts_dgx_a100.json of tp4_pp1: loss only)
   const YAML::Node values = root[metric]["values"];
   if (!values || !values.IsMap())
@@ -112,7 +112,8 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
         if (rest == m.tag) machine = &m;
       if (machine == nullptr) continue;
       const auto golden = directory / file;
-      const auto times = megatron_series(golden, "iteration-time");
+      const YAML::Node values = load_yaml_data(golden);
+      const auto times = megatron_series(values, golden, "iteration-time");
       const auto config =
           configs_dir / "validation" / (std::string(entry.config_stem) + machine->config_suffix + ".yaml");
       if (times.empty() || !std::filesystem::exists(config)) continue;
@@ -136,7 +137,7 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
 
       // mem-max-allocated-bytes is PyTorch's allocator peak: it excludes the CUDA context, NCCL buffers and
       // fragmentation, which the prediction compares without (peak minus reserved minus fragmentation).
-      const auto peaks = megatron_series(golden, "mem-max-allocated-bytes");
+      const auto peaks = megatron_series(values, golden, "mem-max-allocated-bytes");
       if (peaks.empty()) continue;
       ValidationCase memory = step_time;
       memory.id = std::string(entry.directory) + " peak allocated (" + qualifier + ")";
