@@ -105,7 +105,7 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
       std::string rest = file.substr(prefix.size(), file.size() - prefix.size() - 5);  // without ".json"
       const std::string branch = rest.substr(0, rest.find('_'));                       // dev or lts
       rest = rest.size() > branch.size() ? rest.substr(branch.size() + 1) : std::string();
-      const bool second = rest.size() >= 4 && rest.compare(rest.size() - 4, 4, "_2nd") == 0;
+      const bool second = rest.ends_with("_2nd");
       if (second) rest.resize(rest.size() - 4);
       const MegatronMachine* machine = nullptr;
       for (const auto& m : kMegatronMachines)
@@ -866,7 +866,7 @@ std::string no_profile_line(const std::vector<const ValidationResult*>& rows) {
 
 /// What a group's runs use that chopsim models, and what it does not (printed under the group's heading).
 std::string group_notes(const std::string& group) {
-  if (group.rfind("megatron_lm_tiny", 0) == 0)
+  if (group.starts_with("megatron_lm_tiny"))
     return "Megatron-LM functional tests gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer and "
            "gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader "
            "(configs/validation/megatron-gpt-tiny-*.yaml quote their model_config.yaml): a 12-layer GPT of hidden "

@@ -107,13 +107,13 @@ TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
   const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
   std::map<std::string, int> step_rows;
   for (const ValidationCase& c : cases) {
-    if (c.group.rfind("megatron_lm", 0) != 0) continue;
+    if (!c.group.starts_with("megatron_lm")) continue;
     SCOPED_TRACE(c.id);
     EXPECT_EQ(c.source.find("golden_values_lts.json"), std::string::npos);
-    const bool a100 = c.group.size() > 5 && c.group.compare(c.group.size() - 5, 5, "_a100") == 0;
-    const bool gb200 = c.group.size() > 6 && c.group.compare(c.group.size() - 6, 6, "_gb200") == 0;
+    const bool a100 = c.group.ends_with("_a100");
+    const bool gb200 = c.group.ends_with("_gb200");
     EXPECT_EQ(c.run.hardware.name, a100 ? "A100-SXM4-80GB" : gb200 ? "GB200" : "H100-SXM5-80GB");
-    EXPECT_EQ(c.run.model.layers, c.group.rfind("megatron_lm_tiny", 0) == 0 ? 12 : 32);
+    EXPECT_EQ(c.run.model.layers, c.group.starts_with("megatron_lm_tiny") ? 12 : 32);
     if (c.metric == ValidationMetric::iteration_time_s) ++step_rows[c.group];
   }
   // 7B: H100, A100, GB200 for tp1_pp4 and tp4_pp1 (tp4_pp1's lts_dgx_a100 file logs nothing).
