@@ -144,6 +144,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
             kernels.read("launch_overhead_us", hw.compute.launch_overhead_s, kMicrosecond, kNonNegativeReal, "µs",
                          need);
             kernels.read("comm_compute_slowdown", hw.compute.comm_compute_slowdown, 1.0, kFractionBelowOne, "", need);
+            kernels.read("unaligned_gemm_slowdown", hw.compute.unaligned_gemm_slowdown, 1.0, kAtLeastOne, "");
             section(kernels, "efficiency", need, "a mapping with one entry per kernel class", [&](Mapping& eff) {
               for (std::size_t i = 0; i < kKernelClassCount; ++i) {
                 const auto kernel_class = static_cast<KernelClass>(i);
@@ -247,6 +248,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("heads", model.heads, kPositiveInt, need);
   m.read("kv_heads", model.kv_heads, kPositiveInt, need);
   m.read("vocab", model.vocab, kPositiveInt, need);
+  m.read("make_vocab_size_divisible_by", model.make_vocab_size_divisible_by, kPositiveInt);
   m.read("experts", model.experts, kPositiveInt);
   m.read("top_k", model.top_k, kPositiveInt);
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);

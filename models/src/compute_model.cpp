@@ -18,6 +18,7 @@ class RooflineModel final : public ComputeModel {
   explicit RooflineModel(const ComputeParams& params) : params_(params) {
     if (params_.boost_clock_hz <= 0.0) throw ModelError("roofline: boost_clock_hz must be positive");
     if (params_.hbm_bandwidth_bytes_per_s <= 0.0) throw ModelError("roofline: hbm_bandwidth must be positive");
+    if (params_.unaligned_gemm_slowdown < 1.0) throw ModelError("roofline: unaligned_gemm_slowdown must be >= 1");
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
@@ -29,6 +30,9 @@ class RooflineModel final : public ComputeModel {
     double compute_eta = efficiency.compute;
     if (efficiency.half_efficiency_flops > 0.0 && work.flops > 0.0)
       compute_eta *= work.flops / (work.flops + efficiency.half_efficiency_flops);
+    // The fallback kernel of an unaligned GEMM: slower arithmetic, the same bytes (it stays a GEMM to the roofline's
+    // memory limit, and its ideal time is the aligned one, so the breakdown counts the difference as efficiency loss).
+    if (work.unaligned) compute_eta /= params_.unaligned_gemm_slowdown;
 
     const double compute_s =
         work.flops > 0.0 ? work.flops / (peak_rated * clock_ratio * std::max(compute_eta, 1e-9)) : 0.0;

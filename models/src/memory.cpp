@@ -126,9 +126,9 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   }
 
   if (pp_stage == parallelism.pp - 1) {
-    // The logits of one micro-batch in fp32 (vocab-parallel: V/tp columns per rank).
+    // The logits of one micro-batch in fp32 (vocab-parallel: the rank's V/tp columns, padding included).
     const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
-    m.transient_bytes = tokens * (static_cast<double>(model.vocab) / parallelism.tp) * 4.0;
+    m.transient_bytes = tokens * model.vocab_per_tp_rank(parallelism.tp) * 4.0;
   }
 
   const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +

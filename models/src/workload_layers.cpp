@@ -9,6 +9,7 @@
 // HBM bytes: GEMMs read both operands and write the result once; elementwise kernels read their inputs
 // and write their outputs once (they are memory-bound, so these bytes set their time).
 
+#include <cmath>
 #include <string>
 
 #include "chopsim/common/error.hpp"
@@ -36,34 +37,52 @@ constexpr double kFlashBackwardRatio = 2.5;
 
 // --- kernels ---------------------------------------------------------------------------------------
 
+// Which GEMMs are unaligned: those whose result's rows (its contiguous dimension) are not a multiple of 16 bytes, so
+// their 128-bit vector stores do not line up: the forward Y[m x n] of an n-wide output head, but neither its input
+// gradient dX[m x k] nor its weight gradient, stored like the weight as [n x k] rows of k. cuBLAS falls back from
+// its aligned tensor-core kernels for such shapes (Netflix Tech Blog, "Scaling LLM Post-Training at Netflix",
+// 2026-02: an unpadded vocabulary triples the LM head's time). The operands' strides are not checked: by that rule
+// both backward GEMMs of the head would be hit as well, and the Perseus stage-7 profile (docs/validation.md,
+// perseus_a100) says otherwise: its backward is within 1 % without a penalty, and 3x on the weight gradient as well
+// adds 2.5 ms to it and takes one of its energy points above 10 %. The token dimension m is not checked: it is a
+// multiple of the micro-batch's sequence length, and an average for expert GEMMs.
+bool StageGenerator::unaligned(double features) const {
+  constexpr double kAlignmentBytes = 16.0;  // 128-bit vector loads and stores of the tensor-core kernels
+  const double elements = kAlignmentBytes / sizes_.gemm_input_bytes;
+  return std::fmod(features, elements) != 0.0;
+}
+
 OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
   const Sizes& s = sizes_;
   const double bytes = (g.m * g.k + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.n * s.activation_bytes;
-  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.n));
 }
 
 OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
   // dX[m x k] = dY[m x n] * W^T
   const Sizes& s = sizes_;
   const double bytes = (g.m * g.n + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.k * s.activation_bytes;
-  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes);
+  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.k));  // rows of k
 }
 
 OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
-  // dW[k x n] = X^T * dY.
+  // dW[n x k] = dY^T * X, in the weight's layout (PyTorch's [out, in]).
   const Sizes& s = sizes_;
   const double flops = 2.0 * g.m * g.n * g.k;
   const double inputs = (g.m * g.k + g.m * g.n) * s.gemm_input_bytes;
   const double weights = g.weights * g.k * g.n;
+  const bool unaligned_result = unaligned(g.k);  // rows of k
   if (training_.gradient_accumulation_fusion || parallelism_.zero_stage == 3) {
     // Accumulated into the gradient buffer in the GEMM's epilogue (read and written): Megatron's
     // gradient-accumulation fusion into the fp32 main_grad, or FSDP's unsharded gradient.
-    return compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + 2.0 * weights * s.weight_grad_bytes);
+    return compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + 2.0 * weights * s.weight_grad_bytes,
+                   unaligned_result);
   }
   // Megatron --no-gradient-accumulation-fusion: the GEMM writes a fresh gradient in the activation dtype and the
   // DDP backward hook adds it to the fp32 main_grad (param.main_grad.add_(param.grad)): a memory-bound kernel
   // that reads main_grad and the gradient and writes main_grad back (4 + 2 + 4 bytes per bf16 parameter).
-  (void)compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + weights * s.activation_bytes);
+  (void)compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + weights * s.activation_bytes,
+                unaligned_result);
   return elementwise(std::string(name) + "_accumulate", weights, 1.0, 2.0 * s.weight_grad_bytes + s.activation_bytes);
 }
 

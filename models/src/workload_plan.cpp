@@ -134,10 +134,11 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   } else {
     local.dense_mlp = count.mlp_per_layer / tp;
   }
-  local.embedding = count.embedding / tp;
+  // The rank's rows of the embedding, padding included (count.embedding is the unpadded V*h of the 6*N rule).
+  local.embedding = static_cast<double>(model.vocab_per_tp_rank(parallelism.tp)) * h;
   // With tied embeddings and pp > 1 the last stage keeps its own copy of the matrix for the output
   // head (Megatron's shared_embedding); with pp == 1 the head reuses the input embedding.
-  if (!model.tied_embeddings || parallelism.pp > 1) local.output_head = count.embedding / tp;
+  if (!model.tied_embeddings || parallelism.pp > 1) local.output_head = local.embedding;
   local.final_norm = count.final_norm;
   return local;
 }

@@ -23,7 +23,7 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.norm_tokens = parallelism.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = model.hidden;
   s.ffn_local = model.ffn_hidden / tp;
-  s.vocab_local = model.vocab / tp;
+  s.vocab_local = model.vocab_per_tp_rank(parallelism.tp);
   s.head_dim = model.head_dim();
   s.query_heads = local_.query_heads;
   s.kv_heads = local_.kv_heads;
@@ -80,8 +80,9 @@ Op StageGenerator::collective_op(const Comm& comm) const {
 }
 
 OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops,
-                              double bytes) {
+                              double bytes, bool unaligned) {
   Op op = base_op(name);
+  op.unaligned = unaligned;
   op.kind = OpKind::compute;
   op.kernel_class = kernel_class;
   op.precision = precision;

@@ -86,7 +86,8 @@ class StageGenerator {
   /// Appends to the compute stream: the op waits for everything awaited so far.
   OpRef append_to_compute_stream(const Op& op);
   [[nodiscard]] Op collective_op(const Comm& comm) const;
-  OpRef compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops, double bytes);
+  OpRef compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops, double bytes,
+                bool unaligned = false);
   /// On the compute stream: compute waits for it. Skipped (nullopt) for a group of one rank.
   std::optional<OpRef> blocking(const Comm& comm);
   /// On `stream`, after `after` (the op that produced its input); the consumer must await() it.
@@ -103,6 +104,8 @@ class StageGenerator {
   OpRef gemm(std::string_view name, const Gemm& shape);
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
+  /// A feature dimension (of a weight matrix) that is not a multiple of 16 bytes of GEMM operand elements.
+  [[nodiscard]] bool unaligned(double features) const;
   OpRef norm(std::string_view name, bool backward);
   OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,
                     KernelClass kernel_class = KernelClass::elementwise);

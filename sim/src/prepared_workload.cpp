@@ -80,9 +80,7 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
         };
         if (op.kind == OpKind::compute) {
           durations_[p][s][i] =
-              op.duration_s >= 0.0
-                  ? op.duration_s
-                  : input.compute->duration_s(KernelWork{op.kernel_class, op.precision, op.flops, op.bytes}, clock_hz_);
+              op.duration_s >= 0.0 ? op.duration_s : input.compute->duration_s(kernel_work(op), clock_hz_);
         } else if (op.kind == OpKind::delay) {
           if (!(op.duration_s >= 0.0)) throw op_error("a delay needs a duration_s >= 0");
           durations_[p][s][i] = op.duration_s;

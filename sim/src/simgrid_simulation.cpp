@@ -393,7 +393,7 @@ class Simulation final : private TelemetrySink {
     PowerDomain& domain = *domains_[static_cast<std::size_t>(rank.domain)];
     double now = sg4::Engine::get_clock();
     RunningKernel k;
-    k.handle = domain.kernel_begin(now, rank.die, KernelWork{op.kernel_class, op.precision, op.flops, op.bytes});
+    k.handle = domain.kernel_begin(now, rank.die, kernel_work(op));
     k.last_s = now;
     k.rate = domain.kernel_rate(rank.die, k.handle);
     // Registered while this frame lives: an actor killed while waiting (a failing observer) unregisters its kernel.
@@ -578,9 +578,7 @@ class Simulation final : private TelemetrySink {
         }
         PowerDomain* domain = rank.domain >= 0 ? domains_[static_cast<std::size_t>(rank.domain)].get() : nullptr;
         PowerDomain::KernelHandle handle = 0;
-        if (domain != nullptr)
-          handle = domain->kernel_begin(sg4::Engine::get_clock(), rank.die,
-                                        KernelWork{op.kernel_class, op.precision, op.flops, op.bytes});
+        if (domain != nullptr) handle = domain->kernel_begin(sg4::Engine::get_clock(), rank.die, kernel_work(op));
         ++stats_.activities;
         sg4::this_actor::execute(duration);
         if (domain != nullptr) domain->kernel_end(sg4::Engine::get_clock(), rank.die, handle);

@@ -363,6 +363,12 @@ TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
   EXPECT_EQ(mpt.head_dim(), 128);
   EXPECT_TRUE(mpt.tied_embeddings);
   EXPECT_EQ(mpt.mlp, MlpKind::gelu);
+  EXPECT_EQ(mpt.make_vocab_size_divisible_by, 1);  // 50368 is already a multiple of 64
+  const TransformerSpec gpt3 = load_model_config(test::configs_dir() / "models" / "gpt3-175b.yaml");
+  EXPECT_EQ(gpt3.vocab_per_tp_rank(8), 6400);  // NeMo's make_vocab_size_divisible_by 128: 51200 / 8
+  EXPECT_DOUBLE_EQ(
+      load_hardware_config(test::configs_dir() / "hardware" / "A100-SXM4-80GB.yaml").compute.unaligned_gemm_slowdown,
+      3.0);
 
   const ClusterSpec h100 = load_cluster_config(test::configs_dir() / "clusters" / "dgx-h100.yaml");
   EXPECT_EQ(h100.nodes, 1);  // the node count comes from the run
@@ -593,6 +599,21 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
                    "key 'hardware.kernels.efficiency.gemm.compute': expected a fraction in (0, 1], "
                    "found '1.5'",
                    "Fix: write a fraction in (0, 1] for 'hardware.kernels.efficiency.gemm.compute'"});
+  const fs::path slow = write("slow.yaml",
+                              "model: {name: llama3-8b, make_vocab_size_divisible_by: 0}\n"
+                              "hardware: {name: H100-SXM5-80GB, kernels: {unaligned_gemm_slowdown: 0.5}}\n"
+                              "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+                              "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
+  expect_contains(input_error([&] { (void)load(slow); }),
+                  {"slow.yaml:1:", "key 'model.make_vocab_size_divisible_by': expected a positive integer, found '0'"});
+  const fs::path faster = write("faster.yaml",
+                                "model: llama3-8b\n"
+                                "hardware: {name: H100-SXM5-80GB, kernels: {unaligned_gemm_slowdown: 0.5}}\n"
+                                "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+                                "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
+  expect_contains(
+      input_error([&] { (void)load(faster); }),
+      {"faster.yaml:2:", "key 'hardware.kernels.unaligned_gemm_slowdown': expected a number >= 1, found '0.5'"});
   const fs::path zero = write("zero.yaml", small_run("llama3-8b", "  dp: 8\n  zero_stage: 4\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(zero); }),
                   {"zero.yaml:6:15: key 'parallelism.zero_stage': expected an integer from 0 to 3, found '4'"});

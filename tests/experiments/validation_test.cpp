@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -129,6 +130,28 @@ TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
     if (c.id == "gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer (DGX H100)") {
       EXPECT_DOUBLE_EQ(c.measured, 0.05309);  // the median of its 99 logged steps
     }
+  }
+}
+
+// Perseus (SOSP'24) measured each GPT-3 175B pipeline stage's forward and backward time and energy on A100 at every
+// locked SM clock; issue 3's targets are 5 % on time and 10 % on energy. Three clocks (the max, the middle, the
+// lowest) of both the middle stage and the last stage, whose unpadded GPT-2 vocabulary makes the LM head's forward
+// an unaligned GEMM: without the unaligned-GEMM penalty the last stage's forward is 6.5-8 % fast.
+TEST(Validation, PerseusStageTimesAndEnergiesMeetTheTargets) {
+  CHOPSIM_REQUIRE_SHARED_DATA("power/perseus_sosp24/emulation/stage_profile/gpt3-175b+a100_sxm_bf16.csv");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  std::vector<ValidationCase> chosen;
+  for (const ValidationCase& c : cases)
+    if (c.group == "perseus_a100" && (c.label == 1410 || c.label == 1050 || c.label == 855)) chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 3u * 2 * 2 * 2);  // clocks x stages x passes x (time, energy)
+  for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
+    const ValidationCase& c = r.validation_case;
+    SCOPED_TRACE(c.id);
+    ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
+    const double target = c.metric == ValidationMetric::stage_time_s ? 0.05 : 0.10;
+    EXPECT_LE(std::abs(r.uncalibrated.relative_error), target)
+        << "predicted " << r.uncalibrated.predicted << ", measured " << c.measured;
   }
 }
 

@@ -74,6 +74,25 @@ TEST(Roofline, SmallGemmsReachLessOfThePeak) {
   EXPECT_GT(large.flops / model->duration_s(large, 1.98e9), 0.79 * 989.4e12);
 }
 
+TEST(Roofline, UnalignedGemmsSlowOnlyTheArithmeticLimit) {
+  auto params = h100_like();
+  params.unaligned_gemm_slowdown = 3.0;
+  const auto model = roofline(params);
+  KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6};
+  const KernelTiming aligned = model->timing(gemm, 1.98e9);
+  gemm.unaligned = true;
+  const KernelTiming unaligned = model->timing(gemm, 1.98e9);
+  EXPECT_DOUBLE_EQ(unaligned.duration_s, 3.0 * aligned.duration_s);
+  EXPECT_DOUBLE_EQ(unaligned.ideal_s, aligned.ideal_s);  // the fallback's extra time is efficiency loss
+  // A memory-bound kernel stays at its bandwidth limit while 3x its arithmetic time still fits under it.
+  KernelWork copy_like{KernelClass::gemm, Precision::bf16, 1e9, 1e10, true};
+  EXPECT_DOUBLE_EQ(model->duration_s(copy_like, 1.98e9), 1e10 / 3.35e12);
+  params.unaligned_gemm_slowdown = 0.5;
+  ComputeModelRegistry registry("compute model");
+  register_builtin_compute_models(registry);
+  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+}
+
 TEST(Roofline, MissingPrecisionFallsBackOrFails) {
   auto params = h100_like();
   const auto model = roofline(params);

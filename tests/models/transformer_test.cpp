@@ -118,6 +118,19 @@ TEST(TransformerFlops, MoeCountsOnlyActiveExpertsAndTheRouter) {
   EXPECT_NEAR(model_training_flops_per_token(model, 4096), expected, expected * 1e-12);
 }
 
+// Megatron-LM's _vocab_size_with_padding: round the vocabulary up to a multiple of make_vocab_size_divisible_by * tp
+// (GPT-2's 50257 -> 50304 at tp 1, 51200 at tp 8; the Megatron 7B's 131073 -> 131584 at tp 4).
+TEST(TransformerParameters, VocabularyPadsAsMegatronPerTensorParallelRank) {
+  TransformerSpec m = gpt3_175b();
+  EXPECT_EQ(m.vocab_per_tp_rank(1), 50257);  // unpadded (Hugging Face)
+  EXPECT_EQ(m.vocab_per_tp_rank(8), 6283);   // ceil(50257 / 8): an odd row count per rank
+  m.make_vocab_size_divisible_by = 128;
+  EXPECT_EQ(m.vocab_per_tp_rank(1), 50304);
+  EXPECT_EQ(m.vocab_per_tp_rank(8) * 8, 51200);
+  m.vocab = 131073;
+  EXPECT_EQ(m.vocab_per_tp_rank(4) * 4, 131584);
+}
+
 TEST(TransformerParameters, RejectsInconsistentShapes) {
   TransformerSpec model = llama3_8b();
   model.kv_heads = 5;  // 32 query heads cannot be grouped over 5 KV heads

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -669,6 +670,36 @@ TEST(TrainingFeatures, UnfusedCrossEntropyMakesMegatronsPassesOverTheLogits) {
   EXPECT_DOUBLE_EQ(bytes_of(unfused, 0, "cross_entropy_reductions") + bytes_of(unfused, 0, "cross_entropy_elementwise"),
                    38.0 * logits);
   EXPECT_DOUBLE_EQ(bytes_of(unfused, 0, "cross_entropy_bwd"), 14.0 * logits);
+}
+
+/// Names of the compute ops of rank 0 flagged unaligned.
+std::set<std::string> unaligned_ops(const Workload& workload) {
+  std::set<std::string> names;
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    if (rank == 0 && op.unaligned) names.insert(std::string(workload.name(op)));
+  });
+  return names;
+}
+
+TEST(TrainingFeatures, AnUnpaddedOddVocabularyMakesTheOutputHeadForwardUnaligned) {
+  RunSetup s = setup("vocab", 1, 2, 1, 1);
+  EXPECT_TRUE(unaligned_ops(build_workload(s.model, s.parallelism, s.training)).empty());  // 1024 / tp = 512 rows
+  s.model.vocab = 1001;  // 501 rows per rank: not a multiple of 8 bf16 elements
+  const Workload odd = build_workload(s.model, s.parallelism, s.training);
+  // Only the forward's result has rows of the odd width; dX and dW (stored [vocab x hidden]) have rows of hidden.
+  EXPECT_EQ(unaligned_ops(odd), (std::set<std::string>{"logits"}));
+  const double tokens = 256.0;
+  EXPECT_DOUBLE_EQ(
+      summed_flops(odd, KernelClass::gemm, Pass::forward) -
+          summed_flops(build_workload(tiny_dense(), s.parallelism, s.training), KernelClass::gemm, Pass::forward),
+      2.0 * tokens * (501 - 512) * 256 * 2);   // both tp ranks, 501 instead of 512 rows each
+  s.model.make_vocab_size_divisible_by = 128;  // Megatron pads 1001 to 1024: 512 rows per rank again
+  EXPECT_TRUE(unaligned_ops(build_workload(s.model, s.parallelism, s.training)).empty());
+  // fp8: 16 bytes are 16 elements. The 512 head rows stay aligned; the MLP's 688 / tp = 344 inner width does not,
+  // so the GEMMs whose result has rows of 344 (fc2's input and weight gradients) become unaligned.
+  s.training.precision = Precision::fp8;
+  EXPECT_EQ(unaligned_ops(build_workload(s.model, s.parallelism, s.training)),
+            (std::set<std::string>{"mlp_fc2_dgrad", "mlp_fc2_wgrad"}));
 }
 
 TEST(TrainingFeatures, LearnedPositionsReplaceTheRotaryKernels) {

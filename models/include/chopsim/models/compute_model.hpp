@@ -15,6 +15,10 @@ struct KernelWork {
   Precision precision = Precision::bf16;
   double flops = 0.0;  ///< floating-point operations
   double bytes = 0.0;  ///< HBM bytes read plus written
+  /// A GEMM whose result has a feature dimension (a weight matrix's rows or columns) that is not a multiple of
+  /// 16 bytes of elements, such as an output head over GPT-2's unpadded 50,257-token vocabulary: the libraries'
+  /// aligned tensor-core kernels cannot take it (ComputeParams::unaligned_gemm_slowdown).
+  bool unaligned = false;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

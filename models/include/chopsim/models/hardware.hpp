@@ -57,6 +57,8 @@ struct ComputeParams {
   /// Fraction by which compute kernels slow down while a communication kernel shares the GPU
   /// (NCCL/RCCL kernels take SMs/CUs and HBM bandwidth). 0.1 = compute runs at 90 % speed.
   double comm_compute_slowdown = 0.0;
+  /// A GEMM flagged KernelWork::unaligned runs at 1 / this of its compute efficiency (>= 1; 1 = no penalty).
+  double unaligned_gemm_slowdown = 1.0;
 };
 
 /// One GPU model (a GCD for MI250/MI250X, which show each die as a GPU).

@@ -19,7 +19,11 @@ struct TransformerSpec {
   int ffn_hidden = 0;  ///< MLP inner width f (per expert for MoE)
   int heads = 0;       ///< query heads a
   int kv_heads = 0;    ///< key/value heads (GQA); == heads for multi-head attention
-  int vocab = 0;
+  int vocab = 0;       ///< tokens of the tokenizer (unpadded)
+  /// Megatron-LM's --make-vocab-size-divisible-by: the embedding and output head are padded to a multiple of this
+  /// times tp rows (Megatron's default 128). 1 = no padding (Hugging Face models): each tensor-parallel rank then
+  /// holds ceil(vocab / tp) rows, an odd count for GPT-2's 50,257.
+  int make_vocab_size_divisible_by = 1;
   int experts = 1;  ///< > 1 makes every layer's MLP a mixture of experts
   int top_k = 1;    ///< experts each token is routed to
   MlpKind mlp = MlpKind::swiglu;
@@ -32,6 +36,11 @@ struct TransformerSpec {
   PositionEmbedding position_embedding = PositionEmbedding::rope;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Rows of the embedding and output head one of `tp` tensor-parallel ranks holds, padding included.
+  [[nodiscard]] int vocab_per_tp_rank(int tp) const {
+    const int multiple = make_vocab_size_divisible_by;
+    return (vocab + multiple * tp - 1) / (multiple * tp) * multiple;
+  }
   [[nodiscard]] bool is_moe() const { return experts > 1; }
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chopsim/models/collective.hpp"
+#include "chopsim/models/compute_model.hpp"
 #include "chopsim/models/hardware.hpp"
 #include "chopsim/models/parallelism.hpp"
 #include "chopsim/models/transformer.hpp"
@@ -48,22 +49,31 @@ struct Op {
   CollectiveKind collective = CollectiveKind::all_reduce;  ///< kind == collective
   GroupRole group = GroupRole::world;                      ///< kind == collective: whose group
   std::int8_t peer_offset = 0;  ///< send/recv: +1 next pipeline stage, -1 previous (modulo pp)
-  std::uint32_t tag = 0;        ///< send/recv: equal on the matching send and recv of a pair of ranks
-  std::uint32_t name = 0;       ///< index into Workload::names
-  std::int32_t layer = -1;      ///< global transformer layer, -1 for none
+  /// compute GEMM: its result has a feature dimension that is not a multiple of 16 bytes (KernelWork::unaligned).
+  bool unaligned = false;
+  std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
+  std::uint32_t name = 0;   ///< index into Workload::names
+  std::int32_t layer = -1;  ///< global transformer layer, -1 for none
   std::int32_t micro_batch = -1;
-  double flops = 0.0;                  ///< compute: FLOPs
-  double bytes = 0.0;                  ///< compute: HBM bytes moved; communication: message size
-  std::uint32_t first_dependency = 0;  ///< into Program::dependencies
-  std::uint32_t dependency_count = 0;
+  /// collective: index into Workload::groups, an explicit member list used instead of `group`'s role; -1 = by role.
+  std::int32_t group_index = -1;
+  double flops = 0.0;  ///< compute: FLOPs
+  double bytes = 0.0;  ///< compute: HBM bytes moved; communication: message size
   /// A fixed duration (s) when >= 0, for measured ops (replayed traces): a compute op lasts exactly this instead of
   /// the compute model's time, not stretched by clocks or communication (a measured kernel already includes both);
   /// the members of a collective meet and then it lasts this instead of the collective model's plan; a delay lasts
   /// this (required). < 0: modelled.
   double duration_s = -1.0;
-  /// collective: index into Workload::groups, an explicit member list used instead of `group`'s role; -1 = by role.
-  std::int32_t group_index = -1;
+  std::uint32_t first_dependency = 0;  ///< into Program::dependencies
+  std::uint32_t dependency_count = 0;
 };
+// Ops are the bulk of a large workload's memory (tens of millions on 2,048 GPUs): keep the layout at 64 bytes.
+static_assert(sizeof(Op) == 64, "Op grew: reorder its fields or mind the workload's memory");
+
+/// What the compute model needs of a compute op.
+[[nodiscard]] inline KernelWork kernel_work(const Op& op) {
+  return KernelWork{op.kernel_class, op.precision, op.flops, op.bytes, op.unaligned};
+}
 
 struct Stream {
   std::string name;  ///< "compute", "fsdp_ag", "pp_send", ...
