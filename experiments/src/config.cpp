@@ -158,6 +158,7 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par) {
       "pp_schedule", par.pp_schedule,
       {{"1f1b", PipelineSchedule::one_f_one_b}, {"interleaved", PipelineSchedule::interleaved}});
   p.read("virtual_stages", par.virtual_stages, kPositiveInt);
+  p.read("stage_layers", par.stage_layers, kPositiveInt);
   p.read("cp", par.cp, kPositiveInt);
   p.read("ep", par.ep, kPositiveInt);
   const bool has_zero = p.read("zero_stage", par.zero_stage, IntRule{0, 3, "an integer from 0 to 3"});

@@ -127,7 +127,22 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
 
   // Pipeline: each stage (and virtual stage) holds whole layers.
   const long long chunks = static_cast<long long>(par.pp) * par.virtual_stages;
-  if (model.layers % chunks != 0)
+  if (!par.stage_layers.empty()) {
+    if (static_cast<int>(par.stage_layers.size()) != par.pp)
+      rules.fail("parallelism.stage_layers",
+                 "has " + str(static_cast<int>(par.stage_layers.size())) + " entries, but pp is " + str(par.pp),
+                 "give one layer count per pipeline stage (" + str(par.pp) + " entries)");
+    long long sum = 0;
+    for (const int layers : par.stage_layers) sum += layers;
+    if (sum != model.layers)
+      rules.fail("parallelism.stage_layers",
+                 "the stages hold " + str(static_cast<int>(sum)) + " layers, but model.layers is " + str(model.layers),
+                 "make the entries sum to " + str(model.layers));
+    if (par.pp_schedule != PipelineSchedule::one_f_one_b)
+      rules.fail("parallelism.stage_layers",
+                 "an uneven split needs pp_schedule 1f1b (the interleaved schedule runs equal model chunks)",
+                 "set pp_schedule: 1f1b, or remove stage_layers");
+  } else if (model.layers % chunks != 0)
     rules.fail(
         "parallelism.pp",
         "model.layers (" + str(model.layers) + ") is not divisible by parallelism.pp x virtual_stages (" + str(par.pp) +
@@ -217,15 +232,21 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
                    " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
                "use a precision the GPU supports (bf16 everywhere)");
-  if (!train.attention.empty() && run.hardware.attention_implementations.count(train.attention) == 0) {
+  if (train.attention == kEagerAttention && par.cp > 1)
+    rules.fail("training.attention",
+               "eager attention is not modelled with context parallelism (cp " + str(par.cp) + ")",
+               "use a fused attention implementation with cp, or cp: 1");
+  if (!train.attention.empty() && train.attention != kEagerAttention &&
+      run.hardware.attention_implementations.count(train.attention) == 0) {
     std::vector<std::string> names;
     for (const auto& [name, efficiency] : run.hardware.attention_implementations) names.push_back(name);
     const std::string suggestion = closest_match(train.attention, names);
     rules.fail("training.attention",
                "hardware '" + run.hardware.name + "' defines no attention implementation '" + train.attention +
                    "' (kernels.attention_implementations: " + (names.empty() ? std::string("none") : join(names)) + ")",
-               suggestion.empty() ? "remove training.attention (the hardware's default attention efficiency), or add "
-                                    "the implementation to the hardware file with its source"
+               suggestion.empty() ? "remove training.attention (the hardware's default attention efficiency), use "
+                                    "'eager' (unfused PyTorch attention), or add the implementation to the hardware "
+                                    "file with its source"
                                   : "did you mean '" + suggestion + "'?");
   }
 

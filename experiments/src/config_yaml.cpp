@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -196,6 +197,21 @@ std::string leaf_example(std::string_view key, std::string_view sample) {
 }
 }  // namespace
 
+namespace {
+/// The integer a scalar node holds when it is one within `rule`.
+std::optional<int> integer_in(const YAML::Node& node, const IntRule& rule) {
+  if (!node.IsScalar()) return std::nullopt;
+  const std::string& text = node.Scalar();
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  long long parsed = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+  if (ec != std::errc() || ptr != end || begin == end || parsed < rule.min || parsed > rule.max) return std::nullopt;
+  return static_cast<int>(parsed);
+}
+}  // namespace
+
 bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need need) {
   if (!has(key)) {
     if (need == Need::required) fail_missing(key, rule.expected);
@@ -203,20 +219,38 @@ bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need nee
   }
   record(key);
   const YAML::Node node = entries_.find(key)->second.value;
-  const std::string fix = "write " + std::string(rule.expected) + ", e.g. " +
-                          leaf_example(key, std::to_string(std::max<long long>(rule.min, 1)));
-  if (!node.IsScalar()) fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
-  std::string text = node.Scalar();
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  long long parsed = 0;
-  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
-  if (ec != std::errc() || ptr != end || begin == end)
-    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
-  if (parsed < rule.min || parsed > rule.max)
-    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node), fix);
-  out = static_cast<int>(parsed);
+  const std::optional<int> value = integer_in(node, rule);
+  if (!value)
+    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node),
+         "write " + std::string(rule.expected) + ", e.g. " +
+             leaf_example(key, std::to_string(std::max<long long>(rule.min, 1))));
+  out = *value;
+  return true;
+}
+
+bool Mapping::read(std::string_view key, std::vector<int>& out, const IntRule& rule, Need need) {
+  const std::string expected = "a list of " + std::string(rule.expected) + "s";
+  if (!has(key)) {
+    if (need == Need::required) fail_missing(key, expected);
+    return false;
+  }
+  record(key);
+  const YAML::Node node = entries_.find(key)->second.value;
+  const std::string fix = "write " + expected + ", e.g. " + std::string(key) + ": [6, 6, 7, 5]";
+  if (!node.IsSequence()) fail(key, "expected " + expected + ", found " + describe_value(node), fix);
+  std::vector<int> values;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::optional<int> value = integer_in(node[i], rule);
+    if (!value) {
+      const SourceLocation at = location_of(node[i], scope_.file);
+      throw InputError(at.line > 0 ? at : where(key), path(key),
+                       "entry " + std::to_string(i + 1) + ": expected " + std::string(rule.expected) + ", found " +
+                           describe_value(node[i]),
+                       fix);
+    }
+    values.push_back(*value);
+  }
+  out = std::move(values);
   return true;
 }
 

@@ -106,6 +106,8 @@ class Mapping {
 
   /// Readers: return true when the key was present and `out` was set. A missing required key throws.
   bool read(std::string_view key, int& out, const IntRule& rule, Need need = Need::optional);
+  /// A list of integers, each within `rule` (a flow `[6, 6, 7, 5]` or block sequence).
+  bool read(std::string_view key, std::vector<int>& out, const IntRule& rule, Need need = Need::optional);
   /// `scale` converts the file's unit to SI (e.g. 1e12 for TFLOP/s); `unit` names the file's unit.
   bool read(std::string_view key, double& out, double scale, const RealRule& rule, std::string_view unit,
             Need need = Need::optional);

@@ -48,6 +48,11 @@ std::string parallelism_label(const ParallelismSpec& p) {
   if (p.pp > 1) {
     std::string pp = "pp" + std::to_string(p.pp);
     if (p.pp_schedule == PipelineSchedule::interleaved) pp += "x" + std::to_string(p.virtual_stages) + " (interleaved)";
+    if (!p.stage_layers.empty()) {
+      pp += " (layers";
+      for (std::size_t i = 0; i < p.stage_layers.size(); ++i) pp += (i ? "/" : " ") + std::to_string(p.stage_layers[i]);
+      pp += ")";
+    }
     add(pp);
   }
   if (p.cp > 1) add("cp" + std::to_string(p.cp));
@@ -231,6 +236,11 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("sequence_parallel", run.parallelism.sequence_parallel);
   json.field("pp_schedule", schedule_name(run.parallelism.pp_schedule));
   json.field("virtual_stages", run.parallelism.virtual_stages);
+  if (!run.parallelism.stage_layers.empty()) {  // only for an uneven split: even runs keep their bytes
+    json.key("stage_layers").begin_array();
+    for (const int layers : run.parallelism.stage_layers) json.value(layers);
+    json.end_array();
+  }
   json.field("zero_stage", run.parallelism.zero_stage);
   json.field("shard_group_size", run.parallelism.shard_group_size);
   json.end_object();

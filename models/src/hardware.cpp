@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/models/parallelism.hpp"
 
 namespace chopsim {
 
@@ -44,7 +45,7 @@ std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
 
 ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention) {
   ComputeParams params = hardware.compute;
-  if (attention.empty()) return params;
+  if (attention.empty() || attention == kEagerAttention) return params;  // eager: GEMM and elementwise kernels
   const auto it = hardware.attention_implementations.find(attention);
   if (it == hardware.attention_implementations.end())
     throw ModelError("hardware " + hardware.name + " has no attention implementation '" + std::string(attention) +

@@ -34,8 +34,9 @@ namespace chopsim {
 namespace {
 
 struct LayerActivations {
-  double stored_bytes = 0.0;  ///< one layer, one micro-batch, no recomputation
-  double input_bytes = 0.0;   ///< the layer's input alone (kept under full recomputation)
+  double stored_bytes = 0.0;            ///< one layer, one micro-batch, no recomputation
+  double input_bytes = 0.0;             ///< the layer's input alone (kept under full recomputation)
+  double attention_scores_bytes = 0.0;  ///< eager attention's kept probabilities (0 with a fused kernel)
 };
 
 LayerActivations layer_activations(const TransformerSpec& model, const ParallelismSpec& parallelism,
@@ -75,6 +76,12 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   }
   result.stored_bytes = bytes;
   result.input_bytes = replicated_tokens * h * element;
+  if (training.attention == kEagerAttention) {
+    // The probabilities P of every (query, key) pair of the rank's heads, with dropout also its 1-byte mask and
+    // the dropped-out P: 2 or 5 bytes per score (Korthikanti et al. 2022, 5 a s^2 b).
+    const double scores = tokens * training.seq_len * local.query_heads;
+    result.attention_scores_bytes = scores * (model.dropout ? 2.0 * element + 1.0 : element);
+  }
   return result;
 }
 
@@ -117,12 +124,15 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
   const LayerActivations layer = layer_activations(model, parallelism, training, local);
   const double layers_in_flight =
-      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.layers_per_chunk;
+      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.layers_in(pp_stage, 0);
   if (training.recompute == RecomputePolicy::full) {
-    m.activations_bytes = layers_in_flight * layer.input_bytes + layer.stored_bytes;
+    m.activations_bytes = layers_in_flight * layer.input_bytes + layer.stored_bytes + layer.attention_scores_bytes;
+  } else if (training.recompute == RecomputePolicy::selective) {
+    // Selective recomputation targets the s x s attention tensors (flash attention never stores them; eager
+    // attention holds one layer's while it recomputes them for that layer's backward).
+    m.activations_bytes = layers_in_flight * layer.stored_bytes + layer.attention_scores_bytes;
   } else {
-    // Selective recomputation targets the s x s attention tensors, which flash attention never stores.
-    m.activations_bytes = layers_in_flight * layer.stored_bytes;
+    m.activations_bytes = layers_in_flight * (layer.stored_bytes + layer.attention_scores_bytes);
   }
 
   if (pp_stage == parallelism.pp - 1) {

@@ -216,6 +216,7 @@ void StageGenerator::layer_backward(int layer) {
 // --- attention --------------------------------------------------------------------------------------
 
 void StageGenerator::attention_forward() {
+  if (training_.attention == kEagerAttention) return eager_attention_forward();
   const Sizes& s = sizes_;
   const double causal = model_.causal ? 0.5 : 1.0;  // flash kernels skip fully masked tiles
   // Scores Q*K^T and probabilities*V: 2 * 2 * d FLOPs per (query, key, head). Each rank's queries see the
@@ -250,6 +251,7 @@ void StageGenerator::attention_forward() {
 }
 
 void StageGenerator::attention_backward() {
+  if (training_.attention == kEagerAttention) return eager_attention_backward();
   const Sizes& s = sizes_;
   const double causal = model_.causal ? 0.5 : 1.0;
   const double flops = kFlashBackwardRatio * 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal;
@@ -281,6 +283,56 @@ void StageGenerator::attention_backward() {
     (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops, bytes);
     await(blocking(reduce));
   }
+}
+
+// Eager attention, as Hugging Face's GPT2Attention._attn and PyTorch's math SDPA run it: S = Q K^T and O = P V are
+// batched GEMMs over every (query, key) pair (no causal skipping), and between them separate kernels pass over the
+// b x heads x s x s scores: scale, causal mask (torch.where), softmax, and dropout when the model has it. Each
+// reads and writes the scores once (dropout also writes its 1-byte mask), and P (and the dropped-out P) are kept
+// for backward (Korthikanti et al. 2022: 5 a s^2 b bytes per layer with dropout).
+void StageGenerator::eager_attention_forward() {
+  const Sizes& s = sizes_;
+  const double scores = s.tokens * s.sequence * s.query_heads;  // per rank: its heads, all query-key pairs
+  const double e = s.activation_bytes;
+  // Per head S[s x s] = Q[s x d] K^T: rows of s keys.
+  (void)compute("attention_scores", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
+                2.0 * s.tokens * s.query_heads * s.head_dim * e + scores * e, unaligned(s.sequence));
+  (void)elementwise("attention_scale", scores, 1.0, 2.0 * e);
+  if (model_.causal) (void)elementwise("attention_causal_mask", scores, 1.0, 2.0 * e);
+  (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
+  if (model_.dropout) (void)elementwise("attention_dropout", scores, 2.0, 2.0 * e + 1.0);
+  (void)compute("attention_probs_v", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
+                scores * e + 2.0 * s.tokens * s.query_heads * s.head_dim * e, unaligned(s.head_dim));
+}
+
+void StageGenerator::eager_attention_backward() {
+  if (training_.recompute == RecomputePolicy::selective) {
+    // Selective recomputation (Korthikanti et al. 2022) keeps no scores: the core's forward runs again first.
+    const Pass pass = pass_;
+    pass_ = Pass::recompute;
+    eager_attention_forward();
+    pass_ = pass;
+  }
+  const Sizes& s = sizes_;
+  const double scores = s.tokens * s.sequence * s.query_heads;
+  const double e = s.activation_bytes;
+  const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V, O or their gradients
+  const double gemm_flops = 2.0 * scores * s.head_dim;
+  // dV = P^T dO and dP = dO V^T (writes the scores-sized dP).
+  (void)compute("attention_probs_v_wgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+                unaligned(s.head_dim));
+  (void)compute("attention_probs_v_dgrad", KernelClass::gemm, attention_precision_, gemm_flops, 2.0 * qkv + scores * e,
+                unaligned(s.sequence));
+  if (model_.dropout) (void)elementwise("attention_dropout_bwd", scores, 1.0, 2.0 * e + 1.0);
+  // dS = P * (dP - sum(dP * P)): reads P and dP, writes dS.
+  (void)elementwise("attention_softmax_bwd", scores, kSoftmaxFlops, 3.0 * e, KernelClass::reduction);
+  if (model_.causal) (void)elementwise("attention_causal_mask_bwd", scores, 1.0, 2.0 * e);
+  (void)elementwise("attention_scale_bwd", scores, 1.0, 2.0 * e);
+  // dQ = dS K and dK = dS^T Q.
+  (void)compute("attention_scores_dgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+                unaligned(s.head_dim));
+  (void)compute("attention_scores_wgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+                unaligned(s.head_dim));
 }
 
 // --- dense MLP ------------------------------------------------------------------------------------------

@@ -29,8 +29,19 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (p.pp_schedule == PipelineSchedule::interleaved && p.virtual_stages > 1 && p.pp < 2)
     fail("the interleaved schedule needs pp >= 2 (virtual_stages=" + str(p.virtual_stages) + ", pp=1)");
   const int chunks = p.pp_schedule == PipelineSchedule::interleaved ? p.virtual_stages : 1;
-  if (model.layers % (p.pp * chunks) != 0)
+  if (!p.stage_layers.empty()) {
+    if (static_cast<int>(p.stage_layers.size()) != p.pp)
+      fail("stage_layers has " + str(static_cast<int>(p.stage_layers.size())) + " entries for pp=" + str(p.pp));
+    if (chunks != 1) fail("stage_layers needs the 1F1B schedule (one model chunk per stage)");
+    int sum = 0;
+    for (const int layers : p.stage_layers) {
+      if (layers < 1) fail("every pipeline stage needs at least one layer (stage_layers)");
+      sum += layers;
+    }
+    if (sum != model.layers) fail("stage_layers sum to " + str(sum) + ", the model has " + str(model.layers));
+  } else if (model.layers % (p.pp * chunks) != 0) {
     fail("layers=" + str(model.layers) + " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
+  }
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
     fail("global_batch, micro_batch and seq_len must be positive");
   if (training.global_batch % (p.dp * training.micro_batch) != 0)
@@ -64,6 +75,11 @@ PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec
   shape.chunks = parallelism.pp_schedule == PipelineSchedule::interleaved ? parallelism.virtual_stages : 1;
   shape.layers_per_chunk = model.layers / (shape.stages * shape.chunks);
   shape.micro_batches = training.micro_batches(parallelism);
+  if (!parallelism.stage_layers.empty()) {
+    shape.stage_first_layers.push_back(0);
+    for (const int layers : parallelism.stage_layers)
+      shape.stage_first_layers.push_back(shape.stage_first_layers.back() + layers);
+  }
   return shape;
 }
 
@@ -146,7 +162,7 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
 StageParameters stage_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism, int stage) {
   const LocalParameters local = local_parameters(model, parallelism);
   StageParameters stage_params;
-  stage_params.layers = model.layers / parallelism.pp;
+  stage_params.layers = parallelism.layers_of_stage(model.layers, stage);
   stage_params.dense = stage_params.layers * local.layer_dense();
   stage_params.expert = stage_params.layers * local.experts;
   stage_params.largest_unit = local.layer_dense() + local.experts;

@@ -18,14 +18,24 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
 struct PipelineShape {
   int stages = 1;            ///< pp
   int chunks = 1;            ///< model chunks per stage (virtual stages; 1 for plain 1F1B)
-  int layers_per_chunk = 0;  ///< layers / (pp * chunks)
+  int layers_per_chunk = 0;  ///< layers / (pp * chunks) for an even split
   int micro_batches = 1;     ///< per pipeline per iteration
+  /// An uneven split (ParallelismSpec::stage_layers, one chunk per stage): the first layer of each stage, then the
+  /// model's layer count (pp + 1 entries). Empty for an even split.
+  std::vector<int> stage_first_layers;
 
   /// Megatron's virtual pipeline rank of (stage, chunk): chunk c of stage i runs layers
   /// [(c*pp + i) * layers_per_chunk, +layers_per_chunk) (Narayanan et al., SC'21, Fig. 4).
   [[nodiscard]] int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
   [[nodiscard]] int virtual_stage_count() const { return stages * chunks; }
-  [[nodiscard]] int first_layer(int stage, int chunk) const { return virtual_stage(stage, chunk) * layers_per_chunk; }
+  [[nodiscard]] int first_layer(int stage, int chunk) const {
+    return stage_first_layers.empty() ? virtual_stage(stage, chunk) * layers_per_chunk
+                                      : stage_first_layers[static_cast<std::size_t>(stage)];
+  }
+  /// Layers of model chunk `chunk` of `stage`.
+  [[nodiscard]] int layers_in(int stage, int chunk) const {
+    return stage_first_layers.empty() ? layers_per_chunk : first_layer(stage + 1, chunk) - first_layer(stage, chunk);
+  }
 };
 
 [[nodiscard]] PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec& parallelism,

@@ -188,7 +188,7 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
     end_unit(false);
   }
   const int first = shape_.first_layer(stage_, chunk);
-  for (int layer = first; layer < first + shape_.layers_per_chunk; ++layer) {
+  for (int layer = first; layer < first + shape_.layers_in(stage_, chunk); ++layer) {
     begin_unit(layer_unit(layer), false);
     layer_forward(layer);
     end_unit(false);
@@ -220,7 +220,7 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
     end_unit(true);
   }
   const int first = shape_.first_layer(stage_, chunk);
-  for (int layer = first + shape_.layers_per_chunk - 1; layer >= first; --layer) {
+  for (int layer = first + shape_.layers_in(stage_, chunk) - 1; layer >= first; --layer) {
     begin_unit(layer_unit(layer), true);
     if (training_.recompute == RecomputePolicy::full) {
       // Full recomputation re-runs the layer's forward from its stored input right before its backward

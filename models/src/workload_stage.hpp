@@ -125,6 +125,9 @@ class StageGenerator {
   void layer_backward(int layer);
   void attention_forward();
   void attention_backward();
+  /// PyTorch's unfused attention (TrainingSpec::attention == kEagerAttention).
+  void eager_attention_forward();
+  void eager_attention_backward();
   void mlp_forward();
   void mlp_backward();
   void moe_forward();

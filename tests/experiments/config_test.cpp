@@ -318,6 +318,40 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
             "{mine: {memory: 0.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
             "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
   expect_contains(input_error([&] { (void)load(inline_hw); }), {"compute"});
+  // 'eager' is not a hardware entry: PyTorch's unfused attention, GEMM and elementwise kernels.
+  const fs::path eager =
+      write("eager.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: eager\n"));
+  EXPECT_EQ(load(eager).training.attention, kEagerAttention);
+  const fs::path eager_cp =
+      write("eager_cp.yaml", small_run("llama3-8b", "  dp: 4\n  cp: 2\n", "  global_batch: 8\n  attention: eager\n"));
+  expect_contains(input_error([&] { (void)load(eager_cp); }),
+                  {"eager_cp.yaml:9:14: key 'training.attention'", "not modelled with context parallelism"});
+}
+
+TEST_F(ConfigTest, UnevenPipelineSplitRules) {
+  const fs::path good = write(
+      "good.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [9, 8, 8, 7]\n", "  global_batch: 8\n"));
+  EXPECT_EQ(load(good).parallelism.stage_layers, (std::vector<int>{9, 8, 8, 7}));
+  const fs::path count = write(
+      "count.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [16, 16]\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(count); }),
+                  {"count.yaml:7:17: key 'parallelism.stage_layers': has 2 entries, but pp is 4",
+                   "Fix: give one layer count per pipeline stage (4 entries)"});
+  const fs::path sum = write(
+      "sum.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [8, 8, 8, 7]\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(sum); }),
+                  {"key 'parallelism.stage_layers': the stages hold 31 layers, but model.layers is 32",
+                   "Fix: make the entries sum to 32"});
+  const fs::path zero = write(
+      "zero.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [9, 8, 15, 0]\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(zero); }),
+                  {"zero.yaml:7:", "key 'parallelism.stage_layers': entry 4: expected a positive integer, found '0'"});
+  const fs::path interleaved =
+      write("interleaved.yaml", small_run("llama3-8b",
+                                          "  pp: 4\n  dp: 2\n  pp_schedule: interleaved\n  virtual_stages: 2\n"
+                                          "  stage_layers: [9, 8, 8, 7]\n",
+                                          "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(interleaved); }), {"an uneven split needs pp_schedule 1f1b"});
 }
 
 TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
@@ -553,10 +587,11 @@ TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
 TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
   const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  tpp: 2\n", "  global_batch: 8\n"));
   const std::string message = input_error([&] { (void)load(run); });
-  expect_contains(message,
-                  {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
-                   "sequence_parallel, pp, pp_schedule, virtual_stages, cp, ep, zero_stage, fsdp, shard_group_size",
-                   "Fix: did you mean 'tp'?"});
+  expect_contains(
+      message,
+      {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
+       "sequence_parallel, pp, pp_schedule, virtual_stages, stage_layers, cp, ep, zero_stage, fsdp, shard_group_size",
+       "Fix: did you mean 'tp'?"});
 
   const fs::path top = write("top.yaml", "modle: llama3-8b\nmodel: llama3-8b\nhardware: MI300X\ncluster: mi300x\n");
   expect_contains(input_error([&] { (void)load(top); }),

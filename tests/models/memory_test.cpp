@@ -208,6 +208,28 @@ TEST(Memory, AddsReservedMemoryAndFragmentation) {
   EXPECT_DOUBLE_EQ(m.reserved_bytes, 3e9);
 }
 
+// Eager attention keeps the probabilities of every (query, key) pair: with dropout 5 bytes per score (P, the mask
+// and the dropped-out P; Korthikanti et al. 2022, 5 a s^2 b per layer), once per layer in flight without
+// recomputation, and one layer's worth under selective or full recomputation.
+TEST(Memory, EagerAttentionKeepsFiveBytesPerScore) {
+  TransformerSpec model = llama3_8b();
+  model.dropout = true;
+  ParallelismSpec parallelism;
+  parallelism.tp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 2048);
+  const MemoryBreakdown fused = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  training.attention = std::string(kEagerAttention);
+  const MemoryBreakdown eager = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  const double per_layer = 5.0 * (32 / 2) * 2048.0 * 2048.0;  // heads per rank x s^2 x b, 5 bytes each
+  EXPECT_NEAR(eager.activations_bytes - fused.activations_bytes, 32 * per_layer, 1.0);
+  training.recompute = RecomputePolicy::selective;
+  const MemoryBreakdown selective = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  training.attention.clear();
+  EXPECT_NEAR(
+      selective.activations_bytes - estimate_stage_memory(model, parallelism, training, gpu(80e9), 0).activations_bytes,
+      per_layer, 1.0);
+}
+
 TEST(Memory, LogitsOnlyOnTheLastStageAndPeakIsTheWorstStage) {
   const TransformerSpec model = llama3_8b();
   ParallelismSpec parallelism;

@@ -142,6 +142,11 @@ std::vector<RunSetup> parallelism_mixes() {
     mixes.push_back(s);
   }
   mixes.push_back(setup("pp4_1f1b_m8", 1, 1, 4, 8));
+  {
+    RunSetup s = setup("pp4_uneven_3_2_2_1", 1, 1, 4, 4);
+    s.parallelism.stage_layers = {3, 2, 2, 1};
+    mixes.push_back(s);
+  }
   mixes.push_back(setup("pp4_1f1b_m2", 1, 1, 4, 2));
   {
     RunSetup s = setup("pp2_blocking_p2p", 2, 1, 2, 4);
@@ -700,6 +705,42 @@ TEST(TrainingFeatures, AnUnpaddedOddVocabularyMakesTheOutputHeadForwardUnaligned
   s.training.precision = Precision::fp8;
   EXPECT_EQ(unaligned_ops(build_workload(s.model, s.parallelism, s.training)),
             (std::set<std::string>{"mlp_fc2_dgrad", "mlp_fc2_wgrad"}));
+}
+
+TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
+  RunSetup s = setup("uneven", 1, 1, 4, 4);
+  s.parallelism.stage_layers = {3, 2, 2, 1};
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  for (int stage = 0; stage < 4; ++stage)
+    EXPECT_EQ(count_of(workload, stage, "qkv_proj", Pass::forward), s.parallelism.stage_layers[stage] * 4) << stage;
+  EXPECT_EQ(count_of(workload, 3, "logits"), 4);
+  s.parallelism.stage_layers = {3, 2, 2, 2};  // 9 layers for an 8-layer model
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
+// Eager attention: the core becomes four GEMM-class kernels of 2*b*a*s^2*d FLOPs each per pass pair (S = QK^T and
+// PV forward; dV, dP, dQ, dK backward), over every query-key pair (no causal skipping), and no attention-class kernel.
+TEST(TrainingFeatures, EagerAttentionRunsTheCoreAsGemmsOverEveryQueryKeyPair) {
+  RunSetup s = setup("eager", 1);
+  const Workload fused = build_workload(s.model, s.parallelism, s.training);
+  s.training.attention = std::string(kEagerAttention);
+  const Workload eager = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(summed_flops(eager, KernelClass::attention), 0.0);
+  const double core = 2.0 * 256.0 * 256.0 * 8 * 32;  // one GEMM over one micro-batch's scores: 2 * s^2 * a * d
+  const double layers_and_micro_batches = 8 * 2;
+  EXPECT_DOUBLE_EQ(
+      summed_flops(eager, KernelClass::gemm, Pass::forward) - summed_flops(fused, KernelClass::gemm, Pass::forward),
+      2 * core * layers_and_micro_batches);
+  EXPECT_DOUBLE_EQ(
+      summed_flops(eager, KernelClass::gemm, Pass::backward) - summed_flops(fused, KernelClass::gemm, Pass::backward),
+      4 * core * layers_and_micro_batches);
+  EXPECT_EQ(count_of(eager, 0, "attention_causal_mask"), 16);
+  EXPECT_EQ(count_of(eager, 0, "attention_dropout"), 0);  // the tiny Llama has no dropout
+  // Selective recomputation keeps no scores: the core's forward runs again before its backward.
+  s.training.recompute = RecomputePolicy::selective;
+  const Workload selective = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(selective, 0, "attention_scores", Pass::recompute), 16);
+  EXPECT_DOUBLE_EQ(summed_flops(selective, KernelClass::gemm, Pass::recompute), 2 * core * layers_and_micro_batches);
 }
 
 TEST(TrainingFeatures, LearnedPositionsReplaceTheRotaryKernels) {

@@ -37,8 +37,17 @@ struct ParallelismSpec {
   /// Hybrid sharding (FSDP HYBRID_SHARD, ZeRO++ hpZ): shard within groups of this many data ranks and
   /// replicate across groups. 0 = shard over the whole data group.
   int shard_group_size = 0;
+  /// Transformer layers of each pipeline stage, first to last (pp entries summing to the model's layers), for a
+  /// stage split that is not even: a last stage with fewer layers to make room for the output head and the loss
+  /// (Megatron-LM's --decoder-last-pipeline-num-layers, Merak's custom partition). Empty: layers / pp each.
+  /// 1F1B only: the interleaved schedule needs equal chunks.
+  std::vector<int> stage_layers;
 
   [[nodiscard]] int world_size() const { return dp * tp * pp * cp; }
+  /// Transformer layers of pipeline stage `stage` of a model with `layers` layers.
+  [[nodiscard]] int layers_of_stage(int layers, int stage) const {
+    return stage_layers.empty() ? layers / pp : stage_layers[static_cast<std::size_t>(stage)];
+  }
 };
 
 /// Which communication may run concurrently with compute (false: compute waits for it).
@@ -56,6 +65,11 @@ struct OverlapSpec {
   bool ep = false;  ///< MoE all-to-all overlapped with expert compute
 };
 
+/// training.attention for PyTorch's unfused "math" attention (Hugging Face eager attention, e.g. GPT2Attention._attn):
+/// the scores are materialised, scaled, masked, soft-maxed and dropped out by separate kernels between two batched
+/// GEMMs, and the probabilities are kept for backward.
+inline constexpr std::string_view kEagerAttention = "eager";
+
 struct TrainingSpec {
   int global_batch = 1;                   ///< sequences per iteration (optimizer step)
   int micro_batch = 1;                    ///< sequences per micro-batch on one data-parallel rank
@@ -68,7 +82,7 @@ struct TrainingSpec {
   /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
   double moe_capacity_factor = 1.0;
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
-  /// "flash2", ...); empty = the hardware's default attention efficiency.
+  /// "flash2", ...); empty = the hardware's default attention efficiency; kEagerAttention = no fused kernel.
   std::string attention;
   /// Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion turns it off): the
   /// weight-gradient GEMM accumulates into the fp32 main_grad in its epilogue. Off: the GEMM writes a bf16
