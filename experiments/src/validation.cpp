@@ -341,6 +341,50 @@ void add_perseus_cases(const std::filesystem::path& data_dir, const std::filesys
 constexpr const char* kZeusSource =
     "ml-energy/zeus@38cb3f9 sosp24_data/zeus/csv/A100/zeus_global.csv (Zeus power-limit baseline in Perseus, SOSP'24)";
 
+constexpr const char* kMerakStageSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/perseus/A100/dp1+pp4+tp1/merak+gpt3-xl+custom:0,8,14,21,27+dp1+pp4+tp1+mbs8+"
+    "nmb128+PointSolution/1.prof.json (Perseus, SOSP'24)";
+
+/// The same GPT-3 XL run profiled per stage by Perseus at its 1410 MHz (maximum) frequency plan under the boards'
+/// 300 W limit (iteration 60.0 s, as Zeus's 300 W row): each rank's forward and backward time per micro-batch, the
+/// median over the 128 micro-batches of iterations 1-3 (iteration 0 warms up). Predicted from `reference`'s shared
+/// simulation: the kernels of each rank's second micro-batch, the backward with its recomputed forward.
+void add_merak_stage_cases(const std::filesystem::path& data_dir, const ValidationCase& reference,
+                           std::vector<ValidationCase>& cases) {
+  const auto file = data_dir / "power" / "perseus_sosp24" / "perseus" / "A100" / "dp1+pp4+tp1" /
+                    "merak+gpt3-xl+custom:0,8,14,21,27+dp1+pp4+tp1+mbs8+nmb128+PointSolution" / "1.prof.json";
+  if (!std::filesystem::exists(file)) return;
+  const YAML::Node ranks = load_yaml_data(file);  // JSON is YAML
+  if (!ranks.IsSequence() || ranks.size() != 4)
+    throw InputError(SourceLocation{file.string(), 0, 0}, "", "expected a list of 4 ranks", "restore the file");
+  for (const YAML::Node& entry : ranks) {
+    const int rank = entry["rank"].as<int>();
+    for (const char* pass : {"forward", "backward"}) {
+      const YAML::Node iterations = entry["time_breakdown"][pass];
+      std::vector<double> times;
+      for (std::size_t i = 1; i < iterations.size(); ++i)
+        for (const YAML::Node& t : iterations[i]) times.push_back(t.as<double>());
+      if (times.empty())
+        throw InputError(SourceLocation{file.string(), 0, 0}, "time_breakdown",
+                         "rank " + std::to_string(rank) + " has no " + pass + " times", "restore the file");
+      std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+      ValidationCase c = reference;
+      c.source = kMerakStageSource;
+      c.metric = ValidationMetric::stage_time_s;
+      c.measured = times[times.size() / 2];
+      const int layers = reference.run.parallelism.stage_layers.at(static_cast<std::size_t>(rank));
+      c.id = "GPT-3 XL pp4 @ 300 W: stage " + std::to_string(rank) + " " + pass + " per micro-batch";
+      c.probe = "rank" + std::to_string(rank) + "_" + pass + "_time";
+      c.notes = std::to_string(layers) + " layers" +
+                (rank == 0   ? " + embeddings"
+                 : rank == 3 ? " + LM head, loss"
+                             : "") +
+                (std::string(pass) == "backward" ? "; with the recomputed forward" : "");
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
 /// The Zeus (Chung et al., NSDI'23) power-limit sweep on A100 as measured for Perseus: GPT-3 XL trained with a
 /// 4-stage pipeline (micro-batch 8, 128 micro-batches) with every GPU's power limit set from 300 down to 175 W.
 /// The limit tops out at 300 W: an A100 PCIe board, modelled with the SXM4 file (same GA100 die and clocks) and the
@@ -437,6 +481,7 @@ void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem
   absolute.run = spec(300);
   absolute.notes = "1024 sequences of 2048 tokens; Merak's split";
   cases.push_back(absolute);
+  add_merak_stage_cases(data_dir, absolute, cases);
 }
 
 /// The seed papers' findings as checks that can fail.
@@ -605,6 +650,9 @@ struct SharedResult {
   /// [pass: 0 forward, 1 backward][0 middle stage (layers only), 1 last stage (all kernels)]
   double time_s[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
   double energy_j[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
+  /// Per rank, the kernel time of the second micro-batch's [0] forward and [1] backward, the backward with its
+  /// recomputed forward (as a pipeline engine times its backward instruction).
+  std::map<int, std::array<double, 2>> rank_pass_time_s;
 };
 
 /// GPU 0's compute kernels of the second micro-batch (steady state) and GPU 0's power over time.
@@ -612,16 +660,19 @@ class StageProbe final : public SimulationObserver {
  public:
   explicit StageProbe(const Workload& workload) : workload_(workload) {}
   void on_op_event(const OpEvent& e) override {
-    if (e.rank != 0 || !e.is_end || e.iteration != 0) return;
-    const Op& op = workload_.program(0).streams[e.stream].ops[e.op];
+    if (!e.is_end || e.iteration != 0) return;
+    const Op& op = workload_.program(e.rank).streams[e.stream].ops[e.op];
     if (op.kind != OpKind::compute || op.micro_batch != 1) return;
-    if (op.pass != Pass::forward && op.pass != Pass::backward) return;
+    if (op.pass != Pass::forward && op.pass != Pass::backward && op.pass != Pass::recompute) return;
+    rank_pass_time_s_[e.rank][op.pass == Pass::forward ? 0 : 1] += e.time_s - e.start_s;
+    if (e.rank != 0 || op.pass == Pass::recompute) return;
     kernels_.push_back({e.start_s, e.time_s, op.pass == Pass::backward ? 1 : 0, op.layer >= 0});
   }
   void on_telemetry(const TelemetrySample& s) override {
     if (s.gpu == 0) power_.emplace_back(s.time_s, s.power_w);
   }
   void finish(SharedResult& r) const {
+    r.rank_pass_time_s = rank_pass_time_s_;
     for (const Kernel& k : kernels_) {
       const double t = k.end - k.start;
       const double e = energy(k.start, k.end);
@@ -652,6 +703,7 @@ class StageProbe final : public SimulationObserver {
   const Workload& workload_;
   std::vector<Kernel> kernels_;
   std::vector<std::pair<double, double>> power_;
+  std::map<int, std::array<double, 2>> rank_pass_time_s_;
 };
 
 SharedResult simulate_shared(const RunSpec& run, const ModelRegistries& registries) {
@@ -682,6 +734,9 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
   if (p == "iteration_time") return r.report.iteration_time_s;
   if (p == "average_power") return r.report.power.mean_w;
   if (p == "relative_time") return r.report.iteration_time_s / baseline->report.iteration_time_s;
+  for (const auto& [rank, times] : r.rank_pass_time_s)
+    for (int pass = 0; pass < 2; ++pass)
+      if (p == "rank" + std::to_string(rank) + (pass == 0 ? "_forward_time" : "_backward_time")) return times[pass];
   for (int pass = 0; pass < 2; ++pass)
     for (int stage = 0; stage < 2; ++stage)
       for (const bool energy : {false, true}) {
@@ -925,11 +980,15 @@ std::string group_notes(const std::string& group) {
            "dropouts; every layer checkpointed (Merak's default activation_checkpointing, checkpoint_num_layers 1); "
            "Merak's custom stage split 0,8,14,21,27 over its 27 graph shards (parallelism.stage_layers 6, 6, 7, 5); "
            "the unpadded 50,257-token LM head. The run's own per-stage profile "
-           "(perseus/A100/dp1+pp4+tp1/.../0.prof.json: 17.4 ms forward and 46 ms backward per block, the backward "
-           "2.7x the forward) agrees with those choices: at a locked 1410 MHz chopsim gives 89.5 ms for stage 1's "
-           "6-block forward against 104.6 ms measured. With flash attention, no recomputation and even stages "
-           "(version 715cca2) the iteration was 50 % fast. Not modelled: the A100 PCIe board's own power and clock "
-           "curves (the SXM4 file's are used), Merak's Python pipeline engine.\n";
+           "(perseus/A100/dp1+pp4+tp1/.../1.prof.json, "
+           "at the 1410 MHz plan under the same 300 W limit) gives the stage rows: 17.4 ms forward and 46 ms backward "
+           "per block, the backward 2.7x the forward as with recomputation. The layer stages are 7-10 % fast. The "
+           "last stage's forward is 10 % slow and its backward 14 % fast: this head (16,384 tokens x 50,257 x 2,048, "
+           "not split by TP) takes about 1.4x the aligned time forward and 2x backward, while the forward-only 3x of "
+           "the unaligned-GEMM rule was chosen with the Perseus 175B stage profile (docs: perseus_a100); one factor "
+           "does not fit both shapes. With flash attention, no recomputation and even stages (version 715cca2) the "
+           "iteration was 50 % fast. Not modelled: the A100 PCIe board's own power and clock curves (the SXM4 "
+           "file's are used), Merak's Python pipeline engine.\n";
   if (group == "llm_foundry")
     return "MPT runs of llm-foundry's benchmark tables, modelled as the benchmark scripts of the commits that added "
            "the H100 tables ran them (mosaicml/llm-foundry@b2a43a1 sweep.sh, @5e85bd6 sweep.py for the large-scale "

@@ -133,6 +133,28 @@ TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
   }
 }
 
+// The Zeus GPT-3 XL run's per-stage profile: the median forward and backward time per micro-batch of each of the 4
+// ranks (1.prof.json, iterations 1-3), read from the real file; stage 2 holds 7 of the 24 blocks and is the slowest.
+TEST(Validation, MerakStageRowsReadTheMeasuredPerStageTimes) {
+  CHOPSIM_REQUIRE_SHARED_DATA("power/perseus_sosp24/perseus/A100");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  std::map<std::string, double> measured;
+  for (const ValidationCase& c : cases)
+    if (c.metric == ValidationMetric::stage_time_s && c.group == "zeus_a100_power_limit") {
+      measured[c.probe] = c.measured;
+      EXPECT_EQ(c.run.parallelism.stage_layers, (std::vector<int>{6, 6, 7, 5}));
+      EXPECT_EQ(c.run.training.attention, kEagerAttention);
+    }
+  ASSERT_EQ(measured.size(), 8u);
+  EXPECT_NEAR(measured["rank2_forward_time"], 0.1222, 0.0005);  // 7 blocks
+  EXPECT_NEAR(measured["rank1_forward_time"], 0.1046, 0.0005);  // 6 blocks: 17.4 ms each
+  EXPECT_NEAR(measured["rank2_backward_time"], 0.3312, 0.0005);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_GT(measured["rank" + std::to_string(rank) + "_backward_time"],
+              2.5 * measured["rank" + std::to_string(rank) + "_forward_time"]);  // recomputation: ~3x, not 2x
+}
+
 // Perseus (SOSP'24) measured each GPT-3 175B pipeline stage's forward and backward time and energy on A100 at every
 // locked SM clock; issue 3's targets are 5 % on time and 10 % on energy. Three clocks (the max, the middle, the
 // lowest) of both the middle stage and the last stage, whose unpadded GPT-2 vocabulary makes the LM head's forward
