@@ -42,6 +42,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   } else if (model.layers % (p.pp * chunks) != 0) {
     fail("layers=" + str(model.layers) + " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
   }
+  if (training.attention == kEagerAttention && p.cp > 1)
+    fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
     fail("global_batch, micro_batch and seq_len must be positive");
   if (training.global_batch % (p.dp * training.micro_batch) != 0)

@@ -822,6 +822,16 @@ TEST(Workload, RejectsSetupsItCannotLayOut) {
   s.parallelism.pp_schedule = PipelineSchedule::interleaved;
   s.parallelism.virtual_stages = 2;
   EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 1, 1, 4, 4);  // an uneven split with interleaving
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  s.parallelism.stage_layers = {3, 2, 2, 1};
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+  s = setup("bad", 1);  // eager attention with context parallelism
+  s.parallelism.cp = 2;
+  EXPECT_NO_THROW((void)build_workload(s.model, s.parallelism, s.training));
+  s.training.attention = std::string(kEagerAttention);
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
 }
 
 // --- the checker catches broken programs ----------------------------------------------------------------
