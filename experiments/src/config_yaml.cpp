@@ -229,7 +229,7 @@ bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need nee
 }
 
 bool Mapping::read(std::string_view key, std::vector<int>& out, const IntRule& rule, Need need) {
-  const std::string expected = "a list of " + std::string(rule.expected) + "s";
+  const std::string expected = "a list, each entry " + std::string(rule.expected);
   if (!has(key)) {
     if (need == Need::required) fail_missing(key, expected);
     return false;

@@ -346,6 +346,12 @@ TEST_F(ConfigTest, UnevenPipelineSplitRules) {
       "zero.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [9, 8, 15, 0]\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(zero); }),
                   {"zero.yaml:7:", "key 'parallelism.stage_layers': entry 4: expected a positive integer, found '0'"});
+  const fs::path scalar =
+      write("scalar.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: 8\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(scalar); }),
+                  {"scalar.yaml:7:17: key 'parallelism.stage_layers': expected a list, each entry a positive integer, "
+                   "found '8'",
+                   "Fix: write a list, each entry a positive integer, e.g. stage_layers: [6, 6, 7, 5]"});
   const fs::path interleaved =
       write("interleaved.yaml", small_run("llama3-8b",
                                           "  pp: 4\n  dp: 2\n  pp_schedule: interleaved\n  virtual_stages: 2\n"
