@@ -164,6 +164,11 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
               Mapping implementations = kernels.child("attention_implementations");
               for (const auto& entry : node) {
                 const std::string name = entry.first.as<std::string>();
+                if (name == kEagerAttention)
+                  implementations.fail(name,
+                                       "'eager' is chopsim's unfused attention (training.attention: eager), not a "
+                                       "kernel efficiency",
+                                       "give the implementation another name");
                 const KernelEfficiency& base = hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)];
                 KernelEfficiency e =
                     hw.attention_implementations.count(name) ? hw.attention_implementations.at(name) : base;
@@ -248,7 +253,8 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("heads", model.heads, kPositiveInt, need);
   m.read("kv_heads", model.kv_heads, kPositiveInt, need);
   m.read("vocab", model.vocab, kPositiveInt, need);
-  m.read("make_vocab_size_divisible_by", model.make_vocab_size_divisible_by, kPositiveInt);
+  m.read("make_vocab_size_divisible_by", model.make_vocab_size_divisible_by,
+         IntRule{1, 65536, "an integer from 1 to 65536"});
   m.read("experts", model.experts, kPositiveInt);
   m.read("top_k", model.top_k, kPositiveInt);
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);

@@ -240,7 +240,9 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
       run.hardware.attention_implementations.count(train.attention) == 0) {
     std::vector<std::string> names;
     for (const auto& [name, efficiency] : run.hardware.attention_implementations) names.push_back(name);
-    const std::string suggestion = closest_match(train.attention, names);
+    std::vector<std::string> candidates = names;
+    candidates.emplace_back(kEagerAttention);
+    const std::string suggestion = closest_match(train.attention, candidates);
     rules.fail("training.attention",
                "hardware '" + run.hardware.name + "' defines no attention implementation '" + train.attention +
                    "' (kernels.attention_implementations: " + (names.empty() ? std::string("none") : join(names)) + ")",

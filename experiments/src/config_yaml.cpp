@@ -237,7 +237,8 @@ bool Mapping::read(std::string_view key, std::vector<int>& out, const IntRule& r
   record(key);
   const YAML::Node node = entries_.find(key)->second.value;
   const std::string fix = "write " + expected + ", e.g. " + std::string(key) + ": [6, 6, 7, 5]";
-  if (!node.IsSequence()) fail(key, "expected " + expected + ", found " + describe_value(node), fix);
+  if (!node.IsSequence() || node.size() == 0)
+    fail(key, "expected " + expected + ", found " + (node.IsSequence() ? "an empty list" : describe_value(node)), fix);
   std::vector<int> values;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::optional<int> value = integer_in(node[i], rule);

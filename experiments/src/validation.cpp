@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <set>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
@@ -355,15 +356,28 @@ void add_merak_stage_cases(const std::filesystem::path& data_dir, const Validati
                     "merak+gpt3-xl+custom:0,8,14,21,27+dp1+pp4+tp1+mbs8+nmb128+PointSolution" / "1.prof.json";
   if (!std::filesystem::exists(file)) return;
   const YAML::Node ranks = load_yaml_data(file);  // JSON is YAML
-  if (!ranks.IsSequence() || ranks.size() != 4)
-    throw InputError(SourceLocation{file.string(), 0, 0}, "", "expected a list of 4 ranks", "restore the file");
+  const auto malformed = [&](const std::string& problem) {
+    return InputError(SourceLocation{file.string(), 0, 0}, "", problem, "restore the file from ../shared/data");
+  };
+  if (!ranks.IsSequence() || ranks.size() != 4) throw malformed("expected a list of the 4 ranks' profiles");
+  std::set<int> seen;
   for (const YAML::Node& entry : ranks) {
-    const int rank = entry["rank"].as<int>();
+    int rank = -1;
+    std::map<std::string, std::vector<double>> pass_times;
+    try {
+      rank = entry["rank"].as<int>();
+      for (const char* pass : {"forward", "backward"}) {
+        const YAML::Node iterations = entry["time_breakdown"][pass];
+        for (std::size_t i = 1; i < iterations.size(); ++i)
+          for (const YAML::Node& t : iterations[i]) pass_times[pass].push_back(t.as<double>());
+      }
+    } catch (const YAML::Exception& error) {
+      throw malformed(std::string("a rank's 'rank' or 'time_breakdown' is missing or not numbers: ") + error.what());
+    }
+    if (rank < 0 || rank >= 4 || !seen.insert(rank).second)
+      throw malformed("rank " + std::to_string(rank) + " is outside 0-3 or repeated");
     for (const char* pass : {"forward", "backward"}) {
-      const YAML::Node iterations = entry["time_breakdown"][pass];
-      std::vector<double> times;
-      for (std::size_t i = 1; i < iterations.size(); ++i)
-        for (const YAML::Node& t : iterations[i]) times.push_back(t.as<double>());
+      std::vector<double>& times = pass_times[pass];
       if (times.empty())
         throw InputError(SourceLocation{file.string(), 0, 0}, "time_breakdown",
                          "rank " + std::to_string(rank) + " has no " + pass + " times", "restore the file");

@@ -37,18 +37,18 @@ constexpr double kFlashBackwardRatio = 2.5;
 
 // --- kernels ---------------------------------------------------------------------------------------
 
-// Which GEMMs are unaligned: those whose result's rows (its contiguous dimension) are not a multiple of 16 bytes, so
-// their 128-bit vector stores do not line up: the forward Y[m x n] of an n-wide output head, but neither its input
-// gradient dX[m x k] nor its weight gradient, stored like the weight as [n x k] rows of k. cuBLAS falls back from
-// its aligned tensor-core kernels for such shapes (Netflix Tech Blog, "Scaling LLM Post-Training at Netflix",
-// 2026-02: an unpadded vocabulary triples the LM head's time). The operands' strides are not checked: by that rule
-// both backward GEMMs of the head would be hit as well, and the Perseus stage-7 profile (docs/validation.md,
-// perseus_a100) says otherwise: its backward is within 1 % without a penalty, and 3x on the weight gradient as well
-// adds 2.5 ms to it and takes one of its energy points above 10 %. The token dimension m is not checked: it is a
-// multiple of the micro-batch's sequence length, and an average for expert GEMMs.
+// Which GEMMs are unaligned: those whose result's rows (its contiguous dimension) are not a multiple of 16 bytes of
+// result elements (bf16 also in fp8 runs), so their 128-bit vector stores do not line up: the forward Y[m x n] of an
+// n-wide output head, but neither its input gradient dX[m x k] nor its weight gradient, stored like the weight as
+// [n x k] rows of k. cuBLAS falls back from its aligned tensor-core kernels for such shapes (Netflix Tech Blog,
+// "Scaling LLM Post-Training at Netflix", 2026-02: an unpadded vocabulary triples the LM head's time). The operands'
+// strides are not checked: by that rule both backward GEMMs of the head would be hit as well, and the Perseus stage-7
+// profile (docs/validation.md, perseus_a100) says otherwise: its backward is within 1 % without a penalty, and 3x on
+// the weight gradient as well adds 2.5 ms to it and takes one of its energy points above 10 %. The token dimension m
+// is not checked: it is a multiple of the micro-batch's sequence length, and an average for expert GEMMs.
 bool StageGenerator::unaligned(double features) const {
-  constexpr double kAlignmentBytes = 16.0;  // 128-bit vector loads and stores of the tensor-core kernels
-  const double elements = kAlignmentBytes / sizes_.gemm_input_bytes;
+  constexpr double kAlignmentBytes = 16.0;  // 128-bit vector stores of the tensor-core kernels' epilogue
+  const double elements = kAlignmentBytes / sizes_.activation_bytes;
   return std::fmod(features, elements) != 0.0;
 }
 

@@ -322,6 +322,16 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
   const fs::path eager =
       write("eager.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: eager\n"));
   EXPECT_EQ(load(eager).training.attention, kEagerAttention);
+  const fs::path typo =
+      write("typo.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: eagr\n"));
+  expect_contains(input_error([&] { (void)load(typo); }), {"Fix: did you mean 'eager'?"});
+  const fs::path named_eager =
+      write("named_eager.yaml",
+            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: "
+            "{eager: {compute: 0.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+            "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(named_eager); }),
+                  {"key 'hardware.kernels.attention_implementations.eager'", "not a kernel efficiency"});
   const fs::path eager_cp =
       write("eager_cp.yaml", small_run("llama3-8b", "  dp: 4\n  cp: 2\n", "  global_batch: 8\n  attention: eager\n"));
   expect_contains(input_error([&] { (void)load(eager_cp); }),
@@ -346,6 +356,11 @@ TEST_F(ConfigTest, UnevenPipelineSplitRules) {
       "zero.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: [9, 8, 15, 0]\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(zero); }),
                   {"zero.yaml:7:", "key 'parallelism.stage_layers': entry 4: expected a positive integer, found '0'"});
+  const fs::path empty =
+      write("empty.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: []\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(empty); }),
+                  {"empty.yaml:7:17: key 'parallelism.stage_layers': expected a list, each entry a positive integer, "
+                   "found an empty list"});
   const fs::path scalar =
       write("scalar.yaml", small_run("llama3-8b", "  pp: 4\n  dp: 2\n  stage_layers: 8\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(scalar); }),
@@ -645,8 +660,9 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
                               "hardware: {name: H100-SXM5-80GB, kernels: {unaligned_gemm_slowdown: 0.5}}\n"
                               "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
                               "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
-  expect_contains(input_error([&] { (void)load(slow); }),
-                  {"slow.yaml:1:", "key 'model.make_vocab_size_divisible_by': expected a positive integer, found '0'"});
+  expect_contains(
+      input_error([&] { (void)load(slow); }),
+      {"slow.yaml:1:", "key 'model.make_vocab_size_divisible_by': expected an integer from 1 to 65536, found '0'"});
   const fs::path faster = write("faster.yaml",
                                 "model: llama3-8b\n"
                                 "hardware: {name: H100-SXM5-80GB, kernels: {unaligned_gemm_slowdown: 0.5}}\n"

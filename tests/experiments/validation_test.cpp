@@ -155,6 +155,30 @@ TEST(Validation, MerakStageRowsReadTheMeasuredPerStageTimes) {
               2.5 * measured["rank" + std::to_string(rank) + "_forward_time"]);  // recomputation: ~3x, not 2x
 }
 
+// The per-rank probes of those rows: each rank's own kernels, the backward with its recomputed forward (so ~3x the
+// forward, not ~2x), and the stage of 7 layers 7/6 of a 6-layer stage.
+TEST(Validation, MerakStageRowsArePredictedPerRankWithTheRecomputedForward) {
+  CHOPSIM_REQUIRE_SHARED_DATA("power/perseus_sosp24/perseus/A100");
+  const auto registries = ModelRegistries::with_builtins();
+  std::vector<ValidationCase> chosen;
+  for (const ValidationCase& c :
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir()))
+    if (c.metric == ValidationMetric::stage_time_s && c.group == "zeus_a100_power_limit") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 8u);
+  std::map<std::string, double> predicted;
+  for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
+    ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
+    predicted[r.validation_case.probe] = r.uncalibrated.predicted;
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string name = "rank" + std::to_string(rank);
+    const double ratio = predicted[name + "_backward_time"] / predicted[name + "_forward_time"];
+    EXPECT_GT(ratio, 2.5) << rank;
+    EXPECT_LT(ratio, 3.5) << rank;
+  }
+  EXPECT_NEAR(predicted["rank2_forward_time"] / predicted["rank1_forward_time"], 7.0 / 6.0, 0.03);
+}
+
 // Perseus (SOSP'24) measured each GPT-3 175B pipeline stage's forward and backward time and energy on A100 at every
 // locked SM clock; issue 3's targets are 5 % on time and 10 % on energy. Three clocks (the max, the middle, the
 // lowest) of both the middle stage and the last stage, whose unpadded GPT-2 vocabulary makes the LM head's forward

@@ -230,6 +230,21 @@ TEST(Memory, EagerAttentionKeepsFiveBytesPerScore) {
       per_layer, 1.0);
 }
 
+// An uneven split moves whole layers: the weights of a stage grow by one layer's parameters per extra layer.
+TEST(Memory, AnUnevenSplitGivesEachStageTheWeightsOfItsLayers) {
+  const TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.pp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 2;
+  const MemoryBreakdown even = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  parallelism.stage_layers = {17, 15};
+  const MemoryBreakdown uneven = estimate_stage_memory(model, parallelism, training, gpu(80e9), 0);
+  const ParameterCount count = count_parameters(model);
+  EXPECT_NEAR(uneven.weights_bytes - even.weights_bytes, count.per_layer * 2.0, 1.0);  // bf16 weights
+  EXPECT_GT(uneven.activations_bytes, even.activations_bytes);
+}
+
 TEST(Memory, LogitsOnlyOnTheLastStageAndPeakIsTheWorstStage) {
   const TransformerSpec model = llama3_8b();
   ParallelismSpec parallelism;

@@ -38,8 +38,9 @@ struct TransformerSpec {
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   /// Rows of the embedding and output head one of `tp` tensor-parallel ranks holds, padding included.
   [[nodiscard]] int vocab_per_tp_rank(int tp) const {
-    const int multiple = make_vocab_size_divisible_by;
-    return (vocab + multiple * tp - 1) / (multiple * tp) * multiple;
+    const long long multiple = make_vocab_size_divisible_by;
+    const long long step = multiple * tp;
+    return static_cast<int>((vocab + step - 1) / step * multiple);
   }
   [[nodiscard]] bool is_moe() const { return experts > 1; }
 };
