@@ -231,27 +231,28 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
             ? *measured_hw
             : load_hardware_config(component_file(options.hardware, options.configs_dir, "hardware", "--hardware"));
   }
-  if (!options.calibration.empty()) {
-    if (!target_hw)
-      throw InputError(SourceLocation{"command line"}, "--calibration",
-                       "a calibration profile needs to know the GPU (" + report.measured_gpu + ")",
-                       "pass --hardware or --measured-hardware");
+  // `profile` applied to `hardware` as the run key `calibration:` applies it (kernels and links over the hardware
+  // file's, collective parameters over the defaults).
+  const auto calibrated = [&](const std::optional<HardwareSpec>& hardware, const std::filesystem::path& profile,
+                              const char* flag, const std::string& gpu, const char* fix) {
+    if (!hardware)
+      throw InputError(SourceLocation{"command line"}, flag,
+                       "a calibration profile needs to know the " + gpu + " (" + report.measured_gpu + ")", fix);
     RunSpec spec;
-    spec.hardware = *target_hw;
-    apply_calibration_profile(spec, options.calibration);
+    spec.hardware = *hardware;
+    apply_calibration_profile(spec, profile);
+    return spec;
+  };
+  if (!options.calibration.empty()) {
+    const RunSpec spec =
+        calibrated(target_hw, options.calibration, "--calibration", "GPU", "pass --hardware or --measured-hardware");
     target_hw = spec.hardware;
     collective_params = spec.collectives;
   }
-  if (!options.measured_calibration.empty()) {
-    if (!measured_hw)
-      throw InputError(SourceLocation{"command line"}, "--measured-calibration",
-                       "a calibration profile needs to know the measured GPU (" + report.measured_gpu + ")",
-                       "pass --measured-hardware");
-    RunSpec spec;
-    spec.hardware = *measured_hw;
-    apply_calibration_profile(spec, options.measured_calibration);
-    measured_hw = spec.hardware;
-  }
+  if (!options.measured_calibration.empty())
+    measured_hw = calibrated(measured_hw, options.measured_calibration, "--measured-calibration", "measured GPU",
+                             "pass --measured-hardware")
+                      .hardware;
   report.same_hardware = !measured_hw || measured_hw->name == target_hw->name;
   report.measured_hardware = measured_hw ? measured_hw->name : "unknown (no hardware file: replayed as measured)";
   report.target_hardware = target_hw ? target_hw->name : report.measured_hardware;

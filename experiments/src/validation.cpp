@@ -378,9 +378,7 @@ void add_merak_stage_cases(const std::filesystem::path& data_dir, const Validati
       throw malformed("rank " + std::to_string(rank) + " is outside 0-3 or repeated");
     for (const char* pass : {"forward", "backward"}) {
       std::vector<double>& times = pass_times[pass];
-      if (times.empty())
-        throw InputError(SourceLocation{file.string(), 0, 0}, "time_breakdown",
-                         "rank " + std::to_string(rank) + " has no " + pass + " times", "restore the file");
+      if (times.empty()) throw malformed("rank " + std::to_string(rank) + " has no " + pass + " times");
       std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
       ValidationCase c = reference;
       c.source = kMerakStageSource;

@@ -294,15 +294,16 @@ void StageGenerator::eager_attention_forward() {
   const Sizes& s = sizes_;
   const double scores = s.tokens * s.sequence * s.query_heads;  // per rank: its heads, all query-key pairs
   const double e = s.activation_bytes;
+  const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V or O
   // Per head S[s x s] = Q[s x d] K^T: rows of s keys.
   (void)compute("attention_scores", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
-                2.0 * s.tokens * s.query_heads * s.head_dim * e + scores * e, unaligned(s.sequence));
+                2.0 * qkv + scores * e, unaligned(s.sequence));
   (void)elementwise("attention_scale", scores, 1.0, 2.0 * e);
   if (model_.causal) (void)elementwise("attention_causal_mask", scores, 1.0, 2.0 * e);
   (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
   if (model_.dropout) (void)elementwise("attention_dropout", scores, 2.0, 2.0 * e + 1.0);
   (void)compute("attention_probs_v", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
-                scores * e + 2.0 * s.tokens * s.query_heads * s.head_dim * e, unaligned(s.head_dim));
+                scores * e + 2.0 * qkv, unaligned(s.head_dim));
 }
 
 void StageGenerator::eager_attention_backward() {

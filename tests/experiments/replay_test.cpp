@@ -359,6 +359,17 @@ TEST_F(ReplayTest, BadInputsAreInputErrorsAndWriteNothing) {
   Case profile{"profile of another GPU", options(qwen), "fitted on MI300X"};
   profile.options.calibration = test::source_dir() / "calibration" / "profiles" / "mi300x.yaml";
   cases.push_back(profile);
+  // A store that does not name its GPU: a profile has no hardware to apply to.
+  const fs::path anonymous = dir_ / "anonymous.h5";
+  test::write_store(anonymous, {test::kernel(0, 7, "gemm", KernelClass::gemm, 0.0, 1e-3)}, "", 1);
+  Case target_profile{"profile without a GPU", options(anonymous),
+                      "--calibration': a calibration profile needs to know the GPU (not stated in the store)"};
+  target_profile.options.calibration = test::source_dir() / "calibration" / "profiles" / "h100.yaml";
+  cases.push_back(target_profile);
+  Case measured_profile{"measured profile without a measured GPU", options(anonymous),
+                        "--measured-calibration': a calibration profile needs to know the measured GPU"};
+  measured_profile.options.measured_calibration = test::source_dir() / "calibration" / "profiles" / "h100.yaml";
+  cases.push_back(measured_profile);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     const std::string message = input_error([&] { (void)run_replay(c.options, registries_); });
