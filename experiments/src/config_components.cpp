@@ -36,6 +36,14 @@ void section(Mapping& m, std::string_view key, Need need, std::string_view expec
 
 std::size_t index(Precision precision) { return static_cast<std::size_t>(precision); }
 
+/// The two keys of a deterministic attention backward's cost (in `kernels` for the attention class's default
+/// kernel, in an attention_implementations entry for that kernel).
+void read_deterministic_attention(Mapping& m, std::string_view slowdown_key, std::string_view workspace_key,
+                                  DeterministicAttention& out) {
+  m.read(slowdown_key, out.backward_slowdown, 1.0, kAtLeastOne, "");
+  m.read(workspace_key, out.workspace_bytes_per_score, 1.0, kNonNegativeReal, "B");
+}
+
 [[noreturn]] void fail_at(const Locator& locate, const std::string& key, const std::string& problem,
                           const std::string& fix) {
   throw InputError(locate(key), key, problem, fix);
@@ -145,6 +153,9 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                          need);
             kernels.read("comm_compute_slowdown", hw.compute.comm_compute_slowdown, 1.0, kFractionBelowOne, "", need);
             kernels.read("unaligned_gemm_slowdown", hw.compute.unaligned_gemm_slowdown, 1.0, kAtLeastOne, "");
+            read_deterministic_attention(kernels, "deterministic_attention_backward_slowdown",
+                                         "deterministic_attention_workspace_bytes_per_score",
+                                         hw.compute.deterministic_attention);
             section(kernels, "efficiency", need, "a mapping with one entry per kernel class", [&](Mapping& eff) {
               for (std::size_t i = 0; i < kKernelClassCount; ++i) {
                 const auto kernel_class = static_cast<KernelClass>(i);
@@ -169,16 +180,21 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                                        "'eager' is chopsim's unfused attention (training.attention: eager), not a "
                                        "kernel efficiency",
                                        "give the implementation another name");
-                const KernelEfficiency& base = hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)];
-                KernelEfficiency e =
-                    hw.attention_implementations.count(name) ? hw.attention_implementations.at(name) : base;
+                // A new implementation starts from the attention class's efficiency and no deterministic cost.
                 const bool known = hw.attention_implementations.count(name) > 0;
+                AttentionImplementation impl_spec =
+                    known ? hw.attention_implementations.at(name)
+                          : AttentionImplementation{
+                                hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)], {}};
+                KernelEfficiency& e = impl_spec.efficiency;
                 section(implementations, name, Need::optional, "", [&](Mapping& impl) {
                   impl.read("compute", e.compute, 1.0, kFraction, "", known ? Need::optional : Need::required);
                   impl.read("memory", e.memory, 1.0, kFraction, "");
                   impl.read("half_efficiency_gflop", e.half_efficiency_flops, kGiga, kNonNegativeReal, "GFLOP");
+                  read_deterministic_attention(impl, "deterministic_backward_slowdown",
+                                               "deterministic_workspace_bytes_per_score", impl_spec.deterministic);
                 });
-                hw.attention_implementations[name] = e;
+                hw.attention_implementations[name] = impl_spec;
               }
               implementations.finish();
             }

@@ -19,6 +19,8 @@ class RooflineModel final : public ComputeModel {
     if (params_.boost_clock_hz <= 0.0) throw ModelError("roofline: boost_clock_hz must be positive");
     if (params_.hbm_bandwidth_bytes_per_s <= 0.0) throw ModelError("roofline: hbm_bandwidth must be positive");
     if (params_.unaligned_gemm_slowdown < 1.0) throw ModelError("roofline: unaligned_gemm_slowdown must be >= 1");
+    if (params_.deterministic_attention.backward_slowdown < 1.0)
+      throw ModelError("roofline: deterministic attention backward_slowdown must be >= 1");
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
@@ -33,11 +35,18 @@ class RooflineModel final : public ComputeModel {
     // The fallback kernel of an unaligned GEMM: slower arithmetic, the same bytes (it stays a GEMM to the roofline's
     // memory limit, and its ideal time is the aligned one, so the breakdown counts the difference as efficiency loss).
     if (work.unaligned) compute_eta /= params_.unaligned_gemm_slowdown;
+    // A deterministic attention backward: the whole kernel (arithmetic and traffic) takes the measured factor longer;
+    // its ideal time stays the default kernel's, so the breakdown counts the difference as efficiency loss.
+    double memory_eta = efficiency.memory;
+    if (work.deterministic && work.kernel_class == KernelClass::attention) {
+      compute_eta /= params_.deterministic_attention.backward_slowdown;
+      memory_eta /= params_.deterministic_attention.backward_slowdown;
+    }
 
     const double compute_s =
         work.flops > 0.0 ? work.flops / (peak_rated * clock_ratio * std::max(compute_eta, 1e-9)) : 0.0;
     const double memory_s =
-        work.bytes > 0.0 ? work.bytes / (params_.hbm_bandwidth_bytes_per_s * std::max(efficiency.memory, 1e-9)) : 0.0;
+        work.bytes > 0.0 ? work.bytes / (params_.hbm_bandwidth_bytes_per_s * std::max(memory_eta, 1e-9)) : 0.0;
 
     const double ideal_compute_s = work.flops > 0.0 ? work.flops / (peak_rated * params_.boost_clock_hz / rated) : 0.0;
     const double ideal_memory_s = work.bytes > 0.0 ? work.bytes / params_.hbm_bandwidth_bytes_per_s : 0.0;

@@ -50,7 +50,8 @@ ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view 
   if (it == hardware.attention_implementations.end())
     throw ModelError("hardware " + hardware.name + " has no attention implementation '" + std::string(attention) +
                      "' (kernels.attention_implementations)");
-  params.efficiency[static_cast<std::size_t>(KernelClass::attention)] = it->second;
+  params.efficiency[static_cast<std::size_t>(KernelClass::attention)] = it->second.efficiency;
+  params.deterministic_attention = it->second.deterministic;
   return params;
 }
 

@@ -140,6 +140,16 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
     m.transient_bytes = tokens * model.vocab_per_tp_rank(parallelism.tp) * 4.0;
   }
+  if (training.deterministic && training.attention != kEagerAttention) {
+    // A deterministic attention backward's workspace, per kernel call: micro-batch x the rank's heads x the
+    // call's queries x keys (cuDNN on Hopper: the score gradients, b h s_q s_kv 2 bytes). Live during one
+    // layer's backward, never with the logits (the loss's backward has ended), so the larger of the two counts.
+    const double chunk = static_cast<double>(training.seq_len) / parallelism.cp;
+    const double workspace =
+        compute_params_for(hardware, training.attention).deterministic_attention.workspace_bytes_per_score *
+        training.micro_batch * local.query_heads * chunk * chunk;
+    m.transient_bytes = std::max(m.transient_bytes, workspace);
+  }
 
   const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
                            m.activations_bytes + m.transient_bytes;

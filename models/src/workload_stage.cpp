@@ -83,6 +83,9 @@ OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, P
                               double bytes, bool unaligned) {
   Op op = base_op(name);
   op.unaligned = unaligned;
+  // Every attention kernel of the backward pass (the local and the context-parallel remote chunks); recomputed
+  // forwards are not affected.
+  op.deterministic = training_.deterministic && kernel_class == KernelClass::attention && op.pass == Pass::backward;
   op.kind = OpKind::compute;
   op.kernel_class = kernel_class;
   op.precision = precision;

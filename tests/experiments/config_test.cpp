@@ -90,7 +90,9 @@ std::string describe(const RunSpec& run) {
   out << h.vendor << ' ';
   for (double peak : h.compute.peak_flops_per_s) out << peak << ' ';
   out << h.compute.hbm_bandwidth_bytes_per_s << ' ' << h.compute.boost_clock_hz << ' ' << h.compute.launch_overhead_s
-      << ' ' << h.compute.comm_compute_slowdown << '\n';
+      << ' ' << h.compute.comm_compute_slowdown << ' ' << h.compute.unaligned_gemm_slowdown << ' '
+      << h.compute.deterministic_attention.backward_slowdown << ' '
+      << h.compute.deterministic_attention.workspace_bytes_per_score << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -100,8 +102,10 @@ std::string describe(const RunSpec& run) {
       << h.nic_latency_s << ' ' << h.dies_per_package << ' ' << h.in_package_link_bandwidth_bytes_per_s << ' '
       << h.memory_reserved_bytes << ' ' << h.memory_fragmentation_fraction << ' ' << h.intra_node_link_efficiency << ' '
       << h.nic_efficiency << '\n';
-  for (const auto& [name, e] : h.attention_implementations)
-    out << name << ' ' << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
+  for (const auto& [name, impl] : h.attention_implementations)
+    out << name << ' ' << impl.efficiency.compute << ' ' << impl.efficiency.memory << ' '
+        << impl.efficiency.half_efficiency_flops << ' ' << impl.deterministic.backward_slowdown << ' '
+        << impl.deterministic.workspace_bytes_per_score << ' ';
   out << '\n';
   const auto& c = run.cluster;
   out << c.nodes << ' ' << c.gpus_per_node << ' ' << c.node_topology << ' ' << c.nics_per_node << ' ' << c.fabric.kind
@@ -117,7 +121,7 @@ std::string describe(const RunSpec& run) {
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
-      << t.log_params_norm << t.fsdp_reduce_fp32 << '\n';
+      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -241,14 +245,14 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(h100.nic_efficiency, 0.71);
   // Named attention kernels (FlashAttention-3 paper's H100 measurements); the class default is cuDNN's.
   ASSERT_EQ(h100.attention_implementations.count("flash2"), 1u);
-  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").compute, 0.339);
-  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").half_efficiency_flops, 36.6e9);
-  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").memory,
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").efficiency.compute, 0.339);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").efficiency.half_efficiency_flops, 36.6e9);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").efficiency.memory,
                    h100.compute.efficiency[idx(KernelClass::attention)].memory);  // inherited from the class
-  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("cudnn").compute,
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("cudnn").efficiency.compute,
                    h100.compute.efficiency[idx(KernelClass::attention)].compute);
-  EXPECT_LT(h100.attention_implementations.at("flash1_triton").compute,
-            h100.attention_implementations.at("flash2").compute);
+  EXPECT_LT(h100.attention_implementations.at("flash1_triton").efficiency.compute,
+            h100.attention_implementations.at("flash2").efficiency.compute);
   EXPECT_DOUBLE_EQ(h100.pcie_bandwidth_bytes_per_s, 64e9);
   EXPECT_DOUBLE_EQ(h100.compute.launch_overhead_s, 2e-6);
   EXPECT_DOUBLE_EQ(h100.compute.efficiency[idx(KernelClass::gemm)].half_efficiency_flops, 8e9);
@@ -336,6 +340,50 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
       write("eager_cp.yaml", small_run("llama3-8b", "  dp: 4\n  cp: 2\n", "  global_batch: 8\n  attention: eager\n"));
   expect_contains(input_error([&] { (void)load(eager_cp); }),
                   {"eager_cp.yaml:9:14: key 'training.attention'", "not modelled with context parallelism"});
+}
+
+TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {
+  const HardwareSpec h100 = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  // The default kernel is cuDNN's: the same cost as the named entry (estimate) and its b*h*s^2*2-byte workspace.
+  EXPECT_DOUBLE_EQ(h100.compute.deterministic_attention.backward_slowdown, 1.41);
+  EXPECT_DOUBLE_EQ(h100.compute.deterministic_attention.workspace_bytes_per_score, 2.0);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("cudnn").deterministic.backward_slowdown, 1.41);
+  // flash-attn's measured factors (PR #1893 with the FlashAttention-3 paper), no extra workspace.
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").deterministic.backward_slowdown, 1.92);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash2").deterministic.workspace_bytes_per_score, 0.0);
+  EXPECT_DOUBLE_EQ(h100.attention_implementations.at("flash3").deterministic.backward_slowdown, 1.21);
+  EXPECT_DOUBLE_EQ(compute_params_for(h100, "flash2").deterministic_attention.backward_slowdown, 1.92);
+  EXPECT_DOUBLE_EQ(compute_params_for(h100, "").deterministic_attention.backward_slowdown, 1.41);
+  // No measurement for MI300X: no cost.
+  const HardwareSpec mi300x = load_hardware_config(test::configs_dir() / "hardware" / "MI300X.yaml");
+  EXPECT_DOUBLE_EQ(mi300x.compute.deterministic_attention.backward_slowdown, 1.0);
+
+  const fs::path run =
+      write("det.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  deterministic: true\n"));
+  EXPECT_TRUE(load(run).training.deterministic);
+  const fs::path faster =
+      write("faster.yaml",
+            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {deterministic_attention_backward_slowdown: "
+            "0.5}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
+            "training:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(faster); }),
+                  {"key 'hardware.kernels.deterministic_attention_backward_slowdown'", "0.5"});
+  const fs::path negative =
+      write("negative.yaml",
+            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: {flash2: "
+            "{deterministic_workspace_bytes_per_score: -2}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: "
+            "none}}\nparallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(negative); }),
+                  {"key 'hardware.kernels.attention_implementations.flash2.deterministic_workspace_bytes_per_score'"});
+  // An override of one key keeps the entry's efficiency.
+  const fs::path override_one =
+      write("override.yaml",
+            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: {flash2: "
+            "{deterministic_backward_slowdown: 1.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: "
+            "none}}\nparallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  const RunSpec overridden = load(override_one);
+  EXPECT_DOUBLE_EQ(overridden.hardware.attention_implementations.at("flash2").deterministic.backward_slowdown, 1.5);
+  EXPECT_DOUBLE_EQ(overridden.hardware.attention_implementations.at("flash2").efficiency.compute, 0.339);
 }
 
 TEST_F(ConfigTest, UnevenPipelineSplitRules) {

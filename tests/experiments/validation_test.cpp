@@ -201,5 +201,32 @@ TEST(Validation, PerseusStageTimesAndEnergiesMeetTheTargets) {
   }
 }
 
+// The Megatron-LM 7B runs where docs/validation.md reports them, so that a change which moves them is seen: peak
+// memory within 6 % (the largest error, -5.4 %, is DGX A100 tp4_pp1's); step time within the 15 % target on DGX A100;
+// on DGX H100 still too fast, by no more than 30 % (issue 2's open gap: the 15 % target is not met there).
+TEST(Validation, MegatronRunsStayWithinTheirReportedErrors) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  std::vector<ValidationCase> chosen;
+  for (const ValidationCase& c : cases)
+    if (c.group == "megatron_lm" || c.group == "megatron_lm_a100") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 8u);
+  for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
+    const ValidationCase& c = r.validation_case;
+    SCOPED_TRACE(c.id);
+    ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
+    const double error = r.uncalibrated.relative_error;
+    if (c.metric == ValidationMetric::peak_memory_bytes) {
+      EXPECT_LE(std::abs(error), 0.06);
+    } else if (c.group == "megatron_lm_a100") {
+      EXPECT_LE(std::abs(error), 0.15);
+    } else {
+      EXPECT_LT(error, 0.0);
+      EXPECT_GE(error, -0.30);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace chopsim

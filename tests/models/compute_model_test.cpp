@@ -93,6 +93,28 @@ TEST(Roofline, UnalignedGemmsSlowOnlyTheArithmeticLimit) {
   EXPECT_THROW((void)registry.create("roofline", params), ModelError);
 }
 
+TEST(Roofline, DeterministicAttentionBackwardTakesTheHardwaresFactorLonger) {
+  auto params = h100_like();
+  params.deterministic_attention.backward_slowdown = 1.5;
+  const auto model = roofline(params);
+  KernelWork backward{KernelClass::attention, Precision::bf16, 1e12, 1e6};
+  const KernelTiming free_order = model->timing(backward, 1.98e9);
+  backward.deterministic = true;
+  const KernelTiming ordered = model->timing(backward, 1.98e9);
+  EXPECT_DOUBLE_EQ(ordered.duration_s, 1.5 * free_order.duration_s);
+  EXPECT_DOUBLE_EQ(ordered.ideal_s, free_order.ideal_s);  // counted as efficiency loss
+  // The factor is the kernel's, whichever limit binds: a memory-bound call (short sequences) also takes 1.5x.
+  KernelWork short_sequences{KernelClass::attention, Precision::bf16, 1e9, 1e10, false, true};
+  EXPECT_DOUBLE_EQ(model->duration_s(short_sequences, 1.98e9), 1.5 * 1e10 / 3.35e12);
+  // Only attention kernels have a deterministic variant with a cost; a flagged GEMM is unchanged.
+  KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6, false, true};
+  EXPECT_DOUBLE_EQ(model->duration_s(gemm, 1.98e9), 1e12 / 989.4e12);
+  params.deterministic_attention.backward_slowdown = 0.9;
+  ComputeModelRegistry registry("compute model");
+  register_builtin_compute_models(registry);
+  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+}
+
 TEST(Roofline, MissingPrecisionFallsBackOrFails) {
   auto params = h100_like();
   const auto model = roofline(params);

@@ -230,6 +230,35 @@ TEST(Memory, EagerAttentionKeepsFiveBytesPerScore) {
       per_layer, 1.0);
 }
 
+// cuDNN's deterministic backward on Hopper stages the score gradients in a b*h*s_q*s_kv*2-byte workspace
+// (cudnn-frontend PR #398): transient memory while one layer's backward runs, never with the logits, so the larger
+// of the two is the stage's transient.
+TEST(Memory, DeterministicAttentionWorkspaceIsTransient) {
+  const TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.tp = 2;
+  parallelism.pp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 2;
+  HardwareSpec hardware = gpu(80e9);
+  hardware.compute.deterministic_attention.workspace_bytes_per_score = 2.0;
+  const MemoryBreakdown free_order = estimate_stage_memory(model, parallelism, training, hardware, 0);
+  EXPECT_EQ(free_order.transient_bytes, 0.0);  // first stage: no logits
+  training.deterministic = true;
+  const double workspace = 1.0 * (32 / 2) * 4096.0 * 4096.0 * 2.0;  // b x heads per rank x s^2 x 2 bytes
+  EXPECT_DOUBLE_EQ(estimate_stage_memory(model, parallelism, training, hardware, 0).transient_bytes, workspace);
+  // Last stage: the fp32 logits of a micro-batch (4096 tokens x 64,128 rows x 4 bytes = 1.05 GB) exceed it.
+  const double logits = 4096.0 * (128256 / 2) * 4.0;
+  ASSERT_GT(logits, workspace);
+  EXPECT_DOUBLE_EQ(estimate_stage_memory(model, parallelism, training, hardware, 1).transient_bytes, logits);
+  // A named kernel brings its own workspace (none for one without the key), and eager attention has none.
+  hardware.attention_implementations["flash2"] = AttentionImplementation{};
+  training.attention = "flash2";
+  EXPECT_EQ(estimate_stage_memory(model, parallelism, training, hardware, 0).transient_bytes, 0.0);
+  training.attention = std::string(kEagerAttention);
+  EXPECT_EQ(estimate_stage_memory(model, parallelism, training, hardware, 0).transient_bytes, 0.0);
+}
+
 // An uneven split moves whole layers: the weights of a stage grow by one layer's parameters per extra layer.
 TEST(Memory, AnUnevenSplitGivesEachStageTheWeightsOfItsLayers) {
   const TransformerSpec model = llama3_8b();

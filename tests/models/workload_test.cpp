@@ -711,6 +711,42 @@ TEST(TrainingFeatures, AnUnpaddedOddVocabularyMakesTheOutputHeadForwardUnaligned
   EXPECT_EQ(unaligned_ops(build_workload(s.model, s.parallelism, s.training)), (std::set<std::string>{"logits"}));
 }
 
+/// Names and passes of the ops of rank 0 flagged deterministic.
+std::multiset<std::string> deterministic_ops(const Workload& workload) {
+  std::multiset<std::string> names;
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    if (rank == 0 && op.deterministic)
+      names.insert(std::string(workload.name(op)) + "/" + std::string(to_string(op.pass)));
+  });
+  return names;
+}
+
+TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingElse) {
+  RunSetup s = setup("det", 1, 1, 1, 1);
+  s.training.recompute = RecomputePolicy::full;  // recomputed forwards must stay unflagged
+  EXPECT_TRUE(deterministic_ops(build_workload(s.model, s.parallelism, s.training)).empty());
+  s.training.deterministic = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const std::multiset<std::string> flagged = deterministic_ops(workload);
+  const auto layers = static_cast<std::size_t>(s.model.layers);
+  const auto micro_batches = static_cast<std::size_t>(s.training.micro_batches(s.parallelism));
+  EXPECT_EQ(flagged.size(), layers * micro_batches);
+  EXPECT_EQ(flagged.count("attention_bwd/backward"), layers * micro_batches);
+  // Context parallelism: the local and the remote chunks' backward kernels.
+  RunSetup cp = setup("det-cp", 1, 1, 1, 1);
+  cp.parallelism.cp = 2;
+  cp.parallelism.dp = 1;
+  cp.training.deterministic = true;
+  const std::multiset<std::string> cp_flagged =
+      deterministic_ops(build_workload(cp.model, cp.parallelism, cp.training));
+  EXPECT_GT(cp_flagged.count("attention_bwd/backward"), 0u);
+  EXPECT_EQ(cp_flagged.count("attention_bwd_remote/backward"), cp_flagged.count("attention_bwd/backward"));
+  EXPECT_EQ(cp_flagged.size(), 2 * cp_flagged.count("attention_bwd/backward"));
+  // Eager attention's backward is GEMMs and elementwise kernels, deterministic already.
+  s.training.attention = std::string(kEagerAttention);
+  EXPECT_TRUE(deterministic_ops(build_workload(s.model, s.parallelism, s.training)).empty());
+}
+
 TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
   RunSetup s = setup("uneven", 1, 1, 4, 4);
   s.parallelism.stage_layers = {3, 2, 2, 1};

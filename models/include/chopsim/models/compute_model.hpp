@@ -19,6 +19,9 @@ struct KernelWork {
   /// 16 bytes of elements, such as an output head over GPT-2's unpadded 50,257-token vocabulary: the libraries'
   /// aligned tensor-core kernels cannot take it (ComputeParams::unaligned_gemm_slowdown).
   bool unaligned = false;
+  /// An attention backward that must be deterministic (training.deterministic): it takes
+  /// ComputeParams::deterministic_attention.backward_slowdown times as long.
+  bool deterministic = false;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

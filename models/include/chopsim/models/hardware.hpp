@@ -42,6 +42,17 @@ struct KernelEfficiency {
 };
 
 /// Parameters of a compute model (per GPU). Units: FLOP/s, bytes/s, hertz, seconds.
+/// What deterministic execution costs an attention kernel's backward. Flash-style backward kernels accumulate dQ
+/// over key blocks with atomic adds; deterministic modes (PyTorch use_deterministic_algorithms, Transformer Engine
+/// NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, Megatron --deterministic-mode) order that accumulation instead or, in cuDNN
+/// on Hopper, stage the score gradients in a workspace and compute dQ in a second pass.
+struct DeterministicAttention {
+  /// The deterministic backward takes this many times as long (>= 1; 1 = no measured penalty).
+  double backward_slowdown = 1.0;
+  /// Workspace it allocates per (query, key) score of a call's heads (bytes; 0 = none beyond the usual).
+  double workspace_bytes_per_score = 0.0;
+};
+
 struct ComputeParams {
   /// Dense peak rate per precision at `peak_clock_hz()`; 0 = the GPU has no such unit.
   std::array<double, kPrecisionCount> peak_flops_per_s{};
@@ -59,6 +70,15 @@ struct ComputeParams {
   double comm_compute_slowdown = 0.0;
   /// A GEMM flagged KernelWork::unaligned runs at 1 / this of its compute efficiency (>= 1; 1 = no penalty).
   double unaligned_gemm_slowdown = 1.0;
+  /// The run's attention kernel (the attention class, or the implementation training.attention names) when its
+  /// backward must be deterministic (training.deterministic, KernelWork::deterministic).
+  DeterministicAttention deterministic_attention;
+};
+
+/// A named attention kernel of a GPU (`kernels.attention_implementations.NAME`).
+struct AttentionImplementation {
+  KernelEfficiency efficiency;
+  DeterministicAttention deterministic;
 };
 
 /// One GPU model (a GCD for MI250/MI250X, which show each die as a GPU).
@@ -99,7 +119,7 @@ struct HardwareSpec {
   /// Efficiencies of named attention kernel implementations on this GPU (`kernels.attention_implementations`:
   /// "flash2", "cudnn", ...). A run that names one (training.attention) uses it instead of the attention class's
   /// default efficiency.
-  std::map<std::string, KernelEfficiency, std::less<>> attention_implementations;
+  std::map<std::string, AttentionImplementation, std::less<>> attention_implementations;
 };
 
 /// The compute parameters of `hardware` for a run using the attention implementation `attention` (a key of

@@ -84,6 +84,11 @@ struct TrainingSpec {
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
   /// "flash2", ...); empty = the hardware's default attention efficiency; kEagerAttention = no fused kernel.
   std::string attention;
+  /// Deterministic execution (PyTorch torch.use_deterministic_algorithms(True), Transformer Engine
+  /// NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, Megatron --deterministic-mode): attention backward kernels run their
+  /// deterministic variant, at the hardware's DeterministicAttention cost. GEMMs and elementwise kernels are
+  /// deterministic already (with a pinned cuBLAS workspace), as is the eager attention's backward.
+  bool deterministic = false;
   /// Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion turns it off): the
   /// weight-gradient GEMM accumulates into the fp32 main_grad in its epilogue. Off: the GEMM writes a bf16
   /// gradient and a separate kernel adds it to main_grad (reads 4 + 2 bytes, writes 4 per parameter). Applies to
