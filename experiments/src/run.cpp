@@ -354,7 +354,8 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   out << "), " << parallelism_label(run.parallelism) << "\n";
   out << "  global batch " << run.training.global_batch << " x " << run.training.seq_len << " tokens, micro-batch "
       << run.training.micro_batch << " (" << run.training.micro_batches(run.parallelism) << " per pipeline), "
-      << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute) << "\n";
+      << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute)
+      << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
   out << "\n";
 

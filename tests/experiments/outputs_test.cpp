@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/config.hpp"
@@ -43,6 +44,20 @@ TEST(RunOutputs, SameInputsGiveByteIdenticalFiles) {
     ASSERT_FALSE(a.empty()) << file;
     EXPECT_TRUE(a == read_bytes(second / file)) << file << " differs between two identical runs";
   }
+}
+
+TEST(RunOutputs, TerminalHeaderSaysWhenARunIsDeterministic) {
+  const auto registries = ModelRegistries::with_builtins();
+  RunSpec run = quickstart_run(registries);
+  const auto header = [&] {
+    std::ostringstream out;
+    print_run_summary(out, run, run_simulation(run, registries));
+    const std::string text = out.str();
+    return text.substr(0, text.find("\n\n"));
+  };
+  EXPECT_EQ(header().find("deterministic"), std::string::npos);
+  run.training.deterministic = true;
+  EXPECT_TRUE(header().ends_with("recompute selective, deterministic")) << header();
 }
 
 TEST(RunOutputs, OpsTableHasOneRowPerExecutedOp) {
