@@ -41,7 +41,6 @@ struct KernelEfficiency {
   double half_efficiency_flops = 0.0;
 };
 
-/// Parameters of a compute model (per GPU). Units: FLOP/s, bytes/s, hertz, seconds.
 /// What deterministic execution costs an attention kernel's backward. Flash-style backward kernels accumulate dQ
 /// over key blocks with atomic adds; deterministic modes (PyTorch use_deterministic_algorithms, Transformer Engine
 /// NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, Megatron --deterministic-mode) order that accumulation instead or, in cuDNN
@@ -53,6 +52,7 @@ struct DeterministicAttention {
   double workspace_bytes_per_score = 0.0;
 };
 
+/// Parameters of a compute model (per GPU). Units: FLOP/s, bytes/s, hertz, seconds.
 struct ComputeParams {
   /// Dense peak rate per precision at `peak_clock_hz()`; 0 = the GPU has no such unit.
   std::array<double, kPrecisionCount> peak_flops_per_s{};
