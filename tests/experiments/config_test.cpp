@@ -46,6 +46,13 @@ class ConfigTest : public test::TempDirTest {
            "training:\n" + training;
   }
 
+  /// A run of llama3-8b with DP 8 on one DGX H100 node whose H100 overrides `kernels` (a YAML flow mapping's body).
+  static std::string h100_kernels_run(const std::string& kernels) {
+    return "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {" + kernels +
+           "}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
+           "training:\n  global_batch: 8\n";
+  }
+
   ModelRegistries registries_ = ModelRegistries::with_builtins();
 };
 
@@ -316,11 +323,7 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
                   {"bad.yaml:8:14: key 'training.attention'", "no attention implementation 'flash4'",
                    "cudnn, flash1_triton, flash2, flash3", "Fix: did you mean 'flash2'?"});
   // A new hardware entry needs its compute efficiency.
-  const fs::path inline_hw =
-      write("inline.yaml",
-            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: "
-            "{mine: {memory: 0.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
-            "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  const fs::path inline_hw = write("inline.yaml", h100_kernels_run("attention_implementations: {mine: {memory: 0.5}}"));
   expect_contains(input_error([&] { (void)load(inline_hw); }), {"compute"});
   // 'eager' is not a hardware entry: PyTorch's unfused attention, GEMM and elementwise kernels.
   const fs::path eager =
@@ -330,10 +333,7 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
       write("typo.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: eagr\n"));
   expect_contains(input_error([&] { (void)load(typo); }), {"Fix: did you mean 'eager'?"});
   const fs::path named_eager =
-      write("named_eager.yaml",
-            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: "
-            "{eager: {compute: 0.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
-            "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+      write("named_eager.yaml", h100_kernels_run("attention_implementations: {eager: {compute: 0.5}}"));
   expect_contains(input_error([&] { (void)load(named_eager); }),
                   {"key 'hardware.kernels.attention_implementations.eager'", "not a kernel efficiency"});
   const fs::path eager_cp =
@@ -361,26 +361,17 @@ TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {
   const fs::path run =
       write("det.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  deterministic: true\n"));
   EXPECT_TRUE(load(run).training.deterministic);
-  const fs::path faster =
-      write("faster.yaml",
-            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {deterministic_attention_backward_slowdown: "
-            "0.5}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
-            "training:\n  global_batch: 8\n");
+  const fs::path faster = write("faster.yaml", h100_kernels_run("deterministic_attention_backward_slowdown: 0.5"));
   expect_contains(input_error([&] { (void)load(faster); }),
                   {"key 'hardware.kernels.deterministic_attention_backward_slowdown'", "0.5"});
   const fs::path negative =
       write("negative.yaml",
-            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: {flash2: "
-            "{deterministic_workspace_bytes_per_score: -2}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: "
-            "none}}\nparallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+            h100_kernels_run("attention_implementations: {flash2: {deterministic_workspace_bytes_per_score: -2}}"));
   expect_contains(input_error([&] { (void)load(negative); }),
                   {"key 'hardware.kernels.attention_implementations.flash2.deterministic_workspace_bytes_per_score'"});
   // An override of one key keeps the entry's efficiency.
-  const fs::path override_one =
-      write("override.yaml",
-            "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, kernels: {attention_implementations: {flash2: "
-            "{deterministic_backward_slowdown: 1.5}}}}\ncluster: {name: dgx-h100, nodes: 1, fabric: {kind: "
-            "none}}\nparallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
+  const fs::path override_one = write(
+      "override.yaml", h100_kernels_run("attention_implementations: {flash2: {deterministic_backward_slowdown: 1.5}}"));
   const RunSpec overridden = load(override_one);
   EXPECT_DOUBLE_EQ(overridden.hardware.attention_implementations.at("flash2").deterministic.backward_slowdown, 1.5);
   EXPECT_DOUBLE_EQ(overridden.hardware.attention_implementations.at("flash2").efficiency.compute, 0.339);
@@ -693,11 +684,7 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
   expect_contains(input_error([&] { (void)load(run); }),
                   {"run.yaml:8:16: key 'training.micro_batch': expected a positive integer, found '0'",
                    "Fix: write a positive integer"});
-  const fs::path eff = write("eff.yaml",
-                             "model: llama3-8b\n"
-                             "hardware: {name: H100-SXM5-80GB, kernels: {efficiency: {gemm: {compute: 1.5}}}}\n"
-                             "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
-                             "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
+  const fs::path eff = write("eff.yaml", h100_kernels_run("efficiency: {gemm: {compute: 1.5}}"));
   expect_contains(input_error([&] { (void)load(eff); }),
                   {"eff.yaml:2:",
                    "key 'hardware.kernels.efficiency.gemm.compute': expected a fraction in (0, 1], "
@@ -711,11 +698,7 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
   expect_contains(
       input_error([&] { (void)load(slow); }),
       {"slow.yaml:1:", "key 'model.make_vocab_size_divisible_by': expected an integer from 1 to 65536, found '0'"});
-  const fs::path faster = write("faster.yaml",
-                                "model: llama3-8b\n"
-                                "hardware: {name: H100-SXM5-80GB, kernels: {unaligned_gemm_slowdown: 0.5}}\n"
-                                "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
-                                "parallelism: {dp: 8}\ntraining: {global_batch: 8}\n");
+  const fs::path faster = write("faster.yaml", h100_kernels_run("unaligned_gemm_slowdown: 0.5"));
   expect_contains(
       input_error([&] { (void)load(faster); }),
       {"faster.yaml:2:", "key 'hardware.kernels.unaligned_gemm_slowdown': expected a number >= 1, found '0.5'"});
