@@ -88,9 +88,7 @@ TEST(Roofline, UnalignedGemmsSlowOnlyTheArithmeticLimit) {
   KernelWork copy_like{KernelClass::gemm, Precision::bf16, 1e9, 1e10, true};
   EXPECT_DOUBLE_EQ(model->duration_s(copy_like, 1.98e9), 1e10 / 3.35e12);
   params.unaligned_gemm_slowdown = 0.5;
-  ComputeModelRegistry registry("compute model");
-  register_builtin_compute_models(registry);
-  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+  EXPECT_THROW((void)roofline(params), ModelError);
 }
 
 TEST(Roofline, DeterministicAttentionBackwardTakesTheHardwaresFactorLonger) {
@@ -110,9 +108,7 @@ TEST(Roofline, DeterministicAttentionBackwardTakesTheHardwaresFactorLonger) {
   KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6, false, true};
   EXPECT_DOUBLE_EQ(model->duration_s(gemm, 1.98e9), 1e12 / 989.4e12);
   params.deterministic_attention.backward_slowdown = 0.9;
-  ComputeModelRegistry registry("compute model");
-  register_builtin_compute_models(registry);
-  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+  EXPECT_THROW((void)roofline(params), ModelError);
 }
 
 TEST(Roofline, MissingPrecisionFallsBackOrFails) {
@@ -127,9 +123,7 @@ TEST(Roofline, MissingPrecisionFallsBackOrFails) {
 
 TEST(Roofline, RejectsParametersWithoutBandwidthOrClock) {
   ComputeParams params;
-  ComputeModelRegistry registry("compute model");
-  register_builtin_compute_models(registry);
-  EXPECT_THROW((void)registry.create("roofline", params), ModelError);
+  EXPECT_THROW((void)roofline(params), ModelError);
 }
 
 }  // namespace
