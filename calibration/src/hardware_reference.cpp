@@ -13,6 +13,7 @@
 
 #include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
 
 namespace chopsim {
@@ -95,8 +96,7 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   } else {
     file = configs_dir / "hardware" / (name_or_path + ".yaml");
     if (!std::filesystem::exists(file)) {
-      std::string names;
-      for (const auto& name : config_names_in(configs_dir / "hardware")) names += (names.empty() ? "" : ", ") + name;
+      const std::string names = join(config_names_in(configs_dir / "hardware"));
       throw InputError(SourceLocation{"command line"}, "--hardware",
                        "no hardware named '" + name_or_path + "': looked for " + file.string() +
                            (names.empty() ? std::string("") : "; available: " + names),

@@ -120,15 +120,6 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------- Mapping
 
 Mapping::Mapping(const YAML::Node& node, Scope scope) : node_(node), scope_(std::move(scope)) {

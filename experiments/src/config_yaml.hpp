@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 
 namespace chopsim::config_detail {
 
@@ -50,9 +51,6 @@ class Locator {
 
 /// Closest candidate within a small edit distance, or "" (for "did you mean ...").
 [[nodiscard]] std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
-
-/// "a, b, c".
-[[nodiscard]] std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 
 enum class Need { optional, required };
 

@@ -64,8 +64,7 @@ std::string default_cluster(const std::string& hardware) {
 }
 
 std::string names_in(const fs::path& folder) {
-  std::string text;
-  for (const auto& n : config_names_in(folder)) text += (text.empty() ? "" : ", ") + n;
+  const std::string text = join(config_names_in(folder));
   return text.empty() ? "(none)" : text;
 }
 
@@ -205,7 +204,7 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   const std::set<std::string>& gpu_names = trace.gpu_names;
   const int world_size = trace.world_size;
   const bool world_consistent = trace.world_consistent;
-  for (const auto& n : gpu_names) report.measured_gpu += (report.measured_gpu.empty() ? "" : ", ") + n;
+  report.measured_gpu = join(gpu_names);
   if (report.measured_gpu.empty()) report.measured_gpu = "not stated in the store";
 
   std::string measured_name = options.measured_hardware;

@@ -939,9 +939,7 @@ std::string no_profile_line(const std::vector<const ValidationResult*>& rows) {
   for (const auto* r : rows) gpus.push_back(r->validation_case.run.hardware.name);
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-  std::string names;
-  for (const auto& g : gpus) names += (names.empty() ? "" : ", ") + g;
-  return "No calibration profile in calibration/profiles is fitted on " + names +
+  return "No calibration profile in calibration/profiles is fitted on " + join(gpus) +
          ": predicted with the hardware file only.\n";
 }
 

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/models/topology.hpp"
 
 namespace chopsim {
@@ -713,9 +714,8 @@ class NcclModel final : public CollectiveModel {
   static void check(const char* kind, const std::string& value, std::initializer_list<const char*> valid) {
     for (const char* name : valid)
       if (value == name) return;
-    std::string list;
-    for (const char* name : valid) list += (list.empty() ? "" : ", ") + std::string(name);
-    throw ModelError(std::string("collectives: unknown ") + kind + " algorithm '" + value + "' (valid: " + list + ")");
+    throw ModelError(std::string("collectives: unknown ") + kind + " algorithm '" + value + "' (valid: " + join(valid) +
+                     ")");
   }
 
   static void validate(const CollectiveCall& call) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
@@ -747,8 +748,7 @@ TEST_F(ConfigTest, UnknownRegistryNamesListTheRegisteredOnes) {
                                                    "{name: dgx-h100, nodes: 1, node_topology: nvlink, "
                                                    "fabric: {kind: none}}"));
   const std::string message = input_error([&] { (void)load(run); });
-  std::string names;
-  for (const auto& name : registries_.node_topology.names()) names += (names.empty() ? "" : ", ") + name;
+  const std::string names = join(registries_.node_topology.names());
   expect_contains(
       message,
       {"run.yaml:3:52: key 'cluster.node_topology': unknown node topology 'nvlink'; valid names: " + names, "Fix: "});

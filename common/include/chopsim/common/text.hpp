@@ -14,4 +14,17 @@ namespace chopsim {
   return out;
 }
 
+/// `items` (strings, in their order) separated by `separator`: "a, b, c".
+template <class Strings>
+[[nodiscard]] std::string join(const Strings& items, std::string_view separator = ", ") {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += separator;
+    out += item;
+    first = false;
+  }
+  return out;
+}
+
 }  // namespace chopsim
