@@ -239,7 +239,7 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
   if (!train.attention.empty() && train.attention != kEagerAttention &&
       run.hardware.attention_implementations.count(train.attention) == 0) {
     std::vector<std::string> names;
-    for (const auto& [name, efficiency] : run.hardware.attention_implementations) names.push_back(name);
+    for (const auto& [name, implementation] : run.hardware.attention_implementations) names.push_back(name);
     std::vector<std::string> candidates = names;
     candidates.emplace_back(kEagerAttention);
     const std::string suggestion = closest_match(train.attention, candidates);

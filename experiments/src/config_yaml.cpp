@@ -186,9 +186,7 @@ namespace {
 std::string leaf_example(std::string_view key, std::string_view sample) {
   return "'" + std::string(key) + ": " + std::string(sample) + "'";
 }
-}  // namespace
 
-namespace {
 /// The integer a scalar node holds when it is one within `rule`.
 std::optional<int> integer_in(const YAML::Node& node, const IntRule& rule) {
   if (!node.IsScalar()) return std::nullopt;

@@ -99,7 +99,7 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
     std::vector<std::string> files;
     for (const auto& file : std::filesystem::directory_iterator(directory)) {
       const std::string name = file.path().filename().string();
-      if (name.rfind(prefix, 0) == 0 && file.path().extension() == ".json") files.push_back(name);
+      if (name.starts_with(prefix) && file.path().extension() == ".json") files.push_back(name);
     }
     std::sort(files.begin(), files.end());  // directory order is not stable across file systems
     for (const std::string& file : files) {

@@ -104,7 +104,8 @@ class StageGenerator {
   OpRef gemm(std::string_view name, const Gemm& shape);
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
-  /// A feature dimension (of a weight matrix) that is not a multiple of 16 bytes of GEMM operand elements.
+  /// A GEMM result's row length (a weight matrix's feature dimension) that is not a multiple of 16 bytes of result
+  /// elements (see workload_layers.cpp).
   [[nodiscard]] bool unaligned(double features) const;
   OpRef norm(std::string_view name, bool backward);
   OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,
