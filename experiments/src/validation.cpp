@@ -1009,10 +1009,11 @@ std::string group_notes(const std::string& group) {
            "flash-attn 2 (flash2) for MPT-1b/3b/7b in the large-scale table; FSDP FULL_SHARD, or SHARD_GRAD_OP "
            "(ZeRO-2) where the table says so, with Composer's mixed_precision DEFAULT (fp32 gradient reduce-scatter); "
            "activation checkpointing where the table says so; learned position embeddings; the fused cross entropy "
-           "and gradient clipping. Not modelled: the framework's own overheads (eager PyTorch 2.1, FSDP's per-unit "
-           "hooks and casts, Composer's training loop), the casts and scaling-factor updates around every "
-           "Transformer Engine 0.10 fp8 GEMM, and the learned position table's parameters (up to 9 % of MPT-1b at "
-           "65k tokens). Measured MFU is llm-foundry's (attention FLOPs counted without the causal mask).\n";
+           "and gradient clipping; in the fp8 rows, Transformer Engine's fp8 casts of every GEMM operand (the LM head "
+           "stays in bf16). Not modelled: the framework's own overheads (eager PyTorch 2.1, FSDP's per-unit hooks and "
+           "casts, Composer's training loop), Transformer Engine 0.10's per-step amax reductions and scaling-factor "
+           "updates, and the learned position table's parameters (up to 9 % of MPT-1b at 65k tokens). Measured MFU "
+           "is llm-foundry's (attention FLOPs counted without the causal mask).\n";
   return {};
 }
 

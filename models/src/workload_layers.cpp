@@ -52,37 +52,64 @@ bool StageGenerator::unaligned(double features) const {
   return std::fmod(features, elements) != 0.0;
 }
 
+Precision StageGenerator::precision_of(const Gemm& g) const {
+  return g.transformer_engine ? gemm_precision_ : high_precision_;
+}
+
+// Transformer Engine runs an fp8 GEMM on fp8 copies of its bf16 operands (delayed scaling, as TE's fp8 recipes
+// run it): a cast_transpose kernel reads each operand once and writes it as fp8 in both layouts that the forward
+// and the backward GEMMs read (TN: the forward reads X and W, dgrad dY and W^T, wgrad dY^T and X^T), recording the
+// operand's amax in the same pass: 2 + 1 + 1 bytes per element. The inputs are cast at every forward (and
+// recomputed forward), the output gradient before the dgrad; the weights at the first micro-batch's forward only,
+// TE keeping their fp8 copies for the step (Megatron passes is_first_microbatch). Simplifications: TE's fused
+// variants (LayerNormLinear writing the norm's output in fp8 and transposing it, 2 bytes per element less) are
+// counted as the plain cast, and the per-step amax reductions and scaling-factor updates (a few small kernels per
+// step) are left out.
+void StageGenerator::fp8_cast(const std::string& name, double elements) {
+  constexpr double kCastFlops = 2.0;  // scale, amax
+  constexpr double kCastBytes = 2.0 + 1.0 + 1.0;
+  (void)elementwise(name, elements, kCastFlops, kCastBytes);
+}
+
 OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
-  const Sizes& s = sizes_;
-  const double bytes = (g.m * g.k + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.n * s.activation_bytes;
-  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.n));
+  const Precision precision = precision_of(g);
+  if (precision == Precision::fp8) {
+    fp8_cast(std::string(name) + "_input_fp8_cast", g.m * g.k);
+    if (pass_ == Pass::forward && micro_batch_ == 0)
+      fp8_cast(std::string(name) + "_weight_fp8_cast", g.weights * g.k * g.n);
+  }
+  const double operand_bytes = bytes_per_element(precision);
+  const double bytes = (g.m * g.k + g.weights * g.k * g.n) * operand_bytes + g.m * g.n * sizes_.activation_bytes;
+  return compute(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.n));
 }
 
 OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
   // dX[m x k] = dY[m x n] * W^T
-  const Sizes& s = sizes_;
-  const double bytes = (g.m * g.n + g.weights * g.k * g.n) * s.gemm_input_bytes + g.m * g.k * s.activation_bytes;
-  return compute(name, KernelClass::gemm, gemm_precision_, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.k));  // rows of k
+  const Precision precision = precision_of(g);
+  if (precision == Precision::fp8) fp8_cast(std::string(name) + "_fp8_cast", g.m * g.n);
+  const double operand_bytes = bytes_per_element(precision);
+  const double bytes = (g.m * g.n + g.weights * g.k * g.n) * operand_bytes + g.m * g.k * sizes_.activation_bytes;
+  return compute(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.k));  // rows of k
 }
 
 OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
-  // dW[n x k] = dY^T * X, in the weight's layout (PyTorch's [out, in]).
+  // dW[n x k] = dY^T * X, in the weight's layout (PyTorch's [out, in]); in fp8 from the casts' transposed copies.
   const Sizes& s = sizes_;
+  const Precision precision = precision_of(g);
   const double flops = 2.0 * g.m * g.n * g.k;
-  const double inputs = (g.m * g.k + g.m * g.n) * s.gemm_input_bytes;
+  const double inputs = (g.m * g.k + g.m * g.n) * bytes_per_element(precision);
   const double weights = g.weights * g.k * g.n;
   const bool unaligned_result = unaligned(g.k);  // rows of k
   if (training_.gradient_accumulation_fusion || parallelism_.zero_stage == 3) {
     // Accumulated into the gradient buffer in the GEMM's epilogue (read and written): Megatron's
     // gradient-accumulation fusion into the fp32 main_grad, or FSDP's unsharded gradient.
-    return compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + 2.0 * weights * s.weight_grad_bytes,
+    return compute(name, KernelClass::gemm, precision, flops, inputs + 2.0 * weights * s.weight_grad_bytes,
                    unaligned_result);
   }
   // Megatron --no-gradient-accumulation-fusion: the GEMM writes a fresh gradient in the activation dtype and the
   // DDP backward hook adds it to the fp32 main_grad (param.main_grad.add_(param.grad)): a memory-bound kernel
   // that reads main_grad and the gradient and writes main_grad back (4 + 2 + 4 bytes per bf16 parameter).
-  (void)compute(name, KernelClass::gemm, gemm_precision_, flops, inputs + weights * s.activation_bytes,
-                unaligned_result);
+  (void)compute(name, KernelClass::gemm, precision, flops, inputs + weights * s.activation_bytes, unaligned_result);
   return elementwise(std::string(name) + "_accumulate", weights, 1.0, 2.0 * s.weight_grad_bytes + s.activation_bytes);
 }
 
@@ -230,7 +257,7 @@ void StageGenerator::attention_forward() {
       4.0 * s.tokens * s.query_heads;
   const double cp = parallelism_.cp;
   if (cp <= 1) {
-    (void)compute("attention", KernelClass::attention, attention_precision_, flops, bytes);
+    (void)compute("attention", KernelClass::attention, high_precision_, flops, bytes);
     return;
   }
   // Context parallelism: the K, V of all cp chunks are needed. Megatron/TE exchange them in a ring of
@@ -240,13 +267,13 @@ void StageGenerator::attention_forward() {
   const Comm gather{"cp_all_gather_kv", CollectiveKind::all_gather, GroupRole::cp, CommCategory::cp, kv_bytes};
   if (training_.overlap.cp) {
     const auto kv = overlapped(kCpStream, gather, last_compute());
-    (void)compute("attention", KernelClass::attention, attention_precision_, flops / cp, bytes / cp);
+    (void)compute("attention", KernelClass::attention, high_precision_, flops / cp, bytes / cp);
     await(kv);
-    (void)compute("attention_remote", KernelClass::attention, attention_precision_, flops * (cp - 1) / cp,
+    (void)compute("attention_remote", KernelClass::attention, high_precision_, flops * (cp - 1) / cp,
                   bytes * (cp - 1) / cp);
   } else {
     await(blocking(gather));
-    (void)compute("attention", KernelClass::attention, attention_precision_, flops, bytes);
+    (void)compute("attention", KernelClass::attention, high_precision_, flops, bytes);
   }
 }
 
@@ -263,7 +290,7 @@ void StageGenerator::attention_backward() {
       8.0 * s.tokens * s.query_heads;
   const double cp = parallelism_.cp;
   if (cp <= 1) {
-    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops, bytes);
+    (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops, bytes);
     return;
   }
   // TE's context-parallel backward circulates K, V again and returns the partial dK, dV to their owners:
@@ -273,14 +300,14 @@ void StageGenerator::attention_backward() {
   const Comm reduce{"cp_reduce_scatter_dkv", CollectiveKind::reduce_scatter, GroupRole::cp, CommCategory::cp, kv_bytes};
   if (training_.overlap.cp) {
     const auto kv = overlapped(kCpStream, gather, last_compute());
-    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops / cp, bytes / cp);
+    (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops / cp, bytes / cp);
     await(kv);
-    (void)compute("attention_bwd_remote", KernelClass::attention, attention_precision_, flops * (cp - 1) / cp,
+    (void)compute("attention_bwd_remote", KernelClass::attention, high_precision_, flops * (cp - 1) / cp,
                   bytes * (cp - 1) / cp);
     await(overlapped(kCpStream, reduce, last_compute()));
   } else {
     await(blocking(gather));
-    (void)compute("attention_bwd", KernelClass::attention, attention_precision_, flops, bytes);
+    (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops, bytes);
     await(blocking(reduce));
   }
 }
@@ -296,13 +323,13 @@ void StageGenerator::eager_attention_forward() {
   const double e = s.activation_bytes;
   const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V or O
   // Per head S[s x s] = Q[s x d] K^T: rows of s keys.
-  (void)compute("attention_scores", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
+  (void)compute("attention_scores", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
                 2.0 * qkv + scores * e, unaligned(s.sequence));
   (void)elementwise("attention_scale", scores, 1.0, 2.0 * e);
   if (model_.causal) (void)elementwise("attention_causal_mask", scores, 1.0, 2.0 * e);
   (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
   if (model_.dropout) (void)elementwise("attention_dropout", scores, 2.0, 2.0 * e + 1.0);
-  (void)compute("attention_probs_v", KernelClass::gemm, attention_precision_, 2.0 * scores * s.head_dim,
+  (void)compute("attention_probs_v", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
                 scores * e + 2.0 * qkv, unaligned(s.head_dim));
 }
 
@@ -320,9 +347,9 @@ void StageGenerator::eager_attention_backward() {
   const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V, O or their gradients
   const double gemm_flops = 2.0 * scores * s.head_dim;
   // dV = P^T dO and dP = dO V^T (writes the scores-sized dP).
-  (void)compute("attention_probs_v_wgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+  (void)compute("attention_probs_v_wgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
                 unaligned(s.head_dim));
-  (void)compute("attention_probs_v_dgrad", KernelClass::gemm, attention_precision_, gemm_flops, 2.0 * qkv + scores * e,
+  (void)compute("attention_probs_v_dgrad", KernelClass::gemm, high_precision_, gemm_flops, 2.0 * qkv + scores * e,
                 unaligned(s.sequence));
   if (model_.dropout) (void)elementwise("attention_dropout_bwd", scores, 1.0, 2.0 * e + 1.0);
   // dS = P * (dP - sum(dP * P)): reads P and dP, writes dS.
@@ -330,9 +357,9 @@ void StageGenerator::eager_attention_backward() {
   if (model_.causal) (void)elementwise("attention_causal_mask_bwd", scores, 1.0, 2.0 * e);
   (void)elementwise("attention_scale_bwd", scores, 1.0, 2.0 * e);
   // dQ = dS K and dK = dS^T Q.
-  (void)compute("attention_scores_dgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+  (void)compute("attention_scores_dgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
                 unaligned(s.head_dim));
-  (void)compute("attention_scores_wgrad", KernelClass::gemm, attention_precision_, gemm_flops, scores * e + 2.0 * qkv,
+  (void)compute("attention_scores_wgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
                 unaligned(s.head_dim));
 }
 
@@ -383,7 +410,7 @@ void StageGenerator::moe_forward() {
   const bool swiglu = model_.mlp == MlpKind::swiglu;
   const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
   const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
-  (void)gemm("router", {s.norm_tokens, experts, s.hidden});
+  (void)gemm("router", {.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false});
   (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
                     KernelClass::reduction);
   (void)compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
@@ -467,7 +494,7 @@ void StageGenerator::moe_backward() {
                 (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
   (void)elementwise("router_topk_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
                     s.activation_bytes + 8.0, KernelClass::reduction);
-  const Gemm router{s.norm_tokens, experts, s.hidden};
+  const Gemm router{.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false};
   (void)gemm_dgrad("router_dgrad", router);
   gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
 }
@@ -520,7 +547,7 @@ void StageGenerator::head_forward() {
   const Sizes& s = sizes_;
   (void)norm("final_norm", false);
   await(gather_for_column_parallel());
-  (void)gemm("logits", {s.tokens, s.vocab_local, s.hidden});
+  (void)gemm("logits", {.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false});
   // Vocab-parallel cross-entropy: softmax over this rank's vocabulary shard, kept in fp32 for backward. Fused:
   // one kernel reads the logits and writes the fp32 softmax. Unfused (Megatron's default, _VocabParallelCrossEntropy
   // in megatron/core/tensor_parallel/cross_entropy.py), per element: logits.float() (read 2, write 4), max over
@@ -555,8 +582,9 @@ void StageGenerator::head_backward() {
                       KernelClass::elementwise);
   }
   // With tied embeddings on a single stage the head's gradient lands in the embedding's, counted there.
-  column_parallel_backward("logits_dgrad", "logits_wgrad", {s.tokens, s.vocab_local, s.hidden}, local_.output_head,
-                           false);
+  column_parallel_backward("logits_dgrad", "logits_wgrad",
+                           {.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false},
+                           local_.output_head, false);
   gradient_ready(local_.final_norm, false, norm("final_norm_bwd", true));
 }
 

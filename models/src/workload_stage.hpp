@@ -64,7 +64,6 @@ class StageGenerator {
     double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
     double expert_tokens = 0;     ///< MoE: rows of this rank's expert GEMMs, tokens * top_k * capacity
     double activation_bytes = 2;  ///< bytes of a stored activation element
-    double gemm_input_bytes = 2;  ///< bytes of a GEMM operand element (1 for fp8)
     double gradient_bytes = 2;    ///< bytes of a gradient element as kept, reduced and read by the optimizer
     /// Bytes of a weight-gradient element as the backward kernels write it: the gradient buffer's (fp32
     /// main_grad) with ZeRO 0-2, the parameter's dtype with FSDP (which casts to fp32 for reduction if asked).
@@ -73,6 +72,9 @@ class StageGenerator {
   struct Gemm {
     double m = 0, n = 0, k = 0;  ///< Y[m x n] = X[m x k] * W[k x n]
     double weights = 1;          ///< distinct weight matrices (grouped expert GEMMs)
+    /// A Transformer Engine module's GEMM: fp8 in fp8 runs, with TE's casts. False for the plain PyTorch linears
+    /// that fp8 recipes keep in bf16: the LM head (Megatron's output_layer, a tied embedding) and the MoE router.
+    bool transformer_engine = true;
   };
   struct Comm {
     std::string_view name;
@@ -102,6 +104,10 @@ class StageGenerator {
 
   // --- layers (workload_layers.cpp) ---------------------------------------------------------------
   OpRef gemm(std::string_view name, const Gemm& shape);
+  /// The GEMM's arithmetic precision: the run's, or bf16 for a GEMM that is not Transformer Engine's in an fp8 run.
+  [[nodiscard]] Precision precision_of(const Gemm& shape) const;
+  /// Transformer Engine's cast of `elements` bf16 values to fp8 ahead of an fp8 GEMM (see workload_layers.cpp).
+  void fp8_cast(const std::string& name, double elements);
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
   /// A GEMM result's row length (a weight matrix's feature dimension) that is not a multiple of 16 bytes of result
@@ -170,8 +176,10 @@ class StageGenerator {
   PipelineShape shape_;
   LocalParameters local_;
   Sizes sizes_;
-  Precision gemm_precision_ = Precision::bf16;
-  Precision attention_precision_ = Precision::bf16;
+  Precision gemm_precision_ = Precision::bf16;  ///< the run's precision
+  /// The run's precision, but bf16 in fp8 runs: the kernels Transformer Engine keeps out of fp8 (flash attention,
+  /// plain PyTorch linears).
+  Precision high_precision_ = Precision::bf16;
 
   // --- state while generating ----------------------------------------------------------------------
   ProgramBuilder builder_;

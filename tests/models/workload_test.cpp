@@ -747,6 +747,70 @@ TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingEls
   EXPECT_TRUE(deterministic_ops(build_workload(s.model, s.parallelism, s.training)).empty());
 }
 
+/// Bytes and count of rank 0's ops whose name ends in "_fp8_cast", per pass.
+struct Fp8Casts {
+  std::map<Pass, double> bytes;
+  std::map<Pass, int> count;
+};
+
+Fp8Casts fp8_casts(const Workload& workload) {
+  Fp8Casts casts;
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    const std::string name(workload.name(op));
+    if (rank != 0 || !name.ends_with("_fp8_cast")) return;
+    EXPECT_EQ(op.kernel_class, KernelClass::elementwise) << name;
+    casts.bytes[op.pass] += op.bytes;
+    ++casts.count[op.pass];
+  });
+  return casts;
+}
+
+TEST(TrainingFeatures, Fp8CastsEachTransformerEngineGemmOperandAndKeepsTheHeadInBf16) {
+  // Transformer Engine's cast_transpose: read bf16 (2 bytes), write fp8 in two layouts (1 + 1) per element.
+  RunSetup s = setup("fp8", 1, 1, 1, 3);
+  EXPECT_TRUE(fp8_casts(build_workload(s.model, s.parallelism, s.training)).count.empty());  // bf16: none
+  s.training.precision = Precision::fp8;
+  s.training.recompute = RecomputePolicy::full;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Fp8Casts casts = fp8_casts(workload);
+  const TransformerSpec& m = s.model;
+  const double tokens = 256.0, micro_batches = 3.0, layers = m.layers;
+  const double h = m.hidden, f = m.ffn_hidden, qkv_width = m.head_dim() * (m.heads + 2.0 * m.kv_heads);
+  // Inputs of QKV (h), the output projection (h), SwiGLU's fc1 (h) and fc2 (f), every micro-batch; the weights at
+  // the first micro-batch's forward only (TE keeps their fp8 copies for the step).
+  const double inputs = layers * micro_batches * tokens * (3.0 * h + f);
+  const double weights = layers * linear_parameters_per_layer(m);
+  EXPECT_DOUBLE_EQ(casts.bytes.at(Pass::forward), 4.0 * (inputs + weights));
+  EXPECT_EQ(casts.count.at(Pass::forward), static_cast<int>(4 * layers * micro_batches + 4 * layers));
+  // A recomputed forward casts its inputs again, not the weights.
+  EXPECT_DOUBLE_EQ(casts.bytes.at(Pass::recompute), 4.0 * inputs);
+  // Output gradients before each dgrad: QKV's, the projection's (h), fc1's (2f wide) and fc2's (h).
+  const double output_gradients = layers * micro_batches * tokens * (qkv_width + h + 2.0 * f + h);
+  EXPECT_DOUBLE_EQ(casts.bytes.at(Pass::backward), 4.0 * output_gradients);
+  // The LM head is a plain linear: bf16 GEMMs, no casts; the layers' GEMMs read 1-byte operands.
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    const std::string name(workload.name(op));
+    if (rank != 0 || op.kernel_class != KernelClass::gemm) return;
+    EXPECT_EQ(op.precision, name.starts_with("logits") ? Precision::bf16 : Precision::fp8) << name;
+  });
+  // MoE: the router is a plain linear too; the grouped expert GEMMs are TE's.
+  RunSetup moe = setup("fp8-moe", 1, 1, 1, 1);
+  moe.model = tiny_moe();
+  moe.training.precision = Precision::fp8;
+  const Workload moe_workload = build_workload(moe.model, moe.parallelism, moe.training);
+  for_each_op(moe_workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    const std::string name(moe_workload.name(op));
+    if (rank != 0 || op.kernel_class != KernelClass::gemm) return;
+    const bool plain = name.starts_with("logits") || name.starts_with("router");
+    EXPECT_EQ(op.precision, plain ? Precision::bf16 : Precision::fp8) << name;
+  });
+  EXPECT_EQ(count_of(moe_workload, 0, "router_input_fp8_cast"), 0);
+  EXPECT_GT(count_of(moe_workload, 0, "expert_fc1_input_fp8_cast"), 0);
+  // fc2 (forward and recomputed forward): 1-byte input and weight, bf16 result.
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "mlp_fc2"),
+                   2.0 * micro_batches * layers * ((tokens * f + f * h) * 1.0 + tokens * h * 2.0));
+}
+
 TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
   RunSetup s = setup("uneven", 1, 1, 4, 4);
   s.parallelism.stage_layers = {3, 2, 2, 1};
