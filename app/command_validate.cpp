@@ -17,6 +17,7 @@ int command_validate(const std::vector<std::string>& raw) {
   const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
   const std::filesystem::path out = args.option("--out").value_or(args.option("-o").value_or("docs/validation.md"));
+  check_output_file(out, args.option("--out") ? "--out" : "-o");
   if (!std::filesystem::is_directory(data_dir / "validation"))
     throw argument_error("no measured data at " + (data_dir / "validation").string(),
                          "pass --data with the path of the shared data folder (../shared/data from the project root)");

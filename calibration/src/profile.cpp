@@ -392,13 +392,8 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   if (options.output.empty())
     throw InputError(SourceLocation{"command line"}, "-o", "no output file named",
                      "write -o calibration/profiles/NAME.yaml");
-  for (const auto* path : {&options.output, options.report ? &*options.report : nullptr}) {
-    if (path == nullptr) continue;
-    const auto folder = path->parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder))
-      throw InputError(SourceLocation{"command line"}, "", "the folder of " + path->string() + " does not exist",
-                       "create it first");
-  }
+  check_output_file(options.output, "-o");
+  if (options.report) check_output_file(*options.report, "--report");
   if (options.min_kernel_s < 0.0)
     throw InputError(SourceLocation{"command line"}, "--min-kernel-us", "must not be negative", "write e.g. 10");
   if (!(options.max_gap_s > 0.0))

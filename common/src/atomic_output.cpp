@@ -47,6 +47,28 @@ void AtomicOutputSet::commit() {
   committed_ = true;
 }
 
+void check_output_file(const std::filesystem::path& file, std::string_view option) {
+  const SourceLocation command_line{"command line"};
+  if (std::filesystem::is_directory(file))
+    throw InputError(command_line, "", std::string(option) + " " + file.string() + " is a directory, not a file",
+                     "name a file inside it, e.g. " + (file / "out").string());
+  const auto folder = file.parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder))
+    throw InputError(command_line, "",
+                     std::string(option) + " " + file.string() + ": its folder " + folder.string() + " does not exist",
+                     "create the folder first, or write the file elsewhere");
+}
+
+void create_output_directory(const std::filesystem::path& directory, std::string_view option) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error)
+    throw InputError(
+        SourceLocation{"command line"}, "",
+        std::string(option) + " " + directory.string() + ": cannot create the directory: " + error.message(),
+        "give a directory path you may write to (it is created if missing)");
+}
+
 std::ofstream open_for_writing(const std::filesystem::path& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw OutputError("cannot open " + path.string() + " for writing");

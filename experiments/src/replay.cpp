@@ -198,7 +198,6 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   // ---- the store -------------------------------------------------------------------------------------------------
   const replay_detail::MeasuredTrace trace = replay_detail::read_measured_trace(options.store);
   const std::vector<MeasuredRecord>& records = trace.records;
-  std::error_code error;
 
   // ---- hardware ----------------------------------------------------------------------------------------------------
   const std::set<std::string>& gpu_names = trace.gpu_names;
@@ -349,11 +348,7 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   // -------------------------------------------------------------------------------------------
   AtomicOutputSet outputs;
   const bool write_files = !options.output_dir.empty();
-  if (write_files) {
-    fs::create_directories(options.output_dir, error);
-    if (error)
-      throw OutputError("cannot create output directory " + options.output_dir.string() + ": " + error.message());
-  }
+  if (write_files) create_output_directory(options.output_dir, "--out");
   detail::FanOutObserver observers;
   ReplayObserver observer(replay);
   observers.add(observer);

@@ -88,12 +88,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
 
   AtomicOutputSet outputs;
   const bool write_files = !options.output_dir.empty();
-  if (write_files) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output_dir, error);
-    if (error)
-      throw OutputError("cannot create output directory " + options.output_dir.string() + ": " + error.message());
-  }
+  if (write_files) create_output_directory(options.output_dir, "--out");
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
     const Workload workload = build_workload(run.model, run.parallelism, run.training);

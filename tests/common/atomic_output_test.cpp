@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "chopsim/common/error.hpp"
@@ -68,6 +69,39 @@ TEST(OpenForWriting, NamesTheFileWhenItCannotBeOpened) {
   } catch (const OutputError& error) {
     EXPECT_NE(std::string(error.what()).find("/nonexistent-dir/x.json"), std::string::npos);
   }
+}
+
+std::string input_error_message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected InputError";
+  return {};
+}
+
+TEST(CheckOutputFile, AcceptsAFileInAnExistingFolderAndNamesTheOptionOtherwise) {
+  const auto dir = fresh_directory("check");
+  EXPECT_NO_THROW(check_output_file(dir / "profile.yaml", "-o"));
+  EXPECT_NO_THROW(check_output_file("relative.md", "--out"));  // the current directory
+  const std::string missing = input_error_message([&] { check_output_file(dir / "no" / "x.md", "--out"); });
+  EXPECT_NE(missing.find("--out " + (dir / "no" / "x.md").string()), std::string::npos) << missing;
+  EXPECT_NE(missing.find("Fix: create the folder first"), std::string::npos) << missing;
+  const std::string directory = input_error_message([&] { check_output_file(dir, "-o"); });
+  EXPECT_NE(directory.find("is a directory, not a file"), std::string::npos) << directory;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // checking writes nothing
+}
+
+TEST(CreateOutputDirectory, CreatesParentsAndRejectsAPathThroughAFile) {
+  const auto dir = fresh_directory("mkdir");
+  create_output_directory(dir / "a" / "b", "--out");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "a" / "b"));
+  write_file_atomically(dir / "file", "x");
+  const std::string message = input_error_message([&] { create_output_directory(dir / "file" / "sub", "--out"); });
+  EXPECT_NE(message.find("--out " + (dir / "file" / "sub").string() + ": cannot create the directory"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ grep -q "fitted on MI300X" "$work/err.txt" || fail "profile of another GPU: mess
 expect_exit 2 "bad option" replay "$work/qwen.h5" --hardwear H100-SXM5-80GB
 expect_exit 2 "bad window" replay "$work/qwen.h5" --dependency-window-us -1
 [ -e "$work/out" ] && fail "output written after a bad input: $(ls -A "$work/out")"
+# Output paths are checked before any work: --out through a file, validate's table in a missing folder.
+expect_exit 2 "out through a file" replay "$work/qwen.h5" --configs "$configs" --out "$work/qwen.h5/out"
+grep -q -- "--out $work/qwen.h5/out: cannot create the directory" "$work/err.txt" || fail "out through a file: message"
+expect_exit 2 "validate into a missing folder" validate --data "$data" --configs "$configs" --out "$work/no/v.md"
+grep -q "its folder $work/no does not exist" "$work/err.txt" || fail "validate into a missing folder: message"
+grep -q "predicting" "$work/err.txt" && fail "validate predicted before checking its output path"
 
 # A good replay: both files, valid JSON, the measured span reproduced within 5 %.
 expect_exit 0 "replay" replay "$work/qwen.h5" --configs "$configs" --out "$work/out"

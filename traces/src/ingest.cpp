@@ -94,10 +94,7 @@ IngestResult ingest_traces(const IngestOptions& options, const TraceFormatRegist
   AtomicOutputSet output;
   std::unique_ptr<KernelStoreWriter> writer;
   if (options.output) {
-    const auto directory = options.output->parent_path();
-    if (!directory.empty() && !std::filesystem::is_directory(directory))
-      throw InputError({options.output->string()}, "", "the output directory does not exist",
-                       "create " + directory.string() + " or write the store elsewhere");
+    check_output_file(*options.output, "-o");
     writer = std::make_unique<KernelStoreWriter>(output.stage(*options.output));
   }
   IngestSink sink(writer.get());

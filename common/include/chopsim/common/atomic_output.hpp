@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chopsim {
@@ -36,6 +37,14 @@ class AtomicOutputSet {
 
 /// Writes `content` to `path` through a temporary file and a rename.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+/// Before any work is done: `file` can be written where the user asked, i.e. its folder exists and `file` is not a
+/// directory. Throws InputError naming the command-line `option` that gave the path, and the fix.
+void check_output_file(const std::filesystem::path& file, std::string_view option);
+
+/// Creates the output directory `directory` given by the command-line `option` (with its parents), or throws
+/// InputError naming the option, the reason and the fix.
+void create_output_directory(const std::filesystem::path& directory, std::string_view option);
 
 /// Opens `path` for writing and throws OutputError naming the file if that fails.
 std::ofstream open_for_writing(const std::filesystem::path& path);
