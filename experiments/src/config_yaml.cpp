@@ -199,6 +199,22 @@ std::optional<int> integer_in(const YAML::Node& node, const IntRule& rule) {
   if (ec != std::errc() || ptr != end || begin == end || parsed < rule.min || parsed > rule.max) return std::nullopt;
   return static_cast<int>(parsed);
 }
+
+/// Why `node` is not an integer within `rule`: what was expected and found, and the largest allowed value when it is
+/// a whole number above it (e.g. a sequence length beyond 32-bit range).
+std::string integer_problem(const YAML::Node& node, const IntRule& rule) {
+  std::string problem = "expected " + std::string(rule.expected) + ", found " + describe_value(node);
+  if (!node.IsScalar()) return problem;
+  const std::string& text = node.Scalar();
+  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+  const char* end = text.data() + text.size();
+  long long parsed = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+  const bool digits_only = begin != end && ptr == end;
+  if (digits_only && (ec == std::errc::result_out_of_range || (ec == std::errc() && parsed > rule.max)))
+    problem += ", above the largest allowed value " + std::to_string(rule.max);
+  return problem;
+}
 }  // namespace
 
 bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need need) {
@@ -210,7 +226,7 @@ bool Mapping::read(std::string_view key, int& out, const IntRule& rule, Need nee
   const YAML::Node node = entries_.find(key)->second.value;
   const std::optional<int> value = integer_in(node, rule);
   if (!value)
-    fail(key, "expected " + std::string(rule.expected) + ", found " + describe_value(node),
+    fail(key, integer_problem(node, rule),
          "write " + std::string(rule.expected) + ", e.g. " +
              leaf_example(key, std::to_string(std::max<long long>(rule.min, 1))));
   out = *value;
@@ -234,9 +250,7 @@ bool Mapping::read(std::string_view key, std::vector<int>& out, const IntRule& r
     if (!value) {
       const SourceLocation at = location_of(node[i], scope_.file);
       throw InputError(at.line > 0 ? at : where(key), path(key),
-                       "entry " + std::to_string(i + 1) + ": expected " + std::string(rule.expected) + ", found " +
-                           describe_value(node[i]),
-                       fix);
+                       "entry " + std::to_string(i + 1) + ": " + integer_problem(node[i], rule), fix);
     }
     values.push_back(*value);
   }

@@ -685,6 +685,21 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
   expect_contains(input_error([&] { (void)load(run); }),
                   {"run.yaml:8:16: key 'training.micro_batch': expected a positive integer, found '0'",
                    "Fix: write a positive integer"});
+  // A whole number beyond 32 bits says so, in a key and in a list entry; a negative one does not.
+  const fs::path huge =
+      write("huge.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  seq_len: 3000000000\n"));
+  expect_contains(input_error([&] { (void)load(huge); }),
+                  {"key 'training.seq_len': expected a positive integer, found '3000000000', above the largest "
+                   "allowed value 2147483647. Fix:"});
+  const fs::path huge_entry = write(
+      "huge_entry.yaml",
+      small_run("llama3-8b", "  pp: 2\n  dp: 4\n  stage_layers: [16, 99999999999999999999]\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(huge_entry); }),
+                  {"entry 2: expected a positive integer, found '99999999999999999999', above the largest allowed"});
+  const fs::path negative =
+      write("negative.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  micro_batch: -2\n"));
+  const std::string negative_message = input_error([&] { (void)load(negative); });
+  EXPECT_EQ(negative_message.find("above the largest"), std::string::npos) << negative_message;
   const fs::path eff = write("eff.yaml", h100_kernels_run("efficiency: {gemm: {compute: 1.5}}"));
   expect_contains(input_error([&] { (void)load(eff); }),
                   {"eff.yaml:2:",
