@@ -983,7 +983,11 @@ std::string group_notes(const std::string& group) {
            "CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue orders communication and compute kernels), NCCL "
            "point-to-point kernels spinning on SMs while they wait for their peer, the [b, 1, s, s] attention mask "
            "the data loader builds and copies to the GPU every micro-batch (134 MB at micro-batch 2), the zeroing of "
-           "the fp32 gradient buffer, and host-side work (logging, timers, memory statistics, synchronisations).\n";
+           "the fp32 gradient buffer, the NaN fill of every tensor allocated through torch.empty that "
+           "--deterministic-mode brings (it calls torch.use_deterministic_algorithms(True), and PyTorch's "
+           "torch.utils.deterministic.fill_uninitialized_memory is on by default: one more write of such outputs, "
+           "which of them are allocated that way not being recorded), and host-side work (logging, timers, memory "
+           "statistics, synchronisations).\n";
   if (group == "zeus_a100_power_limit")
     return "Zeus's power-limit baseline for Perseus: GPT-3 XL trained by Merak (ml-energy/merak-zeus) in a 4-stage "
            "pipeline, micro-batch 8 of 2,048 tokens, 128 micro-batches, every GPU's power limit from 300 down to "
