@@ -14,6 +14,7 @@
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/units.hpp"
 #include "chopsim/hdf5/append_table.hpp"
+#include "chopsim/hdf5/attributes.hpp"
 #include "observers.hpp"
 
 namespace chopsim::detail {
@@ -215,11 +216,6 @@ H5::CompType op_row_type() {
   return type;
 }
 
-void write_string_attribute(H5::H5Object& object, const char* name, const std::string& value) {
-  const H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(value.size(), 1));
-  auto attribute = object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  attribute.write(type, value.empty() ? std::string(" ") : value);
-}
 }  // namespace
 
 /// One row of /telemetry.
@@ -284,10 +280,11 @@ OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::
                                            {},
                                            {}});
     state_->ops = hdf5::AppendTable<OpRow>(state_->file, "ops", op_row_type(), kChunkRows);
-    write_string_attribute(state_->ops.dataset(), "description",
-                           "one row per executed op; times in seconds from the start of the simulation; "
-                           "flops in FLOP, bytes in bytes (HBM traffic for compute, message size for communication)");
-    write_string_attribute(state_->ops.dataset(), "run", run_name);
+    hdf5::write_string_attribute(
+        state_->ops.dataset().getId(), "description",
+        "one row per executed op; times in seconds from the start of the simulation; "
+        "flops in FLOP, bytes in bytes (HBM traffic for compute, message size for communication)");
+    hdf5::write_string_attribute(state_->ops.dataset().getId(), "run", run_name);
   } catch (const H5::Exception& error) {
     throw OutputError("cannot create " + path.string() + ": " + error.getDetailMsg());
   }
@@ -331,13 +328,14 @@ void OpsTableWriter::enable_telemetry(double interval_s, std::vector<double> inl
   st.bins.resize(st.inlet_c.size());
   try {
     st.telemetry = hdf5::AppendTable<TelemetryRow>(st.file, "telemetry", telemetry_row_type(), kChunkRows);
-    write_string_attribute(st.telemetry.dataset(), "description",
-                           "per GPU and interval: mean power (W), time-weighted mean clock (MHz), temperature at the "
-                           "interval's end (degrees C), fraction of the interval throttled by the power cap or the "
-                           "slowdown temperature; times in seconds from the start of the simulation");
+    hdf5::write_string_attribute(
+        st.telemetry.dataset().getId(), "description",
+        "per GPU and interval: mean power (W), time-weighted mean clock (MHz), temperature at the "
+        "interval's end (degrees C), fraction of the interval throttled by the power cap or the "
+        "slowdown temperature; times in seconds from the start of the simulation");
     std::array<char, 64> text{};
     std::snprintf(text.data(), text.size(), "%.17g", interval_s);
-    write_string_attribute(st.telemetry.dataset(), "interval_s", text.data());
+    hdf5::write_string_attribute(st.telemetry.dataset().getId(), "interval_s", text.data());
   } catch (const H5::Exception& error) {
     throw OutputError("cannot create the telemetry table in " + st.path.string() + ": " + error.getDetailMsg());
   }

@@ -74,6 +74,17 @@ TEST(RunOutputs, OpsTableHasOneRowPerExecutedOp) {
   const H5::CompType type = ops.getCompType();
   for (const char* column : {"rank", "stream", "name", "class", "start_s", "duration_s", "flops", "bytes"})
     EXPECT_GE(type.getMemberIndex(column), 0) << column;
+  // The table says what it holds, as the kernel store does: UTF-8 string attributes (h5py reads them as str).
+  const auto attribute = [&](const char* name) {
+    const H5::Attribute a = ops.openAttribute(name);
+    const H5::StrType string_type = a.getStrType();
+    EXPECT_EQ(string_type.getCset(), H5T_CSET_UTF8) << name;
+    std::string value;
+    a.read(string_type, value);
+    return value;
+  };
+  EXPECT_EQ(attribute("run"), run.name);
+  EXPECT_NE(attribute("description").find("one row per executed op"), std::string::npos);
 }
 
 TEST(RunOutputs, FailedRunLeavesNoFiles) {

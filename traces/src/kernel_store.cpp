@@ -16,6 +16,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/hdf5/append_table.hpp"
+#include "chopsim/hdf5/attributes.hpp"
 
 #ifndef CHOPSIM_VERSION
 #define CHOPSIM_VERSION "unknown"
@@ -194,29 +195,8 @@ H5::CompType stream_type() {
 
 // ---- attributes (C API) ----
 
-void write_string_attribute(hid_t object, const char* name, const std::string& value) {
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, std::max<std::size_t>(value.size(), 1));
-  H5Tset_cset(type, H5T_CSET_UTF8);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  const std::string padded = value.empty() ? std::string(1, '\0') : value;
-  const herr_t status = H5Awrite(attribute, type, padded.data());
-  H5Aclose(attribute);
-  H5Sclose(space);
-  H5Tclose(type);
-  if (attribute < 0 || status < 0) throw OutputError(std::string("cannot write HDF5 attribute ") + name);
-}
-
-template <class T>
-void write_number_attribute(hid_t object, const char* name, T value, hid_t type) {
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  const herr_t status = H5Awrite(attribute, type, &value);
-  H5Aclose(attribute);
-  H5Sclose(space);
-  if (attribute < 0 || status < 0) throw OutputError(std::string("cannot write HDF5 attribute ") + name);
-}
+using hdf5::write_number_attribute;
+using hdf5::write_string_attribute;
 
 std::optional<std::string> read_string_attribute(hid_t object, const char* name) {
   if (H5Aexists(object, name) <= 0) return std::nullopt;
