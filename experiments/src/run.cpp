@@ -91,7 +91,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   if (write_files) create_output_directory(options.output_dir, "--out");
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
-    const Workload workload = build_workload(run.model, run.parallelism, run.training);
+    const Workload workload =
+        build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
     const Topology topology =
         build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
     const auto compute =

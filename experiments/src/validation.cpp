@@ -721,7 +721,8 @@ class StageProbe final : public SimulationObserver {
 SharedResult simulate_shared(const RunSpec& run, const ModelRegistries& registries) {
   SharedResult r;
   try {
-    const Workload workload = build_workload(run.model, run.parallelism, run.training);
+    const Workload workload =
+        build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
     StageProbe probe(workload);
     RunOptions options;
     options.observer = &probe;
@@ -978,16 +979,16 @@ std::string group_notes(const std::string& group) {
            "--log-num-zeros-in-grad and --log-params-norm, and --deterministic-mode's deterministic attention "
            "backward (training.deterministic): flash-attn 2's measured 1.92x on A100 (taken from H100), and on "
            "H100 cuDNN's score-gradient workspace (b h s^2 2 bytes, which the peak memory shows) with an estimated "
-           "1.41x (the hardware files give the sources). Not modelled (no source states their cost): attention "
+           "1.41x (the hardware files give the sources); and, because --deterministic-mode calls "
+           "torch.use_deterministic_algorithms(True) while PyTorch's fill_uninitialized_memory is on by default, the "
+           "NaN fill of every output Transformer Engine allocates (GEMM, norm and attention outputs, the attention "
+           "workspace: training.fill_uninitialized_memory). Not modelled (no source states their cost): attention "
            "dropout inside the fused kernel, "
            "CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue orders communication and compute kernels), NCCL "
            "point-to-point kernels spinning on SMs while they wait for their peer, the [b, 1, s, s] attention mask "
            "the data loader builds and copies to the GPU every micro-batch (134 MB at micro-batch 2), the zeroing of "
-           "the fp32 gradient buffer, the NaN fill of every tensor allocated through torch.empty that "
-           "--deterministic-mode brings (it calls torch.use_deterministic_algorithms(True), and PyTorch's "
-           "torch.utils.deterministic.fill_uninitialized_memory is on by default: one more write of such outputs, "
-           "which of them are allocated that way not being recorded), and host-side work (logging, timers, memory "
-           "statistics, synchronisations).\n";
+           "the fp32 gradient buffer, the smaller NaN fills (communication buffers, rotary and activation outputs), "
+           "and host-side work (logging, timers, memory statistics, synchronisations).\n";
   if (group == "zeus_a100_power_limit")
     return "Zeus's power-limit baseline for Perseus: GPT-3 XL trained by Merak (ml-energy/merak-zeus) in a 4-stage "
            "pipeline, micro-batch 8 of 2,048 tokens, 128 micro-batches, every GPU's power limit from 300 down to "

@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/models/workload.hpp"
 #include "workload_plan.hpp"
 
 namespace chopsim {
@@ -145,9 +146,8 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     // call's queries x keys (cuDNN on Hopper: the score gradients, b h s_q s_kv 2 bytes). Live during one
     // layer's backward, never with the logits (the loss's backward has ended), so the larger of the two counts.
     const double chunk = static_cast<double>(training.seq_len) / parallelism.cp;
-    const double workspace =
-        compute_params_for(hardware, training.attention).deterministic_attention.workspace_bytes_per_score *
-        training.micro_batch * local.query_heads * chunk * chunk;
+    const double workspace = kernel_facts_for(hardware, training).deterministic_workspace_bytes_per_score *
+                             training.micro_batch * local.query_heads * chunk * chunk;
     m.transient_bytes = std::max(m.transient_bytes, workspace);
   }
 

@@ -78,15 +78,23 @@ double Workload::executed_flops_per_iteration() const {
   return total;
 }
 
-Workload build_workload(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                        const TrainingSpec& training) {
+KernelFacts kernel_facts_for(const HardwareSpec& hardware, const TrainingSpec& training) {
+  KernelFacts facts;
+  if (training.attention != kEagerAttention)
+    facts.deterministic_workspace_bytes_per_score =
+        compute_params_for(hardware, training.attention).deterministic_attention.workspace_bytes_per_score;
+  return facts;
+}
+
+Workload build_workload(const TransformerSpec& model, const ParallelismSpec& parallelism, const TrainingSpec& training,
+                        const KernelFacts& kernels) {
   detail::validate_training_setup(model, parallelism, training);
   Workload workload;
   workload.layout = RankLayout(parallelism);
   detail::NameTable names(workload.names);
   workload.programs.reserve(static_cast<std::size_t>(parallelism.pp));
   for (int stage = 0; stage < parallelism.pp; ++stage) {
-    detail::StageGenerator generator(model, parallelism, training, workload.layout, names, stage);
+    detail::StageGenerator generator(model, parallelism, training, kernels, workload.layout, names, stage);
     workload.programs.push_back(generator.generate());
   }
   const int world = workload.layout.world_size();

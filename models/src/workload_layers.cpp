@@ -71,6 +71,24 @@ void StageGenerator::fp8_cast(const std::string& name, double elements) {
   (void)elementwise(name, elements, kCastFlops, kCastBytes);
 }
 
+// Deterministic mode and uninitialised memory: torch.use_deterministic_algorithms(True) (Megatron's
+// --deterministic-mode calls it) makes PyTorch fill every CUDA tensor allocated through at::empty with NaN before
+// use (torch.utils.deterministic.fill_uninitialized_memory, default True: PyTorch's empty_cuda runs
+// fill_empty_deterministic_), while ATen's own structured kernels allocate their outputs without it. Transformer
+// Engine allocates its outputs through at::empty (allocateSpace, torch.empty): its GEMM outputs (forward, dgrad, and
+// wgrad when the gradient is written fresh), its norms' outputs, the fused attention's output and input gradients,
+// and the deterministic attention workspace are each written once more by a fill kernel first. Left out: smaller
+// TE outputs (rotary, fused activations, softmax statistics), communication buffers Megatron allocates with
+// torch.empty (sequence/context/expert-parallel gathers), and the LM head's fp32 logits copy.
+void StageGenerator::fill_output(std::string_view name, double bytes) {
+  if (!training_.deterministic || !training_.fill_uninitialized_memory || bytes <= 0.0) return;
+  (void)compute(std::string(name) + "_fill", KernelClass::elementwise, Precision::fp32, 0.0, bytes);
+}
+
+double StageGenerator::deterministic_workspace_bytes(double keys) const {
+  return kernels_.deterministic_workspace_bytes_per_score * sizes_.tokens * sizes_.query_heads * keys;
+}
+
 OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
   const Precision precision = precision_of(g);
   if (precision == Precision::fp8) {
@@ -78,8 +96,10 @@ OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
     if (pass_ == Pass::forward && micro_batch_ == 0)
       fp8_cast(std::string(name) + "_weight_fp8_cast", g.weights * g.k * g.n);
   }
+  const double output_bytes = g.m * g.n * sizes_.activation_bytes;
+  if (g.transformer_engine) fill_output(name, output_bytes);
   const double operand_bytes = bytes_per_element(precision);
-  const double bytes = (g.m * g.k + g.weights * g.k * g.n) * operand_bytes + g.m * g.n * sizes_.activation_bytes;
+  const double bytes = (g.m * g.k + g.weights * g.k * g.n) * operand_bytes + output_bytes;
   return compute(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.n));
 }
 
@@ -87,8 +107,10 @@ OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
   // dX[m x k] = dY[m x n] * W^T
   const Precision precision = precision_of(g);
   if (precision == Precision::fp8) fp8_cast(std::string(name) + "_fp8_cast", g.m * g.n);
+  const double output_bytes = g.m * g.k * sizes_.activation_bytes;
+  if (g.transformer_engine) fill_output(name, output_bytes);
   const double operand_bytes = bytes_per_element(precision);
-  const double bytes = (g.m * g.n + g.weights * g.k * g.n) * operand_bytes + g.m * g.k * sizes_.activation_bytes;
+  const double bytes = (g.m * g.n + g.weights * g.k * g.n) * operand_bytes + output_bytes;
   return compute(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.k));  // rows of k
 }
 
@@ -109,6 +131,7 @@ OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
   // Megatron --no-gradient-accumulation-fusion: the GEMM writes a fresh gradient in the activation dtype and the
   // DDP backward hook adds it to the fp32 main_grad (param.main_grad.add_(param.grad)): a memory-bound kernel
   // that reads main_grad and the gradient and writes main_grad back (4 + 2 + 4 bytes per bf16 parameter).
+  if (g.transformer_engine) fill_output(name, weights * s.activation_bytes);
   (void)compute(name, KernelClass::gemm, precision, flops, inputs + weights * s.activation_bytes, unaligned_result);
   return elementwise(std::string(name) + "_accumulate", weights, 1.0, 2.0 * s.weight_grad_bytes + s.activation_bytes);
 }
@@ -117,6 +140,7 @@ OpRef StageGenerator::norm(std::string_view name, bool backward) {
   const double elements = sizes_.norm_tokens * sizes_.hidden;
   const double flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
   // Forward reads x and writes y; backward reads x and dy and writes dx.
+  fill_output(name, elements * sizes_.activation_bytes);
   if (!backward) return elementwise(name, elements, flops, 2.0 * sizes_.activation_bytes, KernelClass::norm);
   return elementwise(name, elements, kBackwardFlopRatio * flops, 3.0 * sizes_.activation_bytes, KernelClass::norm);
 }
@@ -255,6 +279,7 @@ void StageGenerator::attention_forward() {
       (2.0 * s.tokens * s.query_heads * s.head_dim + 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
           s.activation_bytes +
       4.0 * s.tokens * s.query_heads;
+  fill_output("attention", s.tokens * s.query_heads * s.head_dim * s.activation_bytes);  // O
   const double cp = parallelism_.cp;
   if (cp <= 1) {
     (void)compute("attention", KernelClass::attention, high_precision_, flops, bytes);
@@ -288,7 +313,11 @@ void StageGenerator::attention_backward() {
       (4.0 * s.tokens * s.query_heads * s.head_dim + 4.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
           s.activation_bytes +
       8.0 * s.tokens * s.query_heads;
+  // dQ, dK, dV, and the deterministic workspace of the call over the local keys (all keys without CP).
+  const double gradients = (s.tokens * s.query_heads + 2.0 * micro_batch * s.sequence * s.kv_heads) * s.head_dim;
   const double cp = parallelism_.cp;
+  const double local_keys = training_.overlap.cp && cp > 1 ? s.sequence / cp : s.sequence;
+  fill_output("attention_bwd", gradients * s.activation_bytes + deterministic_workspace_bytes(local_keys));
   if (cp <= 1) {
     (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops, bytes);
     return;
@@ -302,6 +331,7 @@ void StageGenerator::attention_backward() {
     const auto kv = overlapped(kCpStream, gather, last_compute());
     (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops / cp, bytes / cp);
     await(kv);
+    fill_output("attention_bwd_remote", deterministic_workspace_bytes(s.sequence - local_keys));
     (void)compute("attention_bwd_remote", KernelClass::attention, high_precision_, flops * (cp - 1) / cp,
                   bytes * (cp - 1) / cp);
     await(overlapped(kCpStream, reduce, last_compute()));

@@ -7,10 +7,12 @@
 namespace chopsim::detail {
 
 StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                               const TrainingSpec& training, const RankLayout& layout, NameTable& names, int stage)
+                               const TrainingSpec& training, const KernelFacts& kernels, const RankLayout& layout,
+                               NameTable& names, int stage)
     : model_(model),
       parallelism_(parallelism),
       training_(training),
+      kernels_(kernels),
       layout_(layout),
       names_(names),
       stage_(stage),

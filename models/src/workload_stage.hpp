@@ -45,7 +45,7 @@ inline constexpr std::string_view kPpRecvNextStream = "pp_recv_next";
 class StageGenerator {
  public:
   StageGenerator(const TransformerSpec& model, const ParallelismSpec& parallelism, const TrainingSpec& training,
-                 const RankLayout& layout, NameTable& names, int stage);
+                 const KernelFacts& kernels, const RankLayout& layout, NameTable& names, int stage);
 
   [[nodiscard]] Program generate();
 
@@ -113,6 +113,11 @@ class StageGenerator {
   /// A GEMM result's row length (a weight matrix's feature dimension) that is not a multiple of 16 bytes of result
   /// elements (see workload_layers.cpp).
   [[nodiscard]] bool unaligned(double features) const;
+  /// Under deterministic mode with fill_uninitialized_memory: the NaN fill of a `bytes`-byte output that
+  /// Transformer Engine allocates for the op `name` (see workload_layers.cpp). Nothing otherwise.
+  void fill_output(std::string_view name, double bytes);
+  /// Bytes of the deterministic attention backward's workspace over `keys` keys per query (one kernel call).
+  [[nodiscard]] double deterministic_workspace_bytes(double keys) const;
   OpRef norm(std::string_view name, bool backward);
   OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,
                     KernelClass kernel_class = KernelClass::elementwise);
@@ -170,6 +175,7 @@ class StageGenerator {
   const TransformerSpec& model_;
   const ParallelismSpec& parallelism_;
   const TrainingSpec& training_;
+  KernelFacts kernels_;
   const RankLayout& layout_;
   NameTable& names_;
   int stage_ = 0;

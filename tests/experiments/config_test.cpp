@@ -129,7 +129,7 @@ std::string describe(const RunSpec& run) {
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
-      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << '\n';
+      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -362,6 +362,14 @@ TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {
   const fs::path run =
       write("det.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  deterministic: true\n"));
   EXPECT_TRUE(load(run).training.deterministic);
+  EXPECT_TRUE(load(run).training.fill_uninitialized_memory);  // PyTorch's default
+  const fs::path no_fill = write("no_fill.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  deterministic: true\n"
+                                                           "  fill_uninitialized_memory: false\n"));
+  EXPECT_FALSE(load(no_fill).training.fill_uninitialized_memory);
+  const fs::path bad_fill = write(
+      "bad_fill.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  fill_uninitialized_memory: 0\n"));
+  expect_contains(input_error([&] { (void)load(bad_fill); }), {"key 'training.fill_uninitialized_memory'"});
   const fs::path faster = write("faster.yaml", h100_kernels_run("deterministic_attention_backward_slowdown: 0.5"));
   expect_contains(input_error([&] { (void)load(faster); }),
                   {"key 'hardware.kernels.deterministic_attention_backward_slowdown'", "0.5"});

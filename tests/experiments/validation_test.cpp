@@ -223,8 +223,10 @@ TEST(Validation, MegatronRunsStayWithinTheirReportedErrors) {
     } else if (c.group == "megatron_lm_a100") {
       EXPECT_LE(std::abs(error), 0.15);
     } else {
+      // DGX H100: still fast (the part that is missing takes about the same seconds on A100), tp1_pp4 within the
+      // issue's 15 %, tp4_pp1 within 20 %.
       EXPECT_LT(error, 0.0);
-      EXPECT_GE(error, -0.30);
+      EXPECT_GE(error, c.id.find("tp1_pp4") != std::string::npos ? -0.15 : -0.20);
     }
   }
 }

@@ -811,6 +811,65 @@ TEST(TrainingFeatures, Fp8CastsEachTransformerEngineGemmOperandAndKeepsTheHeadIn
                    2.0 * micro_batches * layers * ((tokens * f + f * h) * 1.0 + tokens * h * 2.0));
 }
 
+/// Bytes of rank 0's "_fill" ops, per pass.
+std::map<Pass, double> fill_bytes(const Workload& workload) {
+  std::map<Pass, double> bytes;
+  for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+    if (rank == 0 && workload.name(op).ends_with("_fill")) bytes[op.pass] += op.bytes;
+  });
+  return bytes;
+}
+
+TEST(TrainingFeatures, DeterministicModeFillsEveryOutputTransformerEngineAllocates) {
+  // torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (PyTorch's default) writes NaN into
+  // every at::empty allocation first: TE's GEMM, norm and attention outputs and the attention workspace.
+  RunSetup s = setup("fill", 1, 1, 1, 2);
+  const KernelFacts cudnn_hopper{2.0};  // workspace bytes per score
+  EXPECT_TRUE(fill_bytes(build_workload(s.model, s.parallelism, s.training, cudnn_hopper)).empty());
+  s.training.deterministic = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training, cudnn_hopper);
+  const std::map<Pass, double> fills = fill_bytes(workload);
+  const TransformerSpec& m = s.model;
+  const double tokens = 256.0, micro_batches = 2.0, layers = m.layers, e = 2.0;  // bf16 outputs
+  const double h = m.hidden, f = m.ffn_hidden, d = m.head_dim();
+  const double qkv_width = d * (m.heads + 2.0 * m.kv_heads);
+  // Forward, per layer: QKV, O (h wide), the projection, SwiGLU's fc1 (2f) and fc2, and the two norms; the final
+  // norm once per micro-batch. The LM head's GEMM is not TE's: no fill.
+  const double forward = layers * tokens * (qkv_width + h + h + 2.0 * f + h + 2.0 * h) + tokens * h;
+  EXPECT_DOUBLE_EQ(fills.at(Pass::forward), micro_batches * forward * e);
+  // Backward, per layer: the dgrads' outputs (fc2: f, fc1: h, projection: h, QKV: h; the wgrads accumulate into
+  // main_grad), the two norms' dx, dQ dK dV, and the workspace: 2 bytes per score over the 8 heads x 256 x 256.
+  const double gradients = tokens * (f + h + h + h) + 2.0 * tokens * h + tokens * qkv_width;
+  const double workspace = 2.0 * m.heads * tokens * 256.0;
+  EXPECT_DOUBLE_EQ(fills.at(Pass::backward), micro_batches * (layers * (gradients * e + workspace) + tokens * h * e));
+  // Turned off (torch.utils.deterministic.fill_uninitialized_memory = False): no fills.
+  s.training.fill_uninitialized_memory = false;
+  EXPECT_TRUE(fill_bytes(build_workload(s.model, s.parallelism, s.training, cudnn_hopper)).empty());
+  // Without gradient-accumulation fusion the wgrads write fresh gradients: TE allocates, and fills, them too.
+  s.training.fill_uninitialized_memory = true;
+  s.training.gradient_accumulation_fusion = false;
+  s.parallelism.zero_stage = 1;
+  const std::map<Pass, double> unfused = fill_bytes(build_workload(s.model, s.parallelism, s.training, cudnn_hopper));
+  EXPECT_DOUBLE_EQ(unfused.at(Pass::backward) - fills.at(Pass::backward),
+                   micro_batches * layers * linear_parameters_per_layer(m) * e);
+  // Context parallelism: one workspace per kernel call, over the local chunk's keys, then the remote ones.
+  RunSetup cp = setup("fill-cp", 1, 1, 1, 1);
+  cp.parallelism.cp = 2;
+  cp.training.deterministic = true;
+  const Workload cp_workload = build_workload(cp.model, cp.parallelism, cp.training, cudnn_hopper);
+  const double local_tokens = 128.0;  // 256 / cp
+  EXPECT_DOUBLE_EQ(bytes_of(cp_workload, 0, "attention_bwd_remote_fill"),
+                   layers * 2.0 * local_tokens * m.heads * (256.0 - 128.0));
+  EXPECT_DOUBLE_EQ(
+      bytes_of(cp_workload, 0, "attention_bwd_fill") - bytes_of(cp_workload, 0, "attention_bwd_remote_fill"),
+      layers * local_tokens * (h + 2.0 * 256.0 / local_tokens * m.kv_heads * d) * e);
+  // Eager attention is plain PyTorch: no attention fills (and no workspace).
+  s.training.attention = std::string(kEagerAttention);
+  const Workload eager = build_workload(s.model, s.parallelism, s.training, cudnn_hopper);
+  EXPECT_EQ(count_of(eager, 0, "attention_fill"), 0);
+  EXPECT_EQ(count_of(eager, 0, "attention_bwd_fill"), 0);
+}
+
 TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
   RunSetup s = setup("uneven", 1, 1, 4, 4);
   s.parallelism.stage_layers = {3, 2, 2, 1};

@@ -89,6 +89,11 @@ struct TrainingSpec {
   /// deterministic variant, at the hardware's DeterministicAttention cost. GEMMs and elementwise kernels are
   /// deterministic already (with a pinned cuBLAS workspace), as is the eager attention's backward.
   bool deterministic = false;
+  /// With `deterministic`: PyTorch's torch.utils.deterministic.fill_uninitialized_memory (default True) fills every
+  /// tensor allocated through at::empty with NaN before use. Transformer Engine allocates its outputs that way, so
+  /// each of its GEMM, norm and attention outputs, and the deterministic attention workspace, is written once more
+  /// (a fill op before the kernel). False: the run turned the setting off.
+  bool fill_uninitialized_memory = true;
   /// Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion turns it off): the
   /// weight-gradient GEMM accumulates into the fp32 main_grad in its epilogue. Off: the GEMM writes a bf16
   /// gradient and a separate kernel adds it to main_grad (reads 4 + 2 bytes, writes 4 per parameter). Applies to

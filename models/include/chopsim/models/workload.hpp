@@ -107,9 +107,20 @@ struct Workload {
   [[nodiscard]] double executed_flops_per_iteration() const;
 };
 
+/// What the workload needs to know of the hardware's kernels: only facts that add ops or bytes (the compute model
+/// times the ops later). kernel_facts_for() reads them from a hardware description.
+struct KernelFacts {
+  /// Bytes per (query, key) score of the workspace a deterministic attention backward allocates per kernel call
+  /// (DeterministicAttention::workspace_bytes_per_score of the run's attention implementation).
+  double deterministic_workspace_bytes_per_score = 0.0;
+};
+
+/// The KernelFacts of `hardware` for a run with `training`'s attention implementation.
+[[nodiscard]] KernelFacts kernel_facts_for(const HardwareSpec& hardware, const TrainingSpec& training);
+
 /// Builds the programs of one training iteration. Inputs must have passed config validation
 /// (divisibility of heads, layers, batch); violations throw ModelError.
 [[nodiscard]] Workload build_workload(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                                      const TrainingSpec& training);
+                                      const TrainingSpec& training, const KernelFacts& kernels = {});
 
 }  // namespace chopsim
