@@ -78,6 +78,10 @@ double peak_flops(const RunSpec& run) {
 
 }  // namespace
 
+Workload build_run_workload(const RunSpec& run) {
+  return build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
+}
+
 RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   RunReport report;
@@ -91,8 +95,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   if (write_files) create_output_directory(options.output_dir, "--out");
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
-    const Workload workload =
-        build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
+    const Workload workload = build_run_workload(run);
     const Topology topology =
         build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
     const auto compute =

@@ -721,8 +721,7 @@ class StageProbe final : public SimulationObserver {
 SharedResult simulate_shared(const RunSpec& run, const ModelRegistries& registries) {
   SharedResult r;
   try {
-    const Workload workload =
-        build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
+    const Workload workload = build_run_workload(run);
     StageProbe probe(workload);
     RunOptions options;
     options.observer = &probe;

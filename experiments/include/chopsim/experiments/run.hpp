@@ -96,6 +96,10 @@ struct RunReport {
   std::vector<std::filesystem::path> files_written;
 };
 
+/// The workload run_simulation simulates for `run`: its model, parallelism and training, and the KernelFacts of its
+/// hardware. A RunOptions::observer sees the events of exactly this workload.
+[[nodiscard]] Workload build_run_workload(const RunSpec& run);
+
 [[nodiscard]] RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries,
                                        const RunOptions& options = {});
 
