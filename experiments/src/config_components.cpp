@@ -156,6 +156,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
             read_deterministic_attention(kernels, "deterministic_attention_backward_slowdown",
                                          "deterministic_attention_workspace_bytes_per_score",
                                          hw.compute.deterministic_attention);
+            kernels.read("attention_dropout_slowdown", hw.compute.attention_dropout_slowdown, 1.0, kAtLeastOne, "");
             section(kernels, "efficiency", need, "a mapping with one entry per kernel class", [&](Mapping& eff) {
               for (std::size_t i = 0; i < kKernelClassCount; ++i) {
                 const auto kernel_class = static_cast<KernelClass>(i);
@@ -185,7 +186,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                 AttentionImplementation impl_spec =
                     known ? hw.attention_implementations.at(name)
                           : AttentionImplementation{
-                                hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)], {}};
+                                hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)], {}, 1.0};
                 KernelEfficiency& e = impl_spec.efficiency;
                 section(implementations, name, Need::optional, "", [&](Mapping& impl) {
                   impl.read("compute", e.compute, 1.0, kFraction, "", known ? Need::optional : Need::required);
@@ -193,6 +194,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                   impl.read("half_efficiency_gflop", e.half_efficiency_flops, kGiga, kNonNegativeReal, "GFLOP");
                   read_deterministic_attention(impl, "deterministic_backward_slowdown",
                                                "deterministic_workspace_bytes_per_score", impl_spec.deterministic);
+                  impl.read("dropout_slowdown", impl_spec.dropout_slowdown, 1.0, kAtLeastOne, "");
                 });
                 hw.attention_implementations[name] = impl_spec;
               }
@@ -279,6 +281,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("tied_embeddings", model.tied_embeddings, need);
   m.read("causal", model.causal);
   m.read("dropout", model.dropout);
+  m.read("linear_bias", model.linear_bias);
   m.read_choice<PositionEmbedding>(
       "position_embedding", model.position_embedding,
       {{"rope", PositionEmbedding::rope}, {"learned", PositionEmbedding::learned}, {"none", PositionEmbedding::none}});

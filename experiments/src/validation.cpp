@@ -981,9 +981,12 @@ std::string group_notes(const std::string& group) {
            "1.41x (the hardware files give the sources); and, because --deterministic-mode calls "
            "torch.use_deterministic_algorithms(True) while PyTorch's fill_uninitialized_memory is on by default, the "
            "NaN fill of every output Transformer Engine allocates (GEMM, norm and attention outputs, the attention "
-           "workspace: training.fill_uninitialized_memory). Not modelled (no source states their cost): attention "
-           "dropout inside the fused kernel, "
-           "CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue orders communication and compute kernels), NCCL "
+           "workspace: training.fill_uninitialized_memory); the gradient reductions of the linear layers' biases "
+           "(Megatron's default --add-bias-linear: model linear_bias), attention dropout inside cuDNN's kernel "
+           "(1.034x, measured on H200 in TransformerEngine issue #3312) and, on H100, compute slowed by the 24 of "
+           "132 SMs an NCCL kernel holds while it runs (comm_compute_slowdown 0.18, from an Nsight trace on the "
+           "NVIDIA forums). Not modelled (no source states their cost): CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware "
+           "queue orders communication and compute kernels), NCCL "
            "point-to-point kernels spinning on SMs while they wait for their peer, the [b, 1, s, s] attention mask "
            "the data loader builds and copies to the GPU every micro-batch (134 MB at micro-batch 2), the zeroing of "
            "the fp32 gradient buffer, the smaller NaN fills (communication buffers, rotary and activation outputs), "
@@ -1043,7 +1046,9 @@ bool write_power_group(std::ostream& out, const std::string& group, const std::v
            "is modelled fused (the hardware's default efficiency): unlike the GPT-3 XL per-stage profile of the Zeus "
            "group (also Merak), these stage times leave no room for eager attention over materialised scores, which "
            "makes them 6-9 % slow and the energies 12 % high; how the emulated stage was profiled is not known, so "
-           "this stays unresolved.\n";
+           "this stays unresolved. GPT-2's linear layers have biases, whose gradients are reductions of their own "
+           "(TransformerSpec::linear_bias), but configs/models/gpt3-175b.yaml leaves them off: they add 0.35 % to the "
+           "backward, which is already 2-5 % slow, and take its 855 MHz row past issue 3's 5 % target.\n";
     if (!any_profile(rows)) out << "\n" << no_profile_line(rows);
     for (const char* stage : {"stage 0 ", "stage 7 "}) {
       out << "\n"

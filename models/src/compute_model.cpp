@@ -21,6 +21,7 @@ class RooflineModel final : public ComputeModel {
     if (params_.unaligned_gemm_slowdown < 1.0) throw ModelError("roofline: unaligned_gemm_slowdown must be >= 1");
     if (params_.deterministic_attention.backward_slowdown < 1.0)
       throw ModelError("roofline: deterministic attention backward_slowdown must be >= 1");
+    if (params_.attention_dropout_slowdown < 1.0) throw ModelError("roofline: attention_dropout_slowdown must be >= 1");
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
@@ -41,6 +42,11 @@ class RooflineModel final : public ComputeModel {
     if (work.deterministic && work.kernel_class == KernelClass::attention) {
       compute_eta /= params_.deterministic_attention.backward_slowdown;
       memory_eta /= params_.deterministic_attention.backward_slowdown;
+    }
+    // Dropout drawn inside a fused attention kernel, likewise: the measured factor, counted as efficiency loss.
+    if (work.dropout && work.kernel_class == KernelClass::attention) {
+      compute_eta /= params_.attention_dropout_slowdown;
+      memory_eta /= params_.attention_dropout_slowdown;
     }
 
     const double compute_s =

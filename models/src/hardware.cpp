@@ -52,6 +52,7 @@ ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view 
                      "' (kernels.attention_implementations)");
   params.efficiency[static_cast<std::size_t>(KernelClass::attention)] = it->second.efficiency;
   params.deterministic_attention = it->second.deterministic;
+  params.attention_dropout_slowdown = it->second.dropout_slowdown;
   return params;
 }
 

@@ -145,6 +145,18 @@ OpRef StageGenerator::norm(std::string_view name, bool backward) {
   return elementwise(name, elements, kBackwardFlopRatio * flops, 3.0 * sizes_.activation_bytes, KernelClass::norm);
 }
 
+// Linear biases (TransformerSpec::linear_bias), as Megatron-Core places them: linear_qkv keeps its bias inside
+// Transformer Engine's GEMM (added in the forward GEMM's epilogue, its gradient computed in the wgrad GEMM's epilogue,
+// cuBLASLt BGRADB: no kernel of its own). linear_proj, linear_fc1 and linear_fc2 are built with skip_bias_add, and
+// their biases are added outside the GEMM, in the fused bias-dropout-add and bias-GELU (bias-SwiGLU) kernels, whose
+// forward reads only the bias vector besides what they read anyway. In the backward, autograd sums the output
+// gradient over the tokens into each such bias: a reduction that reads the gradient once more. (The experts' biases
+// of a mixture-of-experts MLP are not modelled.)
+void StageGenerator::bias_gradient(std::string_view name, double elements) {
+  if (!model_.linear_bias) return;
+  (void)elementwise(name, elements, 1.0, sizes_.activation_bytes, KernelClass::reduction);
+}
+
 OpRef StageGenerator::elementwise(std::string_view name, double elements, double flops_per_element,
                                   double bytes_per_element, KernelClass kernel_class) {
   return compute(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
@@ -251,6 +263,7 @@ void StageGenerator::layer_backward(int layer) {
   gradient_ready(local_.norms / 2.0, false, norm("post_attention_norm_bwd", true));
   (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
   // Attention branch.
+  bias_gradient("out_proj_bias_grad", residual_elements);
   row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.head_dim},
                         s.query_heads * s.head_dim * s.hidden);
   attention_backward();
@@ -413,6 +426,7 @@ void StageGenerator::mlp_forward() {
 void StageGenerator::mlp_backward() {
   const Sizes& s = sizes_;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
+  bias_gradient("mlp_fc2_bias_grad", s.norm_tokens * s.hidden);
   row_parallel_backward("mlp_fc2_dgrad", "mlp_fc2_wgrad", {s.tokens, s.hidden, s.ffn_local}, s.ffn_local * s.hidden);
   if (swiglu) {
     // Reads gate, up and the output gradient, writes both input gradients.
@@ -422,6 +436,7 @@ void StageGenerator::mlp_backward() {
     (void)elementwise("gelu_bwd", s.tokens * s.ffn_local, kBackwardFlopRatio * kGeluFlops, 3.0 * s.activation_bytes);
   }
   const double fc1_width = (swiglu ? 2.0 : 1.0) * s.ffn_local;
+  bias_gradient("mlp_fc1_bias_grad", s.tokens * fc1_width);
   column_parallel_backward("mlp_fc1_dgrad", "mlp_fc1_wgrad", {s.tokens, fc1_width, s.hidden}, fc1_width * s.hidden,
                            false);
 }

@@ -87,6 +87,9 @@ OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, P
   // Every attention kernel of the backward pass (the local and the context-parallel remote chunks); recomputed
   // forwards are not affected.
   op.deterministic = training_.deterministic && kernel_class == KernelClass::attention && op.pass == Pass::backward;
+  // A fused attention kernel applies the model's attention dropout itself (forward, recomputed forward and backward,
+  // which regenerates the mask from the same random state).
+  op.dropout = model_.dropout && kernel_class == KernelClass::attention;
   op.kind = OpKind::compute;
   op.kernel_class = kernel_class;
   op.precision = precision;

@@ -119,6 +119,8 @@ class StageGenerator {
   /// Bytes of the deterministic attention backward's workspace over `keys` keys per query (one kernel call).
   [[nodiscard]] double deterministic_workspace_bytes(double keys) const;
   OpRef norm(std::string_view name, bool backward);
+  /// With linear biases: the gradient of a bias added outside its GEMM, summed over `elements` / width tokens.
+  void bias_gradient(std::string_view name, double elements);
   OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,
                     KernelClass kernel_class = KernelClass::elementwise);
   /// Before a column-parallel GEMM: the sequence-parallel all-gather of its input.

@@ -92,15 +92,16 @@ std::string describe(const RunSpec& run) {
   const auto& m = run.model;
   out << m.layers << ' ' << m.hidden << ' ' << m.ffn_hidden << ' ' << m.heads << ' ' << m.kv_heads << ' ' << m.vocab
       << ' ' << m.experts << ' ' << m.top_k << ' ' << static_cast<int>(m.mlp) << ' ' << static_cast<int>(m.norm) << ' '
-      << m.tied_embeddings << ' ' << m.causal << ' ' << m.dropout << ' ' << static_cast<int>(m.position_embedding)
-      << '\n';
+      << m.tied_embeddings << ' ' << m.causal << ' ' << m.dropout << ' ' << m.linear_bias << ' '
+      << static_cast<int>(m.position_embedding) << '\n';
   const auto& h = run.hardware;
   out << h.vendor << ' ';
   for (double peak : h.compute.peak_flops_per_s) out << peak << ' ';
   out << h.compute.hbm_bandwidth_bytes_per_s << ' ' << h.compute.boost_clock_hz << ' ' << h.compute.launch_overhead_s
       << ' ' << h.compute.comm_compute_slowdown << ' ' << h.compute.unaligned_gemm_slowdown << ' '
       << h.compute.deterministic_attention.backward_slowdown << ' '
-      << h.compute.deterministic_attention.workspace_bytes_per_score << '\n';
+      << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
+      << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -113,7 +114,7 @@ std::string describe(const RunSpec& run) {
   for (const auto& [name, impl] : h.attention_implementations)
     out << name << ' ' << impl.efficiency.compute << ' ' << impl.efficiency.memory << ' '
         << impl.efficiency.half_efficiency_flops << ' ' << impl.deterministic.backward_slowdown << ' '
-        << impl.deterministic.workspace_bytes_per_score << ' ';
+        << impl.deterministic.workspace_bytes_per_score << ' ' << impl.dropout_slowdown << ' ';
   out << '\n';
   const auto& c = run.cluster;
   out << c.nodes << ' ' << c.gpus_per_node << ' ' << c.node_topology << ' ' << c.nics_per_node << ' ' << c.fabric.kind
@@ -223,6 +224,7 @@ TEST_F(ConfigTest, ShippedRunsMirrorTheirSources) {
   EXPECT_EQ(tp4.training.micro_batch, 2);
   EXPECT_EQ(tp4.model.ffn_hidden, 4 * tp4.model.hidden);  // no --swiglu, no --ffn-hidden-size: 4h GELU
   EXPECT_EQ(tp4.model.mlp, MlpKind::gelu);
+  EXPECT_TRUE(tp4.model.linear_bias);  // Megatron's default --add-bias-linear
 
   // The scale-out / scale-up pair trains the same model on the same tokens per step.
   const RunSpec out = load(test::configs_dir() / "llama3-70b-scaleout-h100.yaml");
@@ -318,6 +320,17 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
                    run.hardware.compute.efficiency[idx(KernelClass::gemm)].compute);  // only attention changes
   EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "").efficiency[idx(KernelClass::attention)].compute,
                    run.hardware.compute.efficiency[idx(KernelClass::attention)].compute);
+  // Dropout inside the kernel: measured for cuDNN's ([TE3312]), the class default on H100; none given for flash2.
+  EXPECT_DOUBLE_EQ(params.attention_dropout_slowdown, 1.0);
+  EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "cudnn").attention_dropout_slowdown, 1.034);
+  EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "").attention_dropout_slowdown, 1.034);
+  const fs::path faster = write("faster.yaml", h100_kernels_run("attention_dropout_slowdown: 0.9"));
+  expect_contains(input_error([&] { (void)load(faster); }), {"attention_dropout_slowdown"});
+  expect_contains(input_error([&] {
+                    (void)load(write("faster_impl.yaml",
+                                     h100_kernels_run("attention_implementations: {cudnn: {dropout_slowdown: 0.5}}")));
+                  }),
+                  {"attention_implementations.cudnn.dropout_slowdown"});
   const fs::path bad =
       write("bad.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  attention: flash4\n"));
   expect_contains(input_error([&] { (void)load(bad); }),
@@ -458,6 +471,7 @@ TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
   EXPECT_EQ(llama8.kv_heads, 8);
   EXPECT_EQ(llama8.vocab, 128256);
   EXPECT_FALSE(llama8.tied_embeddings);
+  EXPECT_FALSE(llama8.linear_bias);
   const TransformerSpec mixtral = load_model_config(test::configs_dir() / "models" / "mixtral-8x22b.yaml");
   EXPECT_EQ(mixtral.experts, 8);
   EXPECT_EQ(mixtral.top_k, 2);
@@ -469,6 +483,7 @@ TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
   EXPECT_EQ(mpt.make_vocab_size_divisible_by, 1);  // 50368 is already a multiple of 64
   const TransformerSpec gpt3 = load_model_config(test::configs_dir() / "models" / "gpt3-175b.yaml");
   EXPECT_EQ(gpt3.vocab_per_tp_rank(8), 6400);  // NeMo's make_vocab_size_divisible_by 128: 51200 / 8
+  EXPECT_FALSE(mpt.linear_bias);               // MPT: no_bias
   EXPECT_DOUBLE_EQ(
       load_hardware_config(test::configs_dir() / "hardware" / "A100-SXM4-80GB.yaml").compute.unaligned_gemm_slowdown,
       3.0);

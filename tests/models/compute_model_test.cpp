@@ -111,6 +111,27 @@ TEST(Roofline, DeterministicAttentionBackwardTakesTheHardwaresFactorLonger) {
   EXPECT_THROW((void)roofline(params), ModelError);
 }
 
+TEST(Roofline, AttentionWithDropoutTakesTheHardwaresFactorLonger) {
+  auto params = h100_like();
+  params.attention_dropout_slowdown = 1.034;
+  const auto model = roofline(params);
+  KernelWork attention{KernelClass::attention, Precision::bf16, 1e12, 1e6};
+  const KernelTiming plain = model->timing(attention, 1.98e9);
+  attention.dropout = true;
+  const KernelTiming dropped = model->timing(attention, 1.98e9);
+  EXPECT_DOUBLE_EQ(dropped.duration_s, 1.034 * plain.duration_s);
+  EXPECT_DOUBLE_EQ(dropped.ideal_s, plain.ideal_s);  // counted as efficiency loss
+  // Memory-bound calls too, and on top of the deterministic backward's factor.
+  params.deterministic_attention.backward_slowdown = 1.5;
+  KernelWork short_sequences{KernelClass::attention, Precision::bf16, 1e9, 1e10, false, true, true};
+  EXPECT_DOUBLE_EQ(roofline(params)->duration_s(short_sequences, 1.98e9), 1.5 * 1.034 * 1e10 / 3.35e12);
+  // Dropout elsewhere is its own elementwise kernel: a flagged GEMM is unchanged.
+  KernelWork gemm{KernelClass::gemm, Precision::bf16, 1e12, 1e6, false, false, true};
+  EXPECT_DOUBLE_EQ(model->duration_s(gemm, 1.98e9), 1e12 / 989.4e12);
+  params.attention_dropout_slowdown = 0.97;
+  EXPECT_THROW((void)roofline(params), ModelError);
+}
+
 TEST(Roofline, MissingPrecisionFallsBackOrFails) {
   auto params = h100_like();
   const auto model = roofline(params);

@@ -711,14 +711,17 @@ TEST(TrainingFeatures, AnUnpaddedOddVocabularyMakesTheOutputHeadForwardUnaligned
   EXPECT_EQ(unaligned_ops(build_workload(s.model, s.parallelism, s.training)), (std::set<std::string>{"logits"}));
 }
 
-/// Names and passes of the ops of rank 0 flagged deterministic.
-std::multiset<std::string> deterministic_ops(const Workload& workload) {
+/// "name/pass" of the ops of rank 0 with `flag` set (Op::deterministic, Op::dropout).
+std::multiset<std::string> flagged_ops(const Workload& workload, bool Op::*flag) {
   std::multiset<std::string> names;
   for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
-    if (rank == 0 && op.deterministic)
-      names.insert(std::string(workload.name(op)) + "/" + std::string(to_string(op.pass)));
+    if (rank == 0 && op.*flag) names.insert(std::string(workload.name(op)) + "/" + std::string(to_string(op.pass)));
   });
   return names;
+}
+
+std::multiset<std::string> deterministic_ops(const Workload& workload) {
+  return flagged_ops(workload, &Op::deterministic);
 }
 
 TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingElse) {
@@ -745,6 +748,58 @@ TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingEls
   // Eager attention's backward is GEMMs and elementwise kernels, deterministic already.
   s.training.attention = std::string(kEagerAttention);
   EXPECT_TRUE(deterministic_ops(build_workload(s.model, s.parallelism, s.training)).empty());
+}
+
+TEST(TrainingFeatures, AttentionDropoutFlagsEveryFusedAttentionKernel) {
+  RunSetup s = setup("dropout", 1, 1, 1, 2);
+  s.training.recompute = RecomputePolicy::full;
+  const auto flagged = [](const Workload& workload) { return flagged_ops(workload, &Op::dropout); };
+  EXPECT_TRUE(flagged(build_workload(s.model, s.parallelism, s.training)).empty());  // Llama-like: no dropout
+  s.model.dropout = true;
+  const std::multiset<std::string> names = flagged(build_workload(s.model, s.parallelism, s.training));
+  const auto per_pass = static_cast<std::size_t>(s.model.layers) * 2;  // layers x micro-batches
+  // The forward, the recomputed forward (same random state, same mask) and the backward; nothing else.
+  EXPECT_EQ(names.count("attention/forward"), per_pass);
+  EXPECT_EQ(names.count("attention/recompute"), per_pass);
+  EXPECT_EQ(names.count("attention_bwd/backward"), per_pass);
+  EXPECT_EQ(names.size(), 3 * per_pass);
+  // Eager attention draws its dropout in an elementwise kernel of its own (attention_dropout).
+  s.training.attention = std::string(kEagerAttention);
+  EXPECT_TRUE(flagged(build_workload(s.model, s.parallelism, s.training)).empty());
+}
+
+TEST(TrainingFeatures, LinearBiasesAddOneGradientReductionPerBiasOutsideItsGemm) {
+  // Megatron-Core: linear_proj, linear_fc1 and linear_fc2 add their biases outside the GEMM (skip_bias_add), so
+  // autograd sums the output gradient over the tokens; linear_qkv's bias stays in TE's GEMM epilogues.
+  RunSetup s = setup("bias", 1, 2, 1, 3);
+  s.model.mlp = MlpKind::gelu;
+  const auto bias_ops = [](const Workload& workload) {
+    std::map<std::string, double> bytes;
+    for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+      const std::string name(workload.name(op));
+      if (rank != 0 || !name.ends_with("_bias_grad")) return;
+      EXPECT_EQ(op.kernel_class, KernelClass::reduction) << name;
+      EXPECT_EQ(op.pass, Pass::backward) << name;
+      bytes[name] += op.bytes;
+    });
+    return bytes;
+  };
+  EXPECT_TRUE(bias_ops(build_workload(s.model, s.parallelism, s.training)).empty());
+  s.model.linear_bias = true;
+  const std::map<std::string, double> without_sp = bias_ops(build_workload(s.model, s.parallelism, s.training));
+  const double tokens = 256.0, micro_batches = 3.0, layers = s.model.layers, e = 2.0, tp = 2.0;
+  const double h = s.model.hidden, f = s.model.ffn_hidden;
+  // Each reads the gradient once (bf16): h wide for the projection and fc2, f / tp for fc1's shard.
+  EXPECT_DOUBLE_EQ(without_sp.at("out_proj_bias_grad"), layers * micro_batches * tokens * h * e);
+  EXPECT_DOUBLE_EQ(without_sp.at("mlp_fc2_bias_grad"), layers * micro_batches * tokens * h * e);
+  EXPECT_DOUBLE_EQ(without_sp.at("mlp_fc1_bias_grad"), layers * micro_batches * tokens * f / tp * e);
+  EXPECT_EQ(without_sp.size(), 3u);
+  // Sequence parallelism: the bias-dropout-adds see 1/tp of the tokens; fc1's bias-GELU all of them.
+  s.parallelism.sequence_parallel = true;
+  const std::map<std::string, double> with_sp = bias_ops(build_workload(s.model, s.parallelism, s.training));
+  EXPECT_DOUBLE_EQ(with_sp.at("out_proj_bias_grad"), without_sp.at("out_proj_bias_grad") / tp);
+  EXPECT_DOUBLE_EQ(with_sp.at("mlp_fc2_bias_grad"), without_sp.at("mlp_fc2_bias_grad") / tp);
+  EXPECT_DOUBLE_EQ(with_sp.at("mlp_fc1_bias_grad"), without_sp.at("mlp_fc1_bias_grad"));
 }
 
 /// Bytes and count of rank 0's ops whose name ends in "_fp8_cast", per pass.

@@ -22,6 +22,9 @@ struct KernelWork {
   /// An attention backward that must be deterministic (training.deterministic): it takes
   /// ComputeParams::deterministic_attention.backward_slowdown times as long.
   bool deterministic = false;
+  /// An attention kernel that applies dropout to the probabilities (the model's dropout, inside the fused kernel): it
+  /// takes ComputeParams::attention_dropout_slowdown times as long.
+  bool dropout = false;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

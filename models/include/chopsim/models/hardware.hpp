@@ -73,12 +73,16 @@ struct ComputeParams {
   /// The run's attention kernel (the attention class, or the implementation training.attention names) when its
   /// backward must be deterministic (training.deterministic, KernelWork::deterministic).
   DeterministicAttention deterministic_attention;
+  /// The run's attention kernel, forward and backward, takes this many times as long when it applies dropout to the
+  /// probabilities (KernelWork::dropout; >= 1, 1 = no measured cost): the random numbers are drawn inside the kernel.
+  double attention_dropout_slowdown = 1.0;
 };
 
 /// A named attention kernel of a GPU (`kernels.attention_implementations.NAME`).
 struct AttentionImplementation {
   KernelEfficiency efficiency;
   DeterministicAttention deterministic;
+  double dropout_slowdown = 1.0;  ///< ComputeParams::attention_dropout_slowdown when this kernel runs
 };
 
 /// One GPU model (a GCD for MI250/MI250X, which show each die as a GPU).

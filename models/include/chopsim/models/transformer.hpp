@@ -33,6 +33,10 @@ struct TransformerSpec {
   /// Hidden dropout after attention and after the MLP (GPT-3, Megatron's default 0.1): its 1-byte masks are
   /// kept for backward (Korthikanti et al. 2022). Llama and Mixtral train without dropout.
   bool dropout = false;
+  /// Biases on the linear layers (GPT-2/3, Megatron-LM's default --add-bias-linear; Llama, Mixtral and MPT have
+  /// none). Their parameters (qkv + h + f + h per layer, under 0.1 % of a model) are not counted; their gradients
+  /// cost kernels of their own (StageGenerator::bias_gradient).
+  bool linear_bias = false;
   PositionEmbedding position_embedding = PositionEmbedding::rope;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
