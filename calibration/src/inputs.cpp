@@ -107,6 +107,11 @@ class RecordCollector {
     for (const KernelRecord& k : records) {
       if (!(k.duration_s > 0.0)) continue;
       streams_[{k.source, k.rank, k.device, k.stream}].push_back({k.start_s, k.start_s + k.duration_s});
+      // Kernels only: copies and memsets run on copy engines (and vary with the memory they touch).
+      if (k.kind == ActivityKind::kernel)
+        gpus_[{k.source, k.rank, k.device}].push_back(
+            {k.start_s, k.start_s + k.duration_s, k.name, k.grid, k.block, k.kernel_class,
+             k.kernel_class == KernelClass::communication || k.collective.has_value()});
       if (k.collective && std::isfinite(k.collective_bytes) && k.collective_bytes > 0.0 && k.group_size >= 2) {
         CollectiveSample c;
         c.kind = *k.collective;
@@ -162,7 +167,8 @@ class RecordCollector {
   }
 
   /// Gaps per stream, in stream order of (source, rank, device, stream).
-  void finish(InputFile& file) {
+  void finish(InputFile& file, const StringTable& strings) {
+    overlap_groups(file, strings);
     for (const auto& [key, sample] : fastest_) set_.collectives.push_back(sample);
     if (collective_calls_ > fastest_.size())
       file.notes.push_back(std::to_string(collective_calls_) +
@@ -194,6 +200,70 @@ class RecordCollector {
   }
 
  private:
+  /// A kernel of one GPU's timeline, as the interference groups need it.
+  struct TimedKernel {
+    double start_s = 0.0, end_s = 0.0;
+    StringId name = kNoString;
+    std::array<std::uint32_t, 3> grid{}, block{};
+    KernelClass kernel_class = KernelClass::other;
+    bool communication = false;  ///< an NCCL/RCCL kernel
+  };
+
+  /// Compute kernels timed with and without a communication kernel running on the same GPU (on any stream): for
+  /// each kernel (name, grid, block) of one GPU, the runs that communication covered for at least 90 % of their
+  /// time and the runs it did not touch (partial overlaps are left out). Same name, grid and block is the closest a
+  /// trace comes to "the same work": traces give no shapes for most kernels.
+  void overlap_groups(InputFile& file, const StringTable& strings) {
+    constexpr double kOverlappedShare = 0.9;
+    const std::size_t before = set_.overlaps.size();
+    for (const auto& [gpu, kernels] : gpus_) {
+      std::vector<std::pair<double, double>> busy;  // communication intervals, merged
+      for (const TimedKernel& k : kernels)
+        if (k.communication) busy.emplace_back(k.start_s, k.end_s);
+      if (busy.empty()) continue;
+      std::sort(busy.begin(), busy.end());
+      std::vector<std::pair<double, double>> merged{busy.front()};
+      for (const auto& interval : busy) {
+        if (interval.first <= merged.back().second)
+          merged.back().second = std::max(merged.back().second, interval.second);
+        else
+          merged.push_back(interval);
+      }
+      const auto covered = [&](double start, double end) {
+        auto it = std::lower_bound(merged.begin(), merged.end(), start,
+                                   [](const std::pair<double, double>& i, double t) { return i.second <= t; });
+        double sum = 0.0;
+        for (; it != merged.end() && it->first < end; ++it)
+          sum += std::min(end, it->second) - std::max(start, it->first);
+        return sum;
+      };
+      std::map<std::tuple<StringId, std::array<std::uint32_t, 3>, std::array<std::uint32_t, 3>>, OverlapGroup> groups;
+      for (const TimedKernel& k : kernels) {
+        if (k.communication) continue;
+        const double duration = k.end_s - k.start_s;
+        const double share = covered(k.start_s, k.end_s) / duration;
+        if (share > 0.0 && share < kOverlappedShare) continue;
+        OverlapGroup& group = groups[{k.name, k.grid, k.block}];
+        (share > 0.0 ? group.overlapped_s : group.isolated_s).push_back(duration);
+        group.kernel_class = k.kernel_class;
+      }
+      for (auto& [key, group] : groups) {
+        if (group.isolated_s.empty() || group.overlapped_s.empty()) continue;
+        const auto& [name, grid, block] = key;
+        const auto dims = [](const std::array<std::uint32_t, 3>& d) {
+          return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+        };
+        group.input = input_;
+        group.label = strings.at(name).substr(0, 60) + " grid " + dims(grid) + " block " + dims(block);
+        set_.overlaps.push_back(std::move(group));
+      }
+    }
+    if (set_.overlaps.size() > before)
+      file.notes.push_back(std::to_string(set_.overlaps.size() - before) +
+                           " kernels (name, grid, block) timed both with and without a communication kernel running "
+                           "on their GPU (interference fit)");
+  }
+
   LinkScope scope_of(const std::string& group, int group_size) const {
     const auto ranks = process_group_ranks(group);
     if (ranks.empty()) return group_size <= options_.gpus_per_node ? LinkScope::intra_node : LinkScope::inter_node;
@@ -209,6 +279,7 @@ class RecordCollector {
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t, std::int64_t>, std::vector<std::pair<double, double>>>
       streams_;
   std::map<std::tuple<LinkScope, CollectiveKind, int, double>, CollectiveSample> fastest_;
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<TimedKernel>> gpus_;
   std::size_t collective_calls_ = 0;
   std::size_t assumed_dtype_ = 0;
   std::size_t unfitted_ = 0;
@@ -223,7 +294,7 @@ void read_store(const std::filesystem::path& path, std::size_t input, const Load
   for (const SourceInfo& source : store.sources())
     file.notes.push_back("store source " + source.path + " (" + source.format +
                          (source.gpu_name.empty() ? "" : ", " + source.gpu_name) + ") sha256 " + source.sha256);
-  collector.finish(file);
+  collector.finish(file, store.strings());
 }
 
 void read_trace(const std::filesystem::path& path, const TraceFormat& format, std::size_t input,
@@ -236,7 +307,7 @@ void read_trace(const std::filesystem::path& path, const TraceFormat& format, st
   collector.telemetry(sink.telemetry, std::vector<SourceInfo>{info});
   InputFile& file = set.inputs[input];
   if (!info.gpu_name.empty()) file.notes.push_back("GPU: " + info.gpu_name);
-  collector.finish(file);
+  collector.finish(file, sink.strings);
 }
 
 }  // namespace

@@ -283,4 +283,52 @@ LaunchOverheadFit fit_launch_overhead(const MeasurementSet& measurements, const 
   return fit;
 }
 
+InterferenceFit fit_comm_compute_interference(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                              const KernelFitOptions& options) {
+  InterferenceFit fit;
+  fit.default_slowdown = hardware.comm_compute_slowdown;
+  struct Sums {
+    double overlapped = 0.0, isolated = 0.0;
+  };
+  Sums all, compute, other;
+  std::vector<double> group_ratios;
+  std::set<std::size_t> inputs;
+  for (const OverlapGroup& group : measurements.overlaps) {
+    if (group.isolated_s.size() < InterferenceFit::kMinIsolated ||
+        group.overlapped_s.size() < InterferenceFit::kMinOverlapped)
+      continue;
+    // Medians: a run's duration in a trace also holds the odd preemption or clock step.
+    const double isolated = quantile(group.isolated_s, 0.5);
+    if (isolated < options.min_interference_kernel_s) {
+      ++fit.short_groups;
+      continue;
+    }
+    double overlapped = 0.0;
+    for (const double d : group.overlapped_s) overlapped += d;
+    const double equivalent = isolated * static_cast<double>(group.overlapped_s.size());
+    const bool compute_class = group.kernel_class == KernelClass::gemm || group.kernel_class == KernelClass::attention;
+    for (Sums* sums : {&all, compute_class ? &compute : &other}) {
+      sums->overlapped += overlapped;
+      sums->isolated += equivalent;
+    }
+    (compute_class ? fit.compute_groups : fit.other_groups) += 1;
+    group_ratios.push_back(quantile(group.overlapped_s, 0.5) / isolated);
+    fit.overlapped_runs += group.overlapped_s.size();
+    inputs.insert(group.input);
+  }
+  fit.groups = group_ratios.size();
+  fit.inputs.assign(inputs.begin(), inputs.end());
+  if (fit.groups < InterferenceFit::kMinGroups) return fit;
+  fit.fitted = true;
+  fit.overlapped_s = all.overlapped;
+  fit.isolated_equivalent_s = all.isolated;
+  fit.ratio = all.overlapped / all.isolated;
+  fit.median_group_ratio = quantile(group_ratios, 0.5);
+  if (compute.isolated > 0.0) fit.compute_ratio = compute.overlapped / compute.isolated;
+  if (other.isolated > 0.0) fit.other_ratio = other.overlapped / other.isolated;
+  fit.from_compute_kernels = fit.compute_groups >= InterferenceFit::kMinGroups;
+  fit.slowdown = std::max(0.0, 1.0 - 1.0 / (fit.from_compute_kernels ? fit.compute_ratio : fit.ratio));
+  return fit;
+}
+
 }  // namespace chopsim

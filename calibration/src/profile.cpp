@@ -98,6 +98,7 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareRe
   result.kernel_options = kernel_options;
   result.kernels = fit_kernel_classes(measurements, hardware, kernel_options);
   result.launch = fit_launch_overhead(measurements, hardware, kernel_options);
+  result.interference = fit_comm_compute_interference(measurements, hardware, kernel_options);
   result.collectives = fit_collectives(measurements, hardware, node_links);
   result.telemetry = fit_telemetry(measurements);
   return result;
@@ -122,13 +123,21 @@ std::string render_profile_yaml(const CalibrationResult& result) {
   std::vector<const KernelClassFit*> in_profile;
   for (const auto& fit : result.kernels)
     if (fit.in_profile) in_profile.push_back(&fit);
-  if (result.launch.fitted || !in_profile.empty()) {
+  const InterferenceFit& interference = result.interference;
+  if (result.launch.fitted || interference.fitted || !in_profile.empty()) {
     out << line(0, "kernels", "");
     if (result.launch.fitted)
       out << line(2, "launch_overhead_us", num(result.launch.mean_s / units::kMicrosecond),
                   "mean gap between GPU records on a stream (gaps <= " + num(result.launch.max_gap_s * 1e6) + " µs), " +
                       std::to_string(result.launch.gaps) + " gaps " + input_refs(result.launch.inputs) +
                       "; file: " + num(result.launch.default_s * 1e6));
+    if (interference.fitted)
+      out << line(
+          2, "comm_compute_slowdown", num(interference.slowdown),
+          std::string(interference.from_compute_kernels ? "GEMMs" : "kernels") + " overlapped by NCCL/RCCL run " +
+              num(interference.from_compute_kernels ? interference.compute_ratio : interference.ratio) + "x as long, " +
+              std::to_string(interference.from_compute_kernels ? interference.compute_groups : interference.groups) +
+              " kernels " + input_refs(interference.inputs) + "; file: " + num(interference.default_slowdown));
     if (!in_profile.empty()) {
       out << line(2, "efficiency", "");
       for (const KernelClassFit* fit : in_profile) {
@@ -285,6 +294,34 @@ std::string render_fit_report(const CalibrationResult& result) {
   else
     out << "No input has a kernel timeline (a trace or store): `launch_overhead_us` keeps the hardware file's "
         << num(l.default_s * 1e6) << " µs.\n";
+
+  out << "\n## Compute under communication\n\n";
+  const InterferenceFit& i = result.interference;
+  if (i.fitted) {
+    out << "Kernels (same name, grid and block on one GPU) timed both alone and with an NCCL/RCCL kernel running on "
+           "their GPU throughout "
+        << input_refs(i.inputs) << ": " << i.groups << " kernels (" << i.compute_groups << " GEMM/attention, "
+        << i.other_groups << " others) with at least " << InterferenceFit::kMinIsolated << " runs alone and "
+        << InterferenceFit::kMinOverlapped << " overlapped; " << i.overlapped_runs << " overlapped runs take "
+        << num(i.overlapped_s * 1e3) << " ms against " << num(i.isolated_equivalent_s * 1e3)
+        << " ms at their kernel's median alone: " << num(i.ratio) << "x; GEMM/attention "
+        << (i.compute_groups > 0 ? "**" + num(i.compute_ratio) + "x**" : std::string("-")) << ", others "
+        << (i.other_groups > 0 ? num(i.other_ratio) + "x" : std::string("-")) << "; median over kernels "
+        << num(i.median_group_ratio) << "x (time-weighted ratios are larger when long kernels lose more: a GEMM "
+        << "grid that no longer fits in one wave). `comm_compute_slowdown` **" << num(i.slowdown) << "** = 1 − 1/"
+        << num(i.from_compute_kernels ? i.compute_ratio : i.ratio) << " from "
+        << (i.from_compute_kernels ? "the GEMM/attention kernels (what LLM training overlaps with its collectives)"
+                                   : "all kernels (too few GEMM/attention kernels)")
+        << " (hardware file " << num(i.default_slowdown) << ").";
+    if (i.short_groups > 0)
+      out << " " << i.short_groups << " kernels shorter than "
+          << num(result.kernel_options.min_interference_kernel_s * 1e6)
+          << " µs alone are left out (short kernels lose more to block scheduling than to shared SMs).";
+    out << "\n";
+  } else {
+    out << "Fewer than " << InterferenceFit::kMinGroups << " kernels timed both alone and under an NCCL/RCCL kernel ("
+        << i.groups << "): `comm_compute_slowdown` keeps the hardware file's " << num(i.default_slowdown) << ".\n";
+  }
 
   out << "\n## Collectives\n\nt = a + b·S per (kind, GPUs, scope), least squares of relative errors; bus bandwidth "
          "= factor / b as nccl-tests reports it (all-reduce 2(n−1)/n, all-gather and reduce-scatter (n−1)/n, "

@@ -177,5 +177,41 @@ TEST(LaunchOverhead, MeanOfGapsWithoutHostStalls) {
   EXPECT_FALSE(fit_launch_overhead(MeasurementSet{}, hw, KernelFitOptions{}).fitted);
 }
 
+TEST(Interference, TimeWeightedRatioOfTheSameKernelsAloneAndOverlapped) {
+  const auto hw = test::round_hardware();
+  MeasurementSet set;
+  // Ten GEMMs: 100 µs alone; under NCCL 120 and 180 µs (a grid pushed into a second wave): 150 µs on average.
+  for (int g = 0; g < 10; ++g)
+    set.overlaps.push_back({0, KernelClass::gemm, "gemm", {90e-6, 100e-6, 110e-6}, {120e-6, 180e-6}});
+  // Elementwise kernels that do not mind: 50 µs either way.
+  for (int g = 0; g < 4; ++g)
+    set.overlaps.push_back({1, KernelClass::elementwise, "add", {50e-6, 50e-6, 50e-6}, {50e-6, 50e-6}});
+  // Left out: too few runs alone, too few overlapped, too short alone.
+  set.overlaps.push_back({0, KernelClass::gemm, "few alone", {100e-6, 100e-6}, {900e-6, 900e-6}});
+  set.overlaps.push_back({0, KernelClass::gemm, "few overlapped", {100e-6, 100e-6, 100e-6}, {900e-6}});
+  set.overlaps.push_back({0, KernelClass::gemm, "short", {10e-6, 10e-6, 10e-6}, {90e-6, 90e-6}});
+  const InterferenceFit fit = fit_comm_compute_interference(set, hw, KernelFitOptions{});
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_EQ(fit.groups, 14u);
+  EXPECT_EQ(fit.compute_groups, 10u);
+  EXPECT_EQ(fit.short_groups, 1u);
+  EXPECT_EQ(fit.overlapped_runs, 28u);
+  EXPECT_NEAR(fit.compute_ratio, 1.5, 1e-12);
+  EXPECT_NEAR(fit.other_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(fit.ratio, (10 * 300e-6 + 4 * 100e-6) / (10 * 200e-6 + 4 * 100e-6), 1e-12);
+  // The profile takes the GEMMs' ratio: what LLM training overlaps with its collectives.
+  EXPECT_TRUE(fit.from_compute_kernels);
+  EXPECT_NEAR(fit.slowdown, 1.0 - 1.0 / 1.5, 1e-12);
+  EXPECT_EQ(fit.inputs, (std::vector<std::size_t>{0, 1}));
+  // Fewer than ten GEMMs: all kernels' ratio; fewer than ten kernels: no fit.
+  set.overlaps.erase(set.overlaps.begin() + 7, set.overlaps.begin() + 10);
+  const InterferenceFit mixed = fit_comm_compute_interference(set, hw, KernelFitOptions{});
+  ASSERT_TRUE(mixed.fitted);
+  EXPECT_FALSE(mixed.from_compute_kernels);
+  EXPECT_NEAR(mixed.slowdown, 1.0 - (7 * 200e-6 + 4 * 100e-6) / (7 * 300e-6 + 4 * 100e-6), 1e-12);
+  set.overlaps.resize(9);
+  EXPECT_FALSE(fit_comm_compute_interference(set, hw, KernelFitOptions{}).fitted);
+}
+
 }  // namespace
 }  // namespace chopsim

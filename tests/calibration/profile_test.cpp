@@ -45,6 +45,10 @@ MeasurementSet synthetic_set() {
         {CollectiveKind::all_reduce, 8, LinkScope::intra_node, bytes, 14 * 2e-6 + 1.75 * bytes / 350e9, 0});
     set.collectives.push_back({CollectiveKind::send_recv, 2, LinkScope::inter_node, bytes, 20e-6 + bytes / 40e9, 0});
   }
+  // Twelve GEMMs of 100 µs alone that run 125 µs under an NCCL kernel: 1.25x, comm_compute_slowdown 0.2.
+  for (int g = 0; g < 12; ++g)
+    set.overlaps.push_back(
+        {0, KernelClass::gemm, "gemm " + std::to_string(g), {100e-6, 100e-6, 100e-6}, {125e-6, 125e-6}});
   for (int i = 0; i < 60; ++i)
     set.telemetry.push_back({0, "card0", 1.0 * i, i < 30 ? 100.0 : 600.0, i < 30 ? 0.0 : 1.0, NAN, NAN,
                              30.0 + (i < 30 ? 5.0 : 30.0 - 25.0 * std::exp(-(i - 30) / 8.0))});
@@ -123,6 +127,7 @@ TEST(Profile, ValuesAreTheFittedValuesInFileUnits) {
   EXPECT_NEAR(profile["kernels"]["efficiency"]["elementwise"]["memory"].as<double>(), 0.9, 1e-3);
   EXPECT_FALSE(profile["kernels"]["efficiency"]["elementwise"]["compute"]);  // not fitted, not written
   EXPECT_NEAR(profile["kernels"]["launch_overhead_us"].as<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(profile["kernels"]["comm_compute_slowdown"].as<double>(), 0.2, 1e-9);
   EXPECT_NEAR(profile["collectives"]["step_latency_us"].as<double>(), 2.0 - 0.6, 1e-3);
   // Link and NIC rates as efficiencies of the hardware file's nominal 25 GB/s per NVLink and 400 Gbit/s: runs build
   // links with nominal x efficiency, so a bandwidth key here would be derated a second time.

@@ -4,6 +4,7 @@
 //     eta_c(F) = eta_max * F / (F + F_half), per kernel class (and element type for the compute classes), by
 //     Levenberg-Marquardt on log durations;
 //   * launch overhead: the mean gap between consecutive GPU records on a stream;
+//   * compute under communication: how much longer kernels run while an NCCL/RCCL kernel shares their GPU;
 //   * collectives: t = a + b * S per (kind, group size, intra/inter node), converted to bus bandwidth, per-link
 //     bandwidth and per-step latency with the ring algorithm's factors;
 //   * telemetry: power vs activity, and a first-order thermal RC model (steady state and step response).
@@ -32,6 +33,10 @@ struct KernelFitOptions {
   /// Gaps between kernels longer than this are host stalls (data loading, synchronisation, Python), not launch
   /// overhead, and are left out of launch_overhead.
   double max_gap_s = 100e-6;
+  /// Kernels shorter than this (median alone) are left out of the interference fit: a short kernel overlapped by
+  /// communication loses more to block scheduling than to the SMs it shares (in the A100 HTA traces, kernels of
+  /// 10-20 µs run ~1.6x as long under an NCCL kernel, those of 20 µs and more 1.07x).
+  double min_interference_kernel_s = 20e-6;
 };
 
 /// The roofline parameters of one kernel class (and element-type group) fitted to measured kernels.
@@ -94,6 +99,36 @@ struct LaunchOverheadFit {
 
 [[nodiscard]] LaunchOverheadFit fit_launch_overhead(const MeasurementSet& measurements,
                                                     const HardwareReference& hardware, const KernelFitOptions& options);
+
+/// Compute under communication (the profile's comm_compute_slowdown): the runs of a kernel that an NCCL/RCCL kernel
+/// overlapped against the same kernel's runs alone (OverlapGroup). chopsim slows every compute kernel by one factor
+/// while communication runs on its GPU, so the factor is the one that reproduces the overlapped runs' total time:
+/// ratio = sum of overlapped durations / sum of the group's isolated median per overlapped run, slowdown = 1 - 1/ratio.
+/// The profile takes the GEMM/attention kernels' ratio when there are kMinGroups of them (what LLM training overlaps
+/// with its collectives: prefetches and gradient reductions under GEMMs), else all kernels'.
+struct InterferenceFit {
+  /// Groups need this many isolated and overlapped runs, and the fit this many groups.
+  static constexpr std::size_t kMinIsolated = 3, kMinOverlapped = 2, kMinGroups = 10;
+  bool fitted = false;
+  std::size_t groups = 0;              ///< kernels (name, grid, block) used
+  std::size_t short_groups = 0;        ///< left out: median alone below KernelFitOptions::min_interference_kernel_s
+  std::size_t overlapped_runs = 0;     ///< runs of the used groups that communication overlapped
+  double overlapped_s = 0.0;           ///< their time
+  double isolated_equivalent_s = 0.0;  ///< the same runs at their group's isolated median
+  double ratio = 1.0;                  ///< overlapped_s / isolated_equivalent_s
+  double slowdown = 0.0;  ///< max(0, 1 - 1 / ratio) of the compute kernels, or of all (from_compute_kernels)
+  bool from_compute_kernels = false;
+  double median_group_ratio = 1.0;  ///< median over groups of overlapped median / isolated median
+  double compute_ratio = 1.0;       ///< ratio of the GEMM and attention groups alone (1 = none)
+  double other_ratio = 1.0;         ///< ratio of the other groups alone (1 = none)
+  std::size_t compute_groups = 0, other_groups = 0;
+  double default_slowdown = 0.0;  ///< the hardware file's comm_compute_slowdown
+  std::vector<std::size_t> inputs;
+};
+
+[[nodiscard]] InterferenceFit fit_comm_compute_interference(const MeasurementSet& measurements,
+                                                            const HardwareReference& hardware,
+                                                            const KernelFitOptions& options);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Collectives

@@ -41,6 +41,7 @@ struct HardwareReference {
   double nic_efficiency = 1.0;             ///< `nic.efficiency` (default 1)
   double nic_latency_s = 0.0;
   double launch_overhead_s = 0.0;
+  double comm_compute_slowdown = 0.0;  ///< `kernels.comm_compute_slowdown`
   double idle_power_w = 0.0;
   double tdp_w = 0.0;
   double thermal_resistance_k_per_w = 0.0;   ///< 0 = not in the file

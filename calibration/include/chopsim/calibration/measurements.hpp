@@ -48,6 +48,16 @@ struct LaunchGaps {
   std::vector<double> gaps_s;
 };
 
+/// One kernel of a trace (same name, grid and block on one GPU) timed with and without a communication kernel
+/// (NCCL/RCCL) running on the same GPU: the data of the compute/communication interference fit.
+struct OverlapGroup {
+  std::size_t input = 0;
+  KernelClass kernel_class = KernelClass::other;
+  std::string label;                 ///< kernel name (shortened) and launch shape, for reports
+  std::vector<double> isolated_s;    ///< durations of the runs no communication kernel overlapped
+  std::vector<double> overlapped_s;  ///< durations of the runs a communication kernel overlapped throughout
+};
+
 /// One telemetry reading of one GPU, on an absolute clock so that separate logs (power, temperature, use) of one
 /// run can be joined. NaN = not in this reading.
 struct TelemetryReading {
@@ -75,6 +85,7 @@ struct MeasurementSet {
   std::vector<KernelSample> kernels;
   std::vector<CollectiveSample> collectives;
   std::vector<LaunchGaps> gaps;
+  std::vector<OverlapGroup> overlaps;
   std::vector<TelemetryReading> telemetry;
 };
 

@@ -20,6 +20,7 @@ struct CalibrationResult {
   KernelFitOptions kernel_options;
   std::vector<KernelClassFit> kernels;
   LaunchOverheadFit launch;
+  InterferenceFit interference;
   CollectiveCalibration collectives;
   TelemetryFit telemetry;
   std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)
