@@ -985,11 +985,13 @@ std::string group_notes(const std::string& group) {
            "(Megatron's default --add-bias-linear: model linear_bias), attention dropout inside cuDNN's kernel "
            "(1.034x, measured on H200 in TransformerEngine issue #3312) and compute slowed while an NCCL kernel "
            "runs beside it (comm_compute_slowdown: 0.14 on A100, measured by chopsim calibrate on the HTA A100 "
-           "traces; 0.18 on H100, the 24 of 132 SMs an NCCL kernel holds in an Nsight trace on the NVIDIA forums). Not "
+           "traces; 0.18 on H100, the 24 of 132 SMs an NCCL kernel holds in an Nsight trace on the NVIDIA forums), and "
+           "the [b, 1, s, s] attention mask the data loader builds (Megatron's default, "
+           "training.attention_mask_in_dataloader): copied to the GPU over PCIe every micro-batch (134 MB at "
+           "micro-batch 2, 2.1 ms at 64 GB/s) and broadcast over TP. Not "
            "modelled (no source states their cost): CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware "
            "queue orders communication and compute kernels), NCCL "
-           "point-to-point kernels spinning on SMs while they wait for their peer, the [b, 1, s, s] attention mask "
-           "the data loader builds and copies to the GPU every micro-batch (134 MB at micro-batch 2), the zeroing of "
+           "point-to-point kernels spinning on SMs while they wait for their peer, the zeroing of "
            "the fp32 gradient buffer, the smaller NaN fills (communication buffers, rotary and activation outputs), "
            "and host-side work (logging, timers, memory statistics, synchronisations).\n";
   if (group == "zeus_a100_power_limit")

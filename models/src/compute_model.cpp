@@ -25,6 +25,7 @@ class RooflineModel final : public ComputeModel {
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
+    if (work.host_to_device) return host_copy(work);
     const auto& efficiency = params_.efficiency[static_cast<std::size_t>(work.kernel_class)];
     const double peak_rated = peak_for(work.precision);  // at the rated clock (peak_clock_hz)
     const double rated = params_.peak_clock_hz();
@@ -72,6 +73,21 @@ class RooflineModel final : public ComputeModel {
   const ComputeParams& params() const override { return params_; }
 
  private:
+  /// A host-to-device copy runs on a copy engine at the PCIe link's rate: no roofline, no clock; its ideal time is
+  /// its time (nothing a faster kernel could save), plus the launch overhead like any op on the stream.
+  KernelTiming host_copy(const KernelWork& work) const {
+    if (!(params_.host_to_device_bytes_per_s > 0.0))
+      throw ModelError("roofline: a host-to-device copy needs host_to_device_bytes_per_s (the hardware's pcie_gb_s)");
+    KernelTiming timing;
+    timing.memory_bound = true;
+    timing.launch_s = params_.launch_overhead_s;
+    timing.ideal_s = work.bytes / params_.host_to_device_bytes_per_s;
+    timing.duration_s = timing.ideal_s + params_.launch_overhead_s;
+    if (timing.duration_s > 0.0)
+      timing.memory_utilization = work.bytes / (timing.duration_s * params_.hbm_bandwidth_bytes_per_s);
+    return timing;
+  }
+
   double peak_for(Precision precision) const {
     double peak = params_.peak_flops_per_s[static_cast<std::size_t>(precision)];
     // A GPU without fp8 (or tf32) units runs such kernels at the next wider precision it has.

@@ -189,6 +189,8 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
   const int last_virtual_stage = shape_.virtual_stage_count() - 1;
   layer_ = -1;
   if (virtual_stage > 0) await(pipeline_recv(false, virtual_stage - 1));
+  // Megatron's get_batch runs on the chunks that hold the embedding (tokens) and the loss (labels); both take the mask.
+  if (virtual_stage == 0 || virtual_stage == last_virtual_stage) load_attention_mask();
   if (virtual_stage == 0) {
     begin_unit(embedding_unit(), false);
     embedding_forward();
@@ -209,6 +211,27 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
     const OpRef send = pipeline_send(false, virtual_stage);
     if (!training_.overlap.pp) await(send);  // compute waits until the activation has left
   }
+}
+
+// Megatron-LM's get_batch with the data loader's attention mask (--create-attention-mask-in-dataloader, its default):
+// tensor-parallel rank 0 copies the [b, 1, s, s] boolean mask from pinned host memory with .cuda(non_blocking=True),
+// on the compute stream, so the micro-batch's kernels wait for it, and broadcasts it to the other tensor-parallel
+// ranks, which receive it into torch.empty (NaN-filled first under deterministic mode). The ranks of a
+// tensor-parallel group share one program, so every rank runs the copy: the broadcast makes rank 0's copy the
+// group's critical path anyway. The tokens, labels, loss mask and position ids (8 bytes per token each) are left out.
+void StageGenerator::load_attention_mask() {
+  if (!training_.attention_mask_in_dataloader) return;
+  const double bytes = training_.micro_batch * sizes_.sequence * sizes_.sequence;  // one byte per bool
+  Op copy = base_op("attention_mask_h2d");
+  copy.kind = OpKind::compute;
+  copy.kernel_class = KernelClass::memcpy;
+  copy.precision = Precision::fp32;
+  copy.host_to_device = true;
+  copy.bytes = bytes;
+  (void)append_to_compute_stream(copy);
+  if (layout_.group_size(GroupRole::tp) <= 1) return;
+  fill_output("attention_mask", bytes);
+  await(blocking({"attention_mask_broadcast", CollectiveKind::broadcast, GroupRole::tp, CommCategory::tp, bytes}));
 }
 
 void StageGenerator::backward_pass(int micro_batch, int chunk) {

@@ -119,6 +119,9 @@ class StageGenerator {
   /// Bytes of the deterministic attention backward's workspace over `keys` keys per query (one kernel call).
   [[nodiscard]] double deterministic_workspace_bytes(double keys) const;
   OpRef norm(std::string_view name, bool backward);
+  /// With training.attention_mask_in_dataloader: the micro-batch's attention mask copied to the GPU and broadcast
+  /// over the tensor-parallel group (on the chunks that load data: the first and the last virtual stage).
+  void load_attention_mask();
   /// With linear biases: the gradient of a bias added outside its GEMM, summed over `elements` / width tokens.
   void bias_gradient(std::string_view name, double elements);
   OpRef elementwise(std::string_view name, double elements, double flops_per_element, double bytes_per_element,

@@ -101,7 +101,7 @@ std::string describe(const RunSpec& run) {
       << ' ' << h.compute.comm_compute_slowdown << ' ' << h.compute.unaligned_gemm_slowdown << ' '
       << h.compute.deterministic_attention.backward_slowdown << ' '
       << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
-      << '\n';
+      << ' ' << h.compute.host_to_device_bytes_per_s << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -130,7 +130,8 @@ std::string describe(const RunSpec& run) {
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
-      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory << '\n';
+      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
+      << t.attention_mask_in_dataloader << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -224,7 +225,10 @@ TEST_F(ConfigTest, ShippedRunsMirrorTheirSources) {
   EXPECT_EQ(tp4.training.micro_batch, 2);
   EXPECT_EQ(tp4.model.ffn_hidden, 4 * tp4.model.hidden);  // no --swiglu, no --ffn-hidden-size: 4h GELU
   EXPECT_EQ(tp4.model.mlp, MlpKind::gelu);
-  EXPECT_TRUE(tp4.model.linear_bias);  // Megatron's default --add-bias-linear
+  EXPECT_TRUE(tp4.model.linear_bias);                      // Megatron's default --add-bias-linear
+  EXPECT_TRUE(tp4.training.attention_mask_in_dataloader);  // and --create-attention-mask-in-dataloader
+  EXPECT_FALSE(load(test::configs_dir() / "validation" / "megatron-gpt-tiny-tp2-pp2.yaml")
+                   .training.attention_mask_in_dataloader);  // the test named no_create_attention_mask_in_dataloader
 
   // The scale-out / scale-up pair trains the same model on the same tokens per step.
   const RunSpec out = load(test::configs_dir() / "llama3-70b-scaleout-h100.yaml");
@@ -307,6 +311,9 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_NEAR(gb200.hbm_capacity_bytes * 2, 372e9, 0.01 * 372e9);
   EXPECT_DOUBLE_EQ(gb200.intra_node_link_bandwidth_bytes_per_s * gb200.intra_node_links_per_gpu * 2, 1.8e12);
   EXPECT_GT(gb200.tdp_w, b200.tdp_w);  // the same silicon at a higher limit
+  // Host copies: over PCIe, or NVLink-C2C (900 GB/s bidirectional) to Grace.
+  EXPECT_DOUBLE_EQ(h100.compute.host_to_device_bytes_per_s, h100.pcie_bandwidth_bytes_per_s);
+  EXPECT_DOUBLE_EQ(gb200.compute.host_to_device_bytes_per_s * 2, 900e9);
 }
 
 TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {

@@ -132,6 +132,25 @@ TEST(Roofline, AttentionWithDropoutTakesTheHardwaresFactorLonger) {
   EXPECT_THROW((void)roofline(params), ModelError);
 }
 
+TEST(Roofline, HostToDeviceCopiesRunAtTheHostLinkRate) {
+  auto params = h100_like();
+  params.host_to_device_bytes_per_s = 64e9;
+  const auto model = roofline(params);
+  KernelWork copy{KernelClass::memcpy, Precision::fp32, 0.0, 134217728.0};
+  copy.host_to_device = true;
+  // bytes / link, at any clock (a copy engine, not the SMs); all of it is ideal time.
+  const KernelTiming fast = model->timing(copy, 1.98e9);
+  EXPECT_DOUBLE_EQ(fast.duration_s, 134217728.0 / 64e9 + params.launch_overhead_s);
+  EXPECT_DOUBLE_EQ(fast.ideal_s, 134217728.0 / 64e9);
+  EXPECT_DOUBLE_EQ(model->timing(copy, 0.9e9).duration_s, fast.duration_s);
+  // The same bytes from HBM take 1/50 of that.
+  copy.host_to_device = false;
+  EXPECT_LT(model->duration_s(copy, 1.98e9) * 40.0, fast.duration_s);
+  copy.host_to_device = true;
+  params.host_to_device_bytes_per_s = 0.0;
+  EXPECT_THROW((void)roofline(params)->timing(copy, 1.98e9), ModelError);
+}
+
 TEST(Roofline, MissingPrecisionFallsBackOrFails) {
   auto params = h100_like();
   const auto model = roofline(params);

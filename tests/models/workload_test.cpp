@@ -802,6 +802,45 @@ TEST(TrainingFeatures, LinearBiasesAddOneGradientReductionPerBiasOutsideItsGemm)
   EXPECT_DOUBLE_EQ(with_sp.at("mlp_fc1_bias_grad"), without_sp.at("mlp_fc1_bias_grad"));
 }
 
+TEST(TrainingFeatures, TheDataLoadersAttentionMaskIsCopiedAndBroadcastWhereGetBatchRuns) {
+  // Megatron's get_batch: the [b, 1, s, s] mask (b s^2 bytes) copied from the host on the chunks holding the
+  // embedding and the loss, then broadcast over tensor parallelism. Interleaved pipeline of 4 stages x 2 chunks.
+  RunSetup s = setup("mask", 1, 2, 4, 4);
+  s.parallelism.virtual_stages = 2;
+  s.training.micro_batch = 2;
+  s.training.global_batch = 8;
+  EXPECT_EQ(count_of(build_workload(s.model, s.parallelism, s.training), 0, "attention_mask_h2d"), 0);  // off
+  s.training.attention_mask_in_dataloader = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const RankLayout& layout = workload.layout;
+  const double mask_bytes = 2.0 * 256.0 * 256.0;
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const int stage = layout.coordinates(rank).pp;
+    const int expected = stage == 0 || stage == 3 ? 4 : 0;  // one per micro-batch on the first and last stage
+    EXPECT_EQ(count_of(workload, rank, "attention_mask_h2d"), expected) << rank;
+    EXPECT_EQ(count_of(workload, rank, "attention_mask_broadcast"), expected) << rank;
+    EXPECT_DOUBLE_EQ(bytes_of(workload, rank, "attention_mask_h2d"), expected * mask_bytes) << rank;
+  }
+  for_each_op(workload, [&](int, const Program&, std::size_t, const Op& op) {
+    if (workload.name(op) == "attention_mask_h2d") {
+      EXPECT_TRUE(op.host_to_device);
+      EXPECT_EQ(op.pass, Pass::forward);
+    } else {
+      EXPECT_FALSE(op.host_to_device) << workload.name(op);
+    }
+    if (workload.name(op) == "attention_mask_broadcast") {
+      EXPECT_EQ(op.collective, CollectiveKind::broadcast);
+      EXPECT_EQ(op.group, GroupRole::tp);
+    }
+  });
+  // Without tensor parallelism there is nobody to broadcast to.
+  RunSetup alone = setup("mask-tp1", 1, 1, 1, 2);
+  alone.training.attention_mask_in_dataloader = true;
+  const Workload single = build_workload(alone.model, alone.parallelism, alone.training);
+  EXPECT_EQ(count_of(single, 0, "attention_mask_h2d"), 2);
+  EXPECT_EQ(count_of(single, 0, "attention_mask_broadcast"), 0);
+}
+
 /// Bytes and count of rank 0's ops whose name ends in "_fp8_cast", per pass.
 struct Fp8Casts {
   std::map<Pass, double> bytes;

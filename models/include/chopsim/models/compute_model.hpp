@@ -25,6 +25,9 @@ struct KernelWork {
   /// An attention kernel that applies dropout to the probabilities (the model's dropout, inside the fused kernel): it
   /// takes ComputeParams::attention_dropout_slowdown times as long.
   bool dropout = false;
+  /// A copy from host memory over PCIe (the copy engine, not the SMs): bytes / host_to_device_bytes_per_s, whatever
+  /// the clock or the kernel class.
+  bool host_to_device = false;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

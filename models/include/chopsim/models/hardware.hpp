@@ -76,6 +76,9 @@ struct ComputeParams {
   /// The run's attention kernel, forward and backward, takes this many times as long when it applies dropout to the
   /// probabilities (KernelWork::dropout; >= 1, 1 = no measured cost): the random numbers are drawn inside the kernel.
   double attention_dropout_slowdown = 1.0;
+  /// Host-to-device copy bandwidth (bytes/s, one direction): the GPU's PCIe link (HardwareSpec::pcie_bandwidth, the
+  /// hardware file's pcie_gb_s). 0 = not known: a host-to-device copy is an error.
+  double host_to_device_bytes_per_s = 0.0;
 };
 
 /// A named attention kernel of a GPU (`kernels.attention_implementations.NAME`).

@@ -113,6 +113,11 @@ struct TrainingSpec {
   /// FSDP/ZeRO-3 gradient reduction in fp32 (PyTorch FSDP MixedPrecision(reduce_dtype=torch.float32), Composer's
   /// mixed_precision DEFAULT): gradients are cast to fp32, reduce-scattered and kept sharded in fp32.
   bool fsdp_reduce_fp32 = false;
+  /// Megatron-LM's --create-attention-mask-in-dataloader (its default; --no-create-attention-mask-in-dataloader turns
+  /// it off): the data loader builds a [b, 1, s, s] boolean causal mask for every micro-batch, which get_batch copies
+  /// to the GPU over PCIe and broadcasts over the tensor-parallel group, even when the fused attention kernel applies
+  /// the causal mask itself and never reads it.
+  bool attention_mask_in_dataloader = false;
 
   /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
   [[nodiscard]] int micro_batches(const ParallelismSpec& parallelism) const {

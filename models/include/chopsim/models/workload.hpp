@@ -55,6 +55,8 @@ struct Op {
   bool deterministic = false;
   /// compute attention with dropout on its probabilities (KernelWork::dropout).
   bool dropout = false;
+  /// compute: a copy from host memory over PCIe (KernelWork::host_to_device).
+  bool host_to_device = false;
   std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
   std::uint32_t name = 0;   ///< index into Workload::names
   std::int32_t layer = -1;  ///< global transformer layer, -1 for none
@@ -76,7 +78,8 @@ static_assert(sizeof(Op) == 64, "Op grew: reorder its fields or mind the workloa
 
 /// What the compute model needs of a compute op.
 [[nodiscard]] inline KernelWork kernel_work(const Op& op) {
-  return KernelWork{op.kernel_class, op.precision, op.flops, op.bytes, op.unaligned, op.deterministic, op.dropout};
+  return KernelWork{op.kernel_class, op.precision,     op.flops,   op.bytes,
+                    op.unaligned,    op.deterministic, op.dropout, op.host_to_device};
 }
 
 struct Stream {
