@@ -77,9 +77,11 @@ void StageGenerator::fp8_cast(const std::string& name, double elements) {
 // fill_empty_deterministic_), while ATen's own structured kernels allocate their outputs without it. Transformer
 // Engine allocates its outputs through at::empty (allocateSpace, torch.empty): its GEMM outputs (forward, dgrad, and
 // wgrad when the gradient is written fresh), its norms' outputs, the fused attention's output and input gradients,
-// and the deterministic attention workspace are each written once more by a fill kernel first. Left out: smaller
-// TE outputs (rotary, fused activations, softmax statistics), communication buffers Megatron allocates with
-// torch.empty (sequence/context/expert-parallel gathers), and the LM head's fp32 logits copy.
+// and the deterministic attention workspace are each written once more by a fill kernel first. So is a dtype cast's
+// output (_to_copy allocates through at::empty_strided, which fills as well): the fp32 copy of the logits in Megatron's
+// unfused cross entropy and the cast of its gradient back to the logits' dtype. Left out: smaller TE outputs (rotary,
+// fused activations, softmax statistics) and communication buffers Megatron allocates with torch.empty
+// (sequence/context/expert-parallel gathers).
 void StageGenerator::fill_output(std::string_view name, double bytes) {
   if (!training_.deterministic || !training_.fill_uninitialized_memory || bytes <= 0.0) return;
   (void)compute(std::string(name) + "_fill", KernelClass::elementwise, Precision::fp32, 0.0, bytes);
@@ -604,6 +606,7 @@ void StageGenerator::head_forward() {
     (void)elementwise("cross_entropy", logits, kSoftmaxFlops, s.activation_bytes + 4.0, KernelClass::reduction);
   } else {
     // The two row reductions (max, sum: 8 bytes) and the four elementwise passes (30 bytes with bf16 logits).
+    fill_output("logits_float", logits * 4.0);
     (void)elementwise("cross_entropy_reductions", logits, 2.0, 2.0 * 4.0, KernelClass::reduction);
     (void)elementwise("cross_entropy_elementwise", logits, kSoftmaxFlops - 2.0, s.activation_bytes + 4.0 * 7.0,
                       KernelClass::elementwise);
@@ -623,6 +626,7 @@ void StageGenerator::head_backward() {
     (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 4.0 + s.activation_bytes,
                       KernelClass::reduction);
   } else {
+    fill_output("cross_entropy_bwd", s.tokens * s.vocab_local * s.activation_bytes);
     (void)elementwise("cross_entropy_bwd", s.tokens * s.vocab_local, kBackwardFlopRatio, 3.0 * 4.0 + s.activation_bytes,
                       KernelClass::elementwise);
   }

@@ -957,6 +957,13 @@ TEST(TrainingFeatures, DeterministicModeFillsEveryOutputTransformerEngineAllocat
   EXPECT_DOUBLE_EQ(
       bytes_of(cp_workload, 0, "attention_bwd_fill") - bytes_of(cp_workload, 0, "attention_bwd_remote_fill"),
       layers * local_tokens * (h + 2.0 * 256.0 / local_tokens * m.kv_heads * d) * e);
+  // Megatron's unfused cross entropy casts the logits to fp32 and its gradient back: both casts' outputs are filled.
+  s.training.cross_entropy_fusion = false;
+  const Workload unfused_loss = build_workload(s.model, s.parallelism, s.training, cudnn_hopper);
+  const double logits = tokens * s.model.vocab_per_tp_rank(1);
+  EXPECT_DOUBLE_EQ(bytes_of(unfused_loss, 0, "logits_float_fill"), micro_batches * logits * 4.0);
+  EXPECT_DOUBLE_EQ(bytes_of(unfused_loss, 0, "cross_entropy_bwd_fill"), micro_batches * logits * e);
+  s.training.cross_entropy_fusion = true;
   // Eager attention is plain PyTorch: no attention fills (and no workspace).
   s.training.attention = std::string(kEagerAttention);
   const Workload eager = build_workload(s.model, s.parallelism, s.training, cudnn_hopper);
