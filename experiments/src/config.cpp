@@ -222,6 +222,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("deterministic", train.deterministic);
   t.read("fill_uninitialized_memory", train.fill_uninitialized_memory);
   t.read("attention_mask_in_dataloader", train.attention_mask_in_dataloader);
+  t.read("check_for_nan_in_grad", train.check_for_nan_in_grad);
   t.read("gradient_accumulation_fusion", train.gradient_accumulation_fusion);
   t.read("cross_entropy_fusion", train.cross_entropy_fusion);
   t.read("grad_clip", train.grad_clip);

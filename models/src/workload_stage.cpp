@@ -370,6 +370,16 @@ void StageGenerator::close_bucket(bool expert) {
 void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
   const Bucket& bucket = buckets_[index];
   const double bytes = bucket.elements * sizes_.gradient_bytes;
+  // What the backward hook runs on the compute stream before it launches the collective: Megatron's
+  // --check-for-nan-in-loss-and-grad takes the bucket's norm (grad_data.norm(), read once; the NaN test on it is a
+  // host synchronisation, whose wait is not modelled), and the gradients are scaled by 1 / data-parallel size
+  // (Megatron DDP's gradient_scaling_factor without --ddp-average-in-collective; PyTorch DDP divides by the world
+  // size): one pass that reads and writes the bucket.
+  OpRef ready = bucket.last_producer;
+  if (training_.check_for_nan_in_grad)
+    ready = compute("dp_grad_nan_check", KernelClass::reduction, Precision::fp32, bucket.elements, bytes);
+  if (layout_.group_size(bucket.expert ? GroupRole::expert_data : GroupRole::data) > 1)
+    ready = elementwise("dp_grad_scale", bucket.elements, 1.0, 2.0 * sizes_.gradient_bytes);
   std::vector<Comm> comms;
   if (parallelism_.zero_stage == 0) {
     comms.push_back({"dp_all_reduce", CollectiveKind::all_reduce,
@@ -384,7 +394,7 @@ void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
   }
   for (const Comm& comm : comms) {
     if (overlap) {
-      (void)overlapped(kDpStream, comm, bucket.last_producer);
+      (void)overlapped(kDpStream, comm, ready);
     } else {
       (void)blocking(comm);
     }

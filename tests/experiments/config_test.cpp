@@ -131,7 +131,7 @@ std::string describe(const RunSpec& run) {
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
-      << t.attention_mask_in_dataloader << '\n';
+      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '

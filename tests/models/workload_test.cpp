@@ -433,9 +433,23 @@ TEST(DataParallel, AllReducesEveryGradientOnceInBucketsDuringTheLastBackward) {
       const Op& completed_by = program.streams[producer.stream].ops[producer.op];
       EXPECT_EQ(completed_by.pass, Pass::backward);
       EXPECT_EQ(completed_by.micro_batch, 2);
+      // The hook scaled the bucket by 1 / dp on the compute stream first.
+      EXPECT_EQ(workload.name(completed_by), "dp_grad_scale");
     }
   }
   EXPECT_GT(buckets, 3);
+  EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_grad_scale"), 2.0 * 4.0 * parameters);  // read and write, fp32
+  EXPECT_EQ(count_of(workload, 0, "dp_grad_scale"), buckets);
+  EXPECT_EQ(count_of(workload, 0, "dp_grad_nan_check"), 0);
+  // Megatron's --check-for-nan-in-loss-and-grad: each bucket's norm, read once, before the scaling.
+  RunSetup checked = s;
+  checked.training.check_for_nan_in_grad = true;
+  const Workload with_check = build_workload(checked.model, checked.parallelism, checked.training);
+  EXPECT_DOUBLE_EQ(bytes_of(with_check, 0, "dp_grad_nan_check"), 4.0 * parameters);
+  EXPECT_EQ(count_of(with_check, 0, "dp_grad_nan_check"), buckets);
+  // One data-parallel rank: nothing to average, nothing to scale.
+  const RunSetup single = setup("dp1", 1, 1, 1, 3);
+  EXPECT_EQ(count_of(build_workload(single.model, single.parallelism, single.training), 0, "dp_grad_scale"), 0);
   // The optimizer step waits for the last bucket: its first op, the gradient norm for clipping, then AdamW.
   const auto& compute = program.streams[0].ops;
   const Op& adamw = compute.back();

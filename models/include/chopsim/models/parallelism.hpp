@@ -118,6 +118,9 @@ struct TrainingSpec {
   /// to the GPU over PCIe and broadcasts over the tensor-parallel group, even when the fused attention kernel applies
   /// the causal mask itself and never reads it.
   bool attention_mask_in_dataloader = false;
+  /// Megatron-LM's --check-for-nan-in-loss-and-grad (its default): before each gradient bucket's data-parallel
+  /// collective, the bucket's norm is computed and tested for NaN (ZeRO 0-2).
+  bool check_for_nan_in_grad = false;
 
   /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
   [[nodiscard]] int micro_batches(const ParallelismSpec& parallelism) const {
