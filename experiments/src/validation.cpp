@@ -990,11 +990,12 @@ std::string group_notes(const std::string& group) {
            "the [b, 1, s, s] attention mask the data loader builds (Megatron's default, "
            "training.attention_mask_in_dataloader): copied to the GPU over PCIe every micro-batch (134 MB at "
            "micro-batch 2, 2.1 ms at 64 GB/s) and broadcast over TP; before each gradient bucket's reduce-scatter, its "
-           "norm for --check-for-nan-in-loss-and-grad (Megatron's default) and its scaling by 1/dp. Not "
+           "norm for --check-for-nan-in-loss-and-grad (Megatron's default) and its scaling by 1/dp; and the zeroing of "
+           "the fp32 gradient buffer at the start of each step. Not "
            "modelled (no source states their cost): CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware "
            "queue orders communication and compute kernels), NCCL "
-           "point-to-point kernels spinning on SMs while they wait for their peer, the zeroing of "
-           "the fp32 gradient buffer, the smaller NaN fills (communication buffers, rotary and activation outputs), "
+           "point-to-point kernels spinning on SMs while they wait for their peer, the smaller NaN fills "
+           "(communication buffers, rotary and activation outputs), "
            "and host-side work (logging, timers, memory statistics, synchronisations, such as the NaN tests of the "
            "loss and of each gradient bucket's norm).\n";
   if (group == "zeus_a100_power_limit")

@@ -127,6 +127,7 @@ void StageGenerator::await(std::optional<OpRef> producer) {
 // --- the iteration ----------------------------------------------------------------------------------
 
 Program StageGenerator::generate() {
+  zero_gradient_buffer();
   for (const PipelineAction& action : pipeline_schedule(shape_, stage_)) {
     if (action.forward) {
       forward_pass(action.micro_batch, action.chunk);
@@ -345,6 +346,17 @@ void StageGenerator::end_unit(bool backward) {
 }
 
 // --- data-parallel gradient buckets (ZeRO 0-2) ----------------------------------------------------
+
+// Megatron's DDP keeps every gradient of the rank's model chunks in one contiguous buffer (fp32 main_grad, not sharded
+// by the distributed optimizer) and zeroes it at the start of each step (train_step: zero_grad_buffer(), a memset of
+// the whole buffer), since the backward accumulates into it. FSDP (ZeRO-3) sets its gradients to None instead.
+void StageGenerator::zero_gradient_buffer() {
+  if (parallelism_.zero_stage == 3) return;
+  const StageParameters params = stage_parameters(model_, parallelism_, stage_);
+  const double elements = params.dense + params.expert;
+  pass_ = Pass::other;
+  (void)compute("zero_grad_buffer", KernelClass::elementwise, Precision::fp32, 0.0, elements * sizes_.gradient_bytes);
+}
 
 void StageGenerator::gradient_ready(double elements, bool expert, OpRef producer) {
   if (!final_backward_ || parallelism_.zero_stage == 3 || elements <= 0) return;

@@ -174,6 +174,8 @@ class StageGenerator {
   void gradient_ready(double elements, bool expert, OpRef producer);
   void close_bucket(bool expert);
   void reduce_bucket(std::size_t bucket, bool overlap);
+  /// ZeRO 0-2: the memset of the gradient buffer at the start of the step.
+  void zero_gradient_buffer();
   void optimizer_step();
 
   // --- inputs -------------------------------------------------------------------------------------

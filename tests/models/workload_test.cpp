@@ -447,6 +447,10 @@ TEST(DataParallel, AllReducesEveryGradientOnceInBucketsDuringTheLastBackward) {
   const Workload with_check = build_workload(checked.model, checked.parallelism, checked.training);
   EXPECT_DOUBLE_EQ(bytes_of(with_check, 0, "dp_grad_nan_check"), 4.0 * parameters);
   EXPECT_EQ(count_of(with_check, 0, "dp_grad_nan_check"), buckets);
+  // The step starts by zeroing the whole fp32 gradient buffer (Megatron's zero_grad_buffer).
+  const Op& first = program.streams[0].ops.front();
+  EXPECT_EQ(workload.name(first), "zero_grad_buffer");
+  EXPECT_DOUBLE_EQ(first.bytes, 4.0 * parameters);
   // One data-parallel rank: nothing to average, nothing to scale.
   const RunSetup single = setup("dp1", 1, 1, 1, 3);
   EXPECT_EQ(count_of(build_workload(single.model, single.parallelism, single.training), 0, "dp_grad_scale"), 0);
@@ -481,7 +485,8 @@ TEST(Fsdp, GathersEachUnitForForwardAndBackwardAndReduceScattersEveryMicroBatch)
   RunSetup s = setup("fsdp", 8, 1, 1, 2);
   s.parallelism.zero_stage = 3;
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
-  const int units = s.model.layers + 2;  // layers, embedding, head
+  EXPECT_EQ(count_of(workload, 0, "zero_grad_buffer"), 0);  // FSDP sets gradients to None
+  const int units = s.model.layers + 2;                     // layers, embedding, head
   // Per micro-batch: every unit forward, every unit backward except the head, kept from its forward.
   EXPECT_EQ(count_of(workload, 0, "fsdp_all_gather"), 2 * (2 * units - 1));
   const double parameters = count_parameters(s.model).total;
