@@ -128,10 +128,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
           });
 
   m.read("pcie_gb_s", hw.pcie_bandwidth_bytes_per_s, kGiga, kPositiveReal, "GB/s per direction", need);
-  // Copies from host memory use the GPU's host link: PCIe unless the file says otherwise (NVLink-C2C on Grace systems).
-  if (!(hw.compute.host_to_device_bytes_per_s > 0.0))
-    hw.compute.host_to_device_bytes_per_s = hw.pcie_bandwidth_bytes_per_s;
-  m.read("host_link_gb_s", hw.compute.host_to_device_bytes_per_s, kGiga, kPositiveReal, "GB/s per direction");
+  m.read("host_link_gb_s", hw.host_link_bandwidth_bytes_per_s, kGiga, kPositiveReal, "GB/s per direction");
 
   section(m, "nic", need, "a mapping with 'bandwidth_gbit_s' and 'latency_us'", [&](Mapping& nic) {
     nic.read("bandwidth_gbit_s", hw.nic_bandwidth_bytes_per_s, kGigabitPerSecond, kPositiveReal, "Gbit/s per direction",

@@ -45,6 +45,9 @@ std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
 
 ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention) {
   ComputeParams params = hardware.compute;
+  params.host_to_device_bytes_per_s = hardware.host_link_bandwidth_bytes_per_s > 0.0
+                                          ? hardware.host_link_bandwidth_bytes_per_s
+                                          : hardware.pcie_bandwidth_bytes_per_s;
   if (attention.empty() || attention == kEagerAttention) return params;  // eager: GEMM and elementwise kernels
   const auto it = hardware.attention_implementations.find(attention);
   if (it == hardware.attention_implementations.end())

@@ -101,7 +101,7 @@ std::string describe(const RunSpec& run) {
       << ' ' << h.compute.comm_compute_slowdown << ' ' << h.compute.unaligned_gemm_slowdown << ' '
       << h.compute.deterministic_attention.backward_slowdown << ' '
       << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
-      << ' ' << h.compute.host_to_device_bytes_per_s << '\n';
+      << ' ' << h.host_link_bandwidth_bytes_per_s << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -312,8 +312,11 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(gb200.intra_node_link_bandwidth_bytes_per_s * gb200.intra_node_links_per_gpu * 2, 1.8e12);
   EXPECT_GT(gb200.tdp_w, b200.tdp_w);  // the same silicon at a higher limit
   // Host copies: over PCIe, or NVLink-C2C (900 GB/s bidirectional) to Grace.
-  EXPECT_DOUBLE_EQ(h100.compute.host_to_device_bytes_per_s, h100.pcie_bandwidth_bytes_per_s);
-  EXPECT_DOUBLE_EQ(gb200.compute.host_to_device_bytes_per_s * 2, 900e9);
+  EXPECT_DOUBLE_EQ(compute_params_for(h100, "").host_to_device_bytes_per_s, h100.pcie_bandwidth_bytes_per_s);
+  EXPECT_DOUBLE_EQ(compute_params_for(gb200, "").host_to_device_bytes_per_s * 2, 900e9);
+  HardwareSpec slower_pcie = h100;  // an override of pcie_gb_s alone moves host copies with it
+  slower_pcie.pcie_bandwidth_bytes_per_s = 32e9;
+  EXPECT_DOUBLE_EQ(compute_params_for(slower_pcie, "").host_to_device_bytes_per_s, 32e9);
 }
 
 TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {

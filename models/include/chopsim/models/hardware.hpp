@@ -76,8 +76,8 @@ struct ComputeParams {
   /// The run's attention kernel, forward and backward, takes this many times as long when it applies dropout to the
   /// probabilities (KernelWork::dropout; >= 1, 1 = no measured cost): the random numbers are drawn inside the kernel.
   double attention_dropout_slowdown = 1.0;
-  /// Host-to-device copy bandwidth (bytes/s, one direction): the GPU's PCIe link (HardwareSpec::pcie_bandwidth, the
-  /// hardware file's pcie_gb_s). 0 = not known: a host-to-device copy is an error.
+  /// Host-to-device copy bandwidth (bytes/s, one direction): the GPU's host link as compute_params_for() resolves it
+  /// (HardwareSpec::host_link_bandwidth, else the PCIe link). 0 = not known: a host-to-device copy is an error.
   double host_to_device_bytes_per_s = 0.0;
 };
 
@@ -107,6 +107,9 @@ struct HardwareSpec {
   double intra_node_link_latency_s = 0.0;
   /// PCIe link between GPU and its NIC (one direction).
   double pcie_bandwidth_bytes_per_s = 0.0;
+  /// The link copies from host memory run over (one direction), where it is not the PCIe link (NVLink-C2C to a
+  /// Grace CPU); 0 = the PCIe link.
+  double host_link_bandwidth_bytes_per_s = 0.0;
   double nic_bandwidth_bytes_per_s = 0.0;  ///< one NIC, one direction
   double nic_efficiency = 1.0;             ///< fraction of nic_bandwidth collectives achieve between nodes
   double nic_latency_s = 0.0;              ///< NIC + first-hop latency
