@@ -327,7 +327,7 @@ InterferenceFit fit_comm_compute_interference(const MeasurementSet& measurements
   if (compute.isolated > 0.0) fit.compute_ratio = compute.overlapped / compute.isolated;
   if (other.isolated > 0.0) fit.other_ratio = other.overlapped / other.isolated;
   fit.from_compute_kernels = fit.compute_groups >= InterferenceFit::kMinGroups;
-  fit.slowdown = std::max(0.0, 1.0 - 1.0 / (fit.from_compute_kernels ? fit.compute_ratio : fit.ratio));
+  fit.slowdown = std::max(0.0, 1.0 - 1.0 / fit.chosen_ratio());
   return fit;
 }
 

@@ -132,12 +132,11 @@ std::string render_profile_yaml(const CalibrationResult& result) {
                       std::to_string(result.launch.gaps) + " gaps " + input_refs(result.launch.inputs) +
                       "; file: " + num(result.launch.default_s * 1e6));
     if (interference.fitted)
-      out << line(
-          2, "comm_compute_slowdown", num(interference.slowdown),
-          std::string(interference.from_compute_kernels ? "GEMMs" : "kernels") + " overlapped by NCCL/RCCL run " +
-              num(interference.from_compute_kernels ? interference.compute_ratio : interference.ratio) + "x as long, " +
-              std::to_string(interference.from_compute_kernels ? interference.compute_groups : interference.groups) +
-              " kernels " + input_refs(interference.inputs) + "; file: " + num(interference.default_slowdown));
+      out << line(2, "comm_compute_slowdown", num(interference.slowdown),
+                  std::string(interference.from_compute_kernels ? "GEMMs" : "kernels") +
+                      " overlapped by NCCL/RCCL run " + num(interference.chosen_ratio()) + "x as long, " +
+                      std::to_string(interference.chosen_groups()) + " kernels " + input_refs(interference.inputs) +
+                      "; file: " + num(interference.default_slowdown));
     if (!in_profile.empty()) {
       out << line(2, "efficiency", "");
       for (const KernelClassFit* fit : in_profile) {
@@ -309,7 +308,7 @@ std::string render_fit_report(const CalibrationResult& result) {
         << (i.other_groups > 0 ? num(i.other_ratio) + "x" : std::string("-")) << "; median over kernels "
         << num(i.median_group_ratio) << "x (time-weighted ratios are larger when long kernels lose more: a GEMM "
         << "grid that no longer fits in one wave). `comm_compute_slowdown` **" << num(i.slowdown) << "** = 1 − 1/"
-        << num(i.from_compute_kernels ? i.compute_ratio : i.ratio) << " from "
+        << num(i.chosen_ratio()) << " from "
         << (i.from_compute_kernels ? "the GEMM/attention kernels (what LLM training overlaps with its collectives)"
                                    : "all kernels (too few GEMM/attention kernels)")
         << " (hardware file " << num(i.default_slowdown) << ").";

@@ -82,6 +82,11 @@ Op StageGenerator::collective_op(const Comm& comm) const {
 
 OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops,
                               double bytes, bool unaligned) {
+  return append_to_compute_stream(compute_op(name, kernel_class, precision, flops, bytes, unaligned));
+}
+
+Op StageGenerator::compute_op(std::string_view name, KernelClass kernel_class, Precision precision, double flops,
+                              double bytes, bool unaligned) const {
   Op op = base_op(name);
   op.unaligned = unaligned;
   // Every attention kernel of the backward pass (the local and the context-parallel remote chunks); recomputed
@@ -95,7 +100,7 @@ OpRef StageGenerator::compute(std::string_view name, KernelClass kernel_class, P
   op.precision = precision;
   op.flops = flops;
   op.bytes = bytes;
-  return append_to_compute_stream(op);
+  return op;
 }
 
 std::optional<OpRef> StageGenerator::blocking(const Comm& comm) {
@@ -223,12 +228,8 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
 void StageGenerator::load_attention_mask() {
   if (!training_.attention_mask_in_dataloader) return;
   const double bytes = training_.micro_batch * sizes_.sequence * sizes_.sequence;  // one byte per bool
-  Op copy = base_op("attention_mask_h2d");
-  copy.kind = OpKind::compute;
-  copy.kernel_class = KernelClass::memcpy;
-  copy.precision = Precision::fp32;
+  Op copy = compute_op("attention_mask_h2d", KernelClass::memcpy, Precision::fp32, 0.0, bytes);
   copy.host_to_device = true;
-  copy.bytes = bytes;
   (void)append_to_compute_stream(copy);
   if (layout_.group_size(GroupRole::tp) <= 1) return;
   fill_output("attention_mask", bytes);

@@ -90,6 +90,9 @@ class StageGenerator {
   [[nodiscard]] Op collective_op(const Comm& comm) const;
   OpRef compute(std::string_view name, KernelClass kernel_class, Precision precision, double flops, double bytes,
                 bool unaligned = false);
+  /// The op compute() appends, for a caller that sets more of it first.
+  [[nodiscard]] Op compute_op(std::string_view name, KernelClass kernel_class, Precision precision, double flops,
+                              double bytes, bool unaligned = false) const;
   /// On the compute stream: compute waits for it. Skipped (nullopt) for a group of one rank.
   std::optional<OpRef> blocking(const Comm& comm);
   /// On `stream`, after `after` (the op that produced its input); the consumer must await() it.

@@ -124,6 +124,10 @@ struct InterferenceFit {
   std::size_t compute_groups = 0, other_groups = 0;
   double default_slowdown = 0.0;  ///< the hardware file's comm_compute_slowdown
   std::vector<std::size_t> inputs;
+
+  /// The ratio, and the kernels behind it, that `slowdown` comes from.
+  [[nodiscard]] double chosen_ratio() const { return from_compute_kernels ? compute_ratio : ratio; }
+  [[nodiscard]] std::size_t chosen_groups() const { return from_compute_kernels ? compute_groups : groups; }
 };
 
 [[nodiscard]] InterferenceFit fit_comm_compute_interference(const MeasurementSet& measurements,
