@@ -334,6 +334,10 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
   EXPECT_DOUBLE_EQ(params.attention_dropout_slowdown, 1.0);
   EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "cudnn").attention_dropout_slowdown, 1.034);
   EXPECT_DOUBLE_EQ(compute_params_for(run.hardware, "").attention_dropout_slowdown, 1.034);
+  std::string no_host_link = h100_kernels_run("");
+  no_host_link.replace(no_host_link.find("kernels: {}"), 11, "host_link_gb_s: 0");
+  expect_contains(input_error([&] { (void)load(write("no_host_link.yaml", no_host_link)); }),
+                  {"no_host_link.yaml:2:", "host_link_gb_s"});
   const fs::path faster = write("faster.yaml", h100_kernels_run("attention_dropout_slowdown: 0.9"));
   expect_contains(input_error([&] { (void)load(faster); }), {"attention_dropout_slowdown"});
   expect_contains(input_error([&] {
