@@ -107,6 +107,9 @@ class RecordCollector {
     for (const KernelRecord& k : records) {
       if (!(k.duration_s > 0.0)) continue;
       streams_[{k.source, k.rank, k.device, k.stream}].push_back({k.start_s, k.start_s + k.duration_s});
+      if (std::isfinite(k.launch_start_s) && std::isfinite(k.launch_end_s))
+        launch_threads_[{k.source, k.launch_thread}].push_back(
+            {k.launch_start_s, k.launch_end_s, k.start_s, k.start_s + k.duration_s});
       // Kernels only: copies and memsets run on copy engines (and vary with the memory they touch).
       if (k.kind == ActivityKind::kernel)
         gpus_[{k.source, k.rank, k.device}].push_back(
@@ -169,6 +172,7 @@ class RecordCollector {
   /// Gaps per stream, in stream order of (source, rank, device, stream).
   void finish(InputFile& file, const StringTable& strings) {
     overlap_groups(file, strings);
+    host_launches(file);
     for (const auto& [key, sample] : fastest_) set_.collectives.push_back(sample);
     if (collective_calls_ > fastest_.size())
       file.notes.push_back(std::to_string(collective_calls_) +
@@ -264,6 +268,33 @@ class RecordCollector {
                            "on their GPU (interference fit)");
   }
 
+  /// Launch intervals per CPU thread where the GPU waited for the host (HostLaunches).
+  void host_launches(InputFile& file) {
+    std::size_t waited = 0;
+    for (auto& [key, calls] : launch_threads_) {
+      if (calls.size() < 2) continue;
+      std::sort(calls.begin(), calls.end(),
+                [](const LaunchCall& a, const LaunchCall& b) { return a.start_s < b.start_s; });
+      HostLaunches h;
+      h.input = input_;
+      h.thread = "thread " + std::to_string(std::get<1>(key));
+      h.launches = calls.size();
+      for (std::size_t i = 1; i < calls.size(); ++i) {
+        const LaunchCall& before = calls[i - 1];
+        const LaunchCall& call = calls[i];
+        const bool gpu_waited =
+            call.gpu_start_s - call.end_s < HostLaunches::kWaitedWithin && before.gpu_end_s <= call.end_s;
+        if (gpu_waited) h.waited_intervals_s.push_back(call.start_s - before.start_s);
+      }
+      waited += h.waited_intervals_s.size();
+      set_.host_launches.push_back(std::move(h));
+    }
+    if (waited > 0)
+      file.notes.push_back(std::to_string(waited) +
+                           " intervals between kernel launches on one CPU thread where the GPU waited for the host "
+                           "(host launch time)");
+  }
+
   LinkScope scope_of(const std::string& group, int group_size) const {
     const auto ranks = process_group_ranks(group);
     if (ranks.empty()) return group_size <= options_.gpus_per_node ? LinkScope::intra_node : LinkScope::inter_node;
@@ -280,6 +311,11 @@ class RecordCollector {
       streams_;
   std::map<std::tuple<LinkScope, CollectiveKind, int, double>, CollectiveSample> fastest_;
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<TimedKernel>> gpus_;
+  /// A GPU record's launch call and its time on the GPU.
+  struct LaunchCall {
+    double start_s = 0.0, end_s = 0.0, gpu_start_s = 0.0, gpu_end_s = 0.0;
+  };
+  std::map<std::tuple<std::uint32_t, std::int64_t>, std::vector<LaunchCall>> launch_threads_;  // (source, thread)
   std::size_t collective_calls_ = 0;
   std::size_t assumed_dtype_ = 0;
   std::size_t unfitted_ = 0;

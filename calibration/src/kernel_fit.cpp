@@ -331,4 +331,24 @@ InterferenceFit fit_comm_compute_interference(const MeasurementSet& measurements
   return fit;
 }
 
+HostLaunchFit fit_host_launch(const MeasurementSet& measurements) {
+  HostLaunchFit fit;
+  std::vector<double> intervals;
+  std::set<std::size_t> inputs;
+  for (const HostLaunches& thread : measurements.host_launches) {
+    fit.launches += thread.launches;
+    if (thread.waited_intervals_s.empty()) continue;
+    intervals.insert(intervals.end(), thread.waited_intervals_s.begin(), thread.waited_intervals_s.end());
+    inputs.insert(thread.input);
+  }
+  fit.intervals = intervals.size();
+  fit.inputs.assign(inputs.begin(), inputs.end());
+  if (fit.intervals < HostLaunchFit::kMinIntervals) return fit;
+  fit.fitted = true;
+  fit.median_s = quantile(intervals, 0.5);
+  fit.p25_s = quantile(intervals, 0.25);
+  fit.p75_s = quantile(intervals, 0.75);
+  return fit;
+}
+
 }  // namespace chopsim

@@ -99,6 +99,7 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareRe
   result.kernels = fit_kernel_classes(measurements, hardware, kernel_options);
   result.launch = fit_launch_overhead(measurements, hardware, kernel_options);
   result.interference = fit_comm_compute_interference(measurements, hardware, kernel_options);
+  result.host_launch = fit_host_launch(measurements);
   result.collectives = fit_collectives(measurements, hardware, node_links);
   result.telemetry = fit_telemetry(measurements);
   return result;
@@ -320,6 +321,22 @@ std::string render_fit_report(const CalibrationResult& result) {
   } else {
     out << "Fewer than " << InterferenceFit::kMinGroups << " kernels timed both alone and under an NCCL/RCCL kernel ("
         << i.groups << "): `comm_compute_slowdown` keeps the hardware file's " << num(i.default_slowdown) << ".\n";
+  }
+
+  out << "\n## Host time per kernel launch\n\n";
+  const HostLaunchFit& h = result.host_launch;
+  if (h.fitted) {
+    out << "Intervals between consecutive launch calls on one CPU thread where the GPU waited for the later launch "
+           "(its kernel started within "
+        << num(HostLaunches::kWaitedWithin * 1e6) << " µs of the call's end and the earlier one had ended) "
+        << input_refs(h.inputs) << ": " << h.intervals << " of " << h.launches << " launches, median **"
+        << num(h.median_s * 1e6) << " µs** (p25 " << num(h.p25_s * 1e6) << ", p75 " << num(h.p75_s * 1e6)
+        << " µs). This is the host's own time per launch, the framework's Python and dispatch included: a run's "
+           "`training.host_launch_us` (not part of this hardware profile; chopsim's default is 43 µs).\n";
+  } else {
+    out << "Fewer than " << HostLaunchFit::kMinIntervals << " launch intervals where the GPU waited for the host ("
+        << h.intervals << " of " << h.launches
+        << " launches; only Kineto traces carry launch calls): no host launch time measured.\n";
   }
 
   out << "\n## Collectives\n\nt = a + b·S per (kind, GPUs, scope), least squares of relative errors; bus bandwidth "

@@ -228,6 +228,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("grad_clip", train.grad_clip);
   t.read("log_num_zeros_in_grad", train.log_num_zeros_in_grad);
   t.read("log_params_norm", train.log_params_norm);
+  t.read("host_launch_us", train.host_launch_s, units::kMicrosecond, kNonNegativeReal, "µs");
   t.read_choice<bool>("fsdp_reduce_dtype", train.fsdp_reduce_fp32, {{"bf16", false}, {"fp32", true}});
 }
 

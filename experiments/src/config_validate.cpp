@@ -226,6 +226,10 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
   if (!(train.dp_bucket_bytes > 0.0))
     rules.fail("training.dp_bucket_mb", "the gradient bucket size must be > 0", "use e.g. 25 (MiB)");
   if (!(train.moe_capacity_factor > 0.0)) rules.fail("training.moe_capacity_factor", "must be > 0", "use e.g. 1.0");
+  if (!(train.host_launch_s < 0.01))
+    rules.fail("training.host_launch_us",
+               "must be below 10000 µs, found " + str(static_cast<long long>(std::lround(train.host_launch_s * 1e6))),
+               "use the host time per kernel launch, e.g. 20 (µs; 0 = never host-bound)");
   const double peak = run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(train.precision)];
   if (!(peak > 0.0))
     rules.fail("training.precision",

@@ -133,6 +133,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     input.compute = compute.get();
     input.collectives = collectives.get();
     input.iterations = run.iterations;
+    input.host_launch_s = run.training.host_launch_s;
     if (power.enabled()) input.power = &power.input;
     report.stats = engine->run(input, observers);
     report.simulated = true;

@@ -954,10 +954,13 @@ std::string group_notes(const std::string& group) {
            "resume, two A100 clusters); golden_values_lts.json names none and is left out. The GPU work of a step is "
            "a few milliseconds, and the measured steps (50-240 ms) are mostly host time: eager PyTorch launching "
            "each kernel, --deterministic-mode, the distributed optimizer's bookkeeping, the per-step timers and "
-           "tensorboard logging of timers, memory and validation perplexity, asynchronous checkpoint saves. chopsim "
-           "models the GPU and the network, not the host, so it predicts these steps far too fast; the rows mark "
-           "the regime where its predictions stop being meaningful (the GB200 machines, with Arm Grace hosts, are "
-           "slower here than the DGX H100).\n";
+           "tensorboard logging of timers, memory and validation perplexity, asynchronous checkpoint saves. chopsim's "
+           "host (training.host_launch_us: 43 µs per kernel launch, eager PyTorch's measured interval while the GPU "
+           "waits; Megatron's synchronisations and per-tensor loops, see the 7B group) makes these steps host-bound, "
+           "but Megatron with Transformer Engine spends more per kernel than that, and the timers, logging and "
+           "checkpointing are not modelled, so the predictions are still far too fast; the rows mark the regime where "
+           "a per-launch host time measured on another framework stops being enough (the GB200 machines, with Arm "
+           "Grace hosts, are slower here than the DGX H100).\n";
   if (group == "megatron_lm" || group == "megatron_lm_a100" || group == "megatron_lm_gb200")
     return std::string(group == "megatron_lm_gb200"
                            ? "GB200: configs/hardware/GB200.yaml's datasheet peaks, with B200's estimated kernel "
@@ -991,13 +994,17 @@ std::string group_notes(const std::string& group) {
            "training.attention_mask_in_dataloader): copied to the GPU over PCIe every micro-batch (134 MB at "
            "micro-batch 2, 2.1 ms at 64 GB/s) and broadcast over TP; before each gradient bucket's reduce-scatter, its "
            "norm for --check-for-nan-in-loss-and-grad (Megatron's default) and its scaling by 1/dp; and the zeroing of "
-           "the fp32 gradient buffer at the start of each step. Not "
+           "the fp32 gradient buffer at the start of each step; and the host (training.host_launch_us: 43 µs per "
+           "kernel launch, eager PyTorch's measured launch interval while the GPU waits, not fitted here), which "
+           "launches every kernel in program order and waits where Megatron synchronises: the NaN tests of each "
+           "micro-batch's loss and of each gradient bucket's norm, and the .item() of --log-num-zeros-in-grad and "
+           "--log-params-norm, after count_zeros_fp32's Python loop over the shard's gradients (four launches per "
+           "tensor) and before the distributed optimizer's per-tensor copies of the updated parameters. Not "
            "modelled (no source states their cost): CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware "
            "queue orders communication and compute kernels), NCCL "
            "point-to-point kernels spinning on SMs while they wait for their peer, the smaller NaN fills "
-           "(communication buffers, rotary and activation outputs), "
-           "and host-side work (logging, timers, memory statistics, synchronisations, such as the NaN tests of the "
-           "loss and of each gradient bucket's norm).\n";
+           "(communication buffers, rotary and activation outputs), Transformer Engine's own host cost per kernel "
+           "beyond eager PyTorch's, and the host's timers, logging and memory statistics.\n";
   if (group == "zeus_a100_power_limit")
     return "Zeus's power-limit baseline for Perseus: GPT-3 XL trained by Merak (ml-energy/merak-zeus) in a 4-stage "
            "pipeline, micro-batch 8 of 2,048 tokens, 128 micro-batches, every GPU's power limit from 300 down to "

@@ -615,6 +615,12 @@ void StageGenerator::head_forward() {
   // token, Megatron _VocabParallelCrossEntropy), modelled as one all-reduce.
   await(blocking(
       {"cross_entropy_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, 3.0 * 4.0 * s.tokens}));
+  if (training_.check_for_nan_in_grad) {
+    // Megatron's loss_func sums the masked per-token losses (read the fp32 loss and the mask) and tests the sum for
+    // NaN and Inf on the host (--check-for-nan-in-loss-and-grad): the host waits for the forward to finish.
+    const OpRef loss = elementwise("loss_nan_check", s.tokens, 2.0, 8.0, KernelClass::reduction);
+    builder_.set_host_issue(loss, 1, true);
+  }
 }
 
 void StageGenerator::head_backward() {

@@ -178,6 +178,18 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   };
   if (stage == 0) consider_unit(local.embedding);
   if (stage == parallelism.pp - 1) consider_unit(local.output_head + local.final_norm);
+
+  const double per_norm = model.norm == NormKind::layernorm ? 2.0 : 1.0;
+  const double bias = model.linear_bias ? 2.0 : 1.0;   // a weight, and a bias with linear_bias
+  double layer_tensors = 2.0 * per_norm + 2.0 * bias;  // norms, QKV, output projection
+  if (model.is_moe()) {
+    layer_tensors += 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep);
+  } else {
+    layer_tensors += 2.0 * bias;  // fc1, fc2
+  }
+  stage_params.tensors = stage_params.layers * layer_tensors;
+  if (stage == 0) stage_params.tensors += model.position_embedding == PositionEmbedding::learned ? 2.0 : 1.0;
+  if (stage == parallelism.pp - 1) stage_params.tensors += per_norm + (local.output_head > 0.0 ? 1.0 : 0.0);
   return stage_params;
 }
 

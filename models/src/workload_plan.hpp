@@ -89,6 +89,11 @@ struct StageParameters {
   /// The largest FSDP unit (a layer, the embedding, or the head with the final norm), elements.
   double largest_unit = 0.0;
   double largest_unit_expert = 0.0;  ///< the expert part of that unit
+  /// Parameter tensors (torch.nn.Parameter) of this rank before sharding, Megatron-Core's layout: per layer the
+  /// two norms (weight, and bias for LayerNorm), fused QKV, output projection, fc1 (gate and up fused) and fc2
+  /// (weights, and biases with linear_bias), the router and two per local expert; the word and learned position
+  /// embeddings, the final norm and an untied head. What per-tensor Python loops of an optimizer step iterate over.
+  double tensors = 0.0;
 };
 
 [[nodiscard]] StageParameters stage_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism,

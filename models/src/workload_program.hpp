@@ -47,6 +47,12 @@ class ProgramBuilder {
   [[nodiscard]] bool last_op(std::uint16_t stream, OpRef& out) const;
 
   OpRef append(std::uint16_t stream, const Op& op);
+  /// Appends an op that the host issues before every op appended with append(): work of the iteration's end that
+  /// the next iteration consumes from its start (Megatron's --overlap-param-gather launches the parameter gathers
+  /// from the forward pre-hooks). In steady state every iteration is alike, so it is issued at the start of this one.
+  OpRef append_issued_first(std::uint16_t stream, const Op& op);
+  /// How the host issues `ref` (IssueStep): its kernel launches, and whether the host waits for it to complete.
+  void set_host_issue(OpRef ref, std::uint16_t launches, bool host_waits);
   [[nodiscard]] const Op& op(OpRef ref) const;
   /// `consumer` starts only after `producer` ended. Ignored when stream order already implies it.
   void depend(OpRef consumer, OpRef producer);
@@ -60,8 +66,12 @@ class ProgramBuilder {
     std::uint32_t op = 0;
     OpDependency on;
   };
+  void check_issue_order() const;
+
   Program program_;
   std::vector<PendingDependency> dependencies_;
+  std::vector<IssueStep> issued_first_;  ///< append_issued_first(), in order
+  std::vector<IssueStep> issued_;        ///< append(), in order
 };
 
 }  // namespace chopsim::detail

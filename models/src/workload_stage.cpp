@@ -1,6 +1,8 @@
 #include "workload_stage.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include "chopsim/common/error.hpp"
 
@@ -389,8 +391,11 @@ void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
   // (Megatron DDP's gradient_scaling_factor without --ddp-average-in-collective; PyTorch DDP divides by the world
   // size): one pass that reads and writes the bucket.
   OpRef ready = bucket.last_producer;
-  if (training_.check_for_nan_in_grad)
+  if (training_.check_for_nan_in_grad) {
     ready = compute("dp_grad_nan_check", KernelClass::reduction, Precision::fp32, bucket.elements, bytes);
+    // The NaN test reads the norm on the host (RerunStateMachine.validate_result: `if rejection_func(result)`).
+    builder_.set_host_issue(ready, 1, true);
+  }
   if (layout_.group_size(bucket.expert ? GroupRole::expert_data : GroupRole::data) > 1)
     ready = elementwise("dp_grad_scale", bucket.elements, 1.0, 2.0 * sizes_.gradient_bytes);
   std::vector<Comm> comms;
@@ -447,13 +452,32 @@ void StageGenerator::optimizer_step() {
   // clipping (Megatron clip_grad_norm_fp32 / PyTorch clip_grad_norm_; the rescale that follows only when the norm
   // exceeds the threshold is not modelled), Megatron's --log-num-zeros-in-grad (count_zeros_fp32) and
   // --log-params-norm (calc_params_l2_norm over the fp32 main parameters).
+  //
+  // The host's part (IssueStep): Megatron's count_zeros_fp32 loops over the shard's gradient tensors in Python,
+  // four kernels each (count_nonzero's compare and sum, numel minus it, the running total), and both it and
+  // calc_params_l2_norm end in .item(), so the host waits for them. The distributed optimizer (ZeRO 1-2) copies
+  // the updated fp32 shard into the bf16 parameters one tensor at a time (_copy_main_params_to_model_params); the
+  // fused AdamW itself is multi_tensor_apply, one launch per chunk of tensors (36 for its four lists, Apex/TE).
+  // The shard's tensors: this rank's share of the stage's tensors, plus one cut at a shard boundary.
+  const double shard_tensors = std::ceil(params.tensors / (sharded ? layout_.group_size(GroupRole::shard) : 1)) + 1;
+  const auto launches = [](double count) {
+    return static_cast<std::uint16_t>(std::clamp(count, 1.0, double{UINT16_MAX}));
+  };
   if (training_.grad_clip)
     (void)compute("grad_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, sizes_.gradient_bytes * local);
-  if (training_.log_num_zeros_in_grad)
-    (void)compute("grad_count_zeros", KernelClass::reduction, Precision::fp32, local, sizes_.gradient_bytes * local);
-  (void)compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
-  if (training_.log_params_norm)
-    (void)compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
+  if (training_.log_num_zeros_in_grad) {
+    const OpRef count =
+        compute("grad_count_zeros", KernelClass::reduction, Precision::fp32, local, sizes_.gradient_bytes * local);
+    builder_.set_host_issue(count, launches(4.0 * shard_tensors), true);
+  }
+  const OpRef adamw =
+      compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
+  const double copy_launches = parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2 ? shard_tensors : 0.0;
+  builder_.set_host_issue(adamw, launches(std::ceil(shard_tensors / 36.0) + copy_launches), false);
+  if (training_.log_params_norm) {
+    const OpRef norm = compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
+    builder_.set_host_issue(norm, 1, true);
+  }
 
   if (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) {
     // The updated bf16 parameters are all-gathered bucket by bucket. With overlap Megatron gathers them
@@ -477,10 +501,11 @@ void StageGenerator::optimizer_step() {
                         bucket.expert ? GroupRole::expert_data : GroupRole::shard, CommCategory::dp,
                         bucket.elements * sizes_.activation_bytes};
       if (training_.overlap.dp) {
-        const auto ref = overlapped(kDpParamGatherStream, gather, std::nullopt);
-        if (!ref) continue;
+        if (layout_.group_size(gather.group) <= 1) continue;
+        // The host launches them from the forward pre-hooks at the start of the next iteration (issued first).
+        const OpRef ref = builder_.append_issued_first(builder_.stream(kDpParamGatherStream), collective_op(gather));
         for (const int unit : bucket.units)
-          if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) builder_.depend(*op, *ref);
+          if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) builder_.depend(*op, ref);
       } else {
         (void)blocking(gather);
       }

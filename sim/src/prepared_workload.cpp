@@ -25,6 +25,8 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
       input.collectives == nullptr)
     throw EngineError("simulation input is incomplete: workload, topology, compute and collective models are required");
   if (input.iterations < 1) throw EngineError("simulation needs at least one iteration");
+  if (!(input.host_launch_s >= 0.0 && input.host_launch_s < 1.0))
+    throw EngineError("host_launch_s must be in [0, 1) s, got " + std::to_string(input.host_launch_s));
   const Workload& workload = *input.workload;
   const Topology& topology = *input.topology;
   world_size_ = static_cast<int>(workload.program_of_rank.size());

@@ -40,6 +40,15 @@
 //   Timed decisions of a domain with no kernel running are taken late, at its next load change, in time order:
 //   nothing simulated depends on the clock meanwhile. With a governor that holds clocks fixed, kernels stay Execs
 //   of their duration at that clock (exactly the engine without power dynamics) and the domains only account power.
+// * The host (SimulationInput::host_launch_s > 0 and a Program::issue_order): each rank has one launching thread
+//   that issues the ops of its program in issue order, IssueStep::launches x host_launch_s apart, and after an op
+//   with host_waits blocks until that op completes. An op starts no earlier than its first launch; one of several
+//   launches (a host-bound Python loop over tensors) runs its modelled GPU time from the first and completes with
+//   the last, the GPU idle in between (its end event is the end of the GPU work, so the breakdown counts the rest
+//   as idle). The host's timeline is computed lazily: the actor of a
+//   stream needing its next op's issue time advances the rank's issue cursor, queueing the issue times of the ops
+//   it passes per stream (each stream consumes its queue in order); it stops at a host wait until that op has
+//   completed. An actor sleeps only when its op's issue is later than now, so a GPU-bound run pays nothing.
 // * Measured ops (replayed traces, Op::duration_s >= 0): a fixed-duration kernel or a delay (host gap) holds its
 //   stream for exactly its duration (a sleep, not an Exec: the measurement already includes sharing and the clock;
 //   power domains do not see them); a fixed-duration collective is one synchronised step without transfers whose
@@ -49,6 +58,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <simgrid/s4u.hpp>
@@ -76,7 +86,7 @@ constexpr double kLoadPriority = 1e6;
 /// in-process mode, hence the margin.
 constexpr int kStackKiB = 512;
 /// Stuck actors listed in a deadlock message.
-constexpr std::size_t kStuckReported = 8;
+constexpr std::size_t kStuckReported = 80;
 
 struct MailboxKey {
   std::uint32_t src = 0;
@@ -130,7 +140,7 @@ struct Rendezvous {
   sg4::BarrierPtr barrier;
 };
 
-enum class Wait : std::uint8_t { none, dependency, barrier, transfers, sync, send, recv };
+enum class Wait : std::uint8_t { none, dependency, barrier, transfers, sync, send, recv, host };
 
 /// What an actor is doing, kept outside the actor so that a deadlock can be reported after SimGrid gives up.
 struct ActorState {
@@ -175,6 +185,14 @@ struct RankState {
   std::vector<RunningKernel*> running;
   sg4::ConditionVariablePtr kernel_signal;
   int kernel_waiters = 0;
+  // The host (see the file comment).
+  std::size_t issue_cursor = 0;  ///< next IssueStep to issue, counting over all iterations
+  double host_s = 0.0;           ///< when the host has issued everything before the cursor
+  bool host_blocked = false;     ///< the host waits for the op issued just before the cursor
+  IssueStep host_waits_for;      ///< that op, while host_blocked
+  std::vector<std::deque<std::pair<double, double>>> issued;  ///< per stream: (first, last launch) not yet started
+  sg4::ConditionVariablePtr host_signal;
+  int host_waiters = 0;
 };
 
 class Simulation final : private TelemetrySink {
@@ -214,6 +232,7 @@ class Simulation final : private TelemetrySink {
     in_simulation_ = false;
     for (RankState& rank : ranks_) rank.comm_load = nullptr;
     for (RankState& rank : ranks_) rank.kernel_signal = nullptr;
+    for (RankState& rank : ranks_) rank.host_signal = nullptr;
     pipe_channels_.clear();
     pipe_mutex_ = nullptr;
     if (failure_) std::rethrow_exception(failure_);
@@ -278,6 +297,10 @@ class Simulation final : private TelemetrySink {
       for (const Stream& s : program.streams) rank.lengths.push_back(s.ops.size());
       rank.mutex = sg4::Mutex::create();
       for (std::size_t s = 0; s < streams; ++s) rank.signals.push_back(sg4::ConditionVariable::create());
+      if (host_modelled(rank)) {
+        rank.issued.resize(streams);
+        rank.host_signal = sg4::ConditionVariable::create();
+      }
     }
     // Actor states are allocated up front so that references stay valid.
     std::size_t actors = 0;
@@ -431,6 +454,54 @@ class Simulation final : private TelemetrySink {
     wake_kernels(rank.domain, nullptr);
   }
 
+  // ---- the host ---------------------------------------------------------------------------------------------------
+
+  [[nodiscard]] bool host_modelled(const RankState& rank) const {
+    return prepared_.input().host_launch_s > 0.0 && !workload_.programs[rank.program].issue_order.empty();
+  }
+
+  /// When the host issues the next op of `actor`'s stream: (first launch, last launch). Advances the rank's issue
+  /// cursor as far as needed, waiting while the host is blocked on an op that has not completed.
+  std::pair<double, double> host_issue(ActorState& actor, RankState& rank) {
+    auto& queue = rank.issued[actor.stream];
+    const auto& order = workload_.programs[rank.program].issue_order;
+    const double launch_s = prepared_.input().host_launch_s;
+    while (queue.empty()) {
+      if (rank.host_blocked) {
+        actor.wait = Wait::host;
+        ++rank.host_waiters;
+        ++stats_.activities;
+        rank.mutex->lock();
+        // Another actor may move the cursor past this stream's op and block on a later op before this one runs.
+        while (rank.host_blocked && queue.empty()) rank.host_signal->wait(rank.mutex);
+        rank.mutex->unlock();
+        --rank.host_waiters;
+        actor.wait = Wait::none;
+        continue;
+      }
+      const IssueStep& step = order[rank.issue_cursor % order.size()];
+      ++rank.issue_cursor;
+      const double first = rank.host_s + (step.launches > 0 ? launch_s : 0.0);
+      rank.host_s += launch_s * step.launches;
+      rank.issued[step.stream].emplace_back(first, rank.host_s);
+      rank.host_blocked = step.host_waits;
+      rank.host_waits_for = step;
+    }
+    const auto issue = queue.front();
+    queue.pop_front();
+    return issue;
+  }
+
+  /// The op the host waits for completed: the host resumes now (or later, if it is behind anyway).
+  void release_host(RankState& rank) {
+    rank.host_s = std::max(rank.host_s, sg4::Engine::get_clock());
+    rank.host_blocked = false;
+    if (rank.host_waiters == 0) return;
+    rank.mutex->lock();
+    rank.host_signal->notify_all();
+    rank.mutex->unlock();
+  }
+
   // ---- ordering -------------------------------------------------------------------------------------------------
 
   void wait_for(ActorState& actor, RankState& rank, std::uint16_t stream, std::uint64_t count, Wait why) {
@@ -486,14 +557,28 @@ class Simulation final : private TelemetrySink {
     const Program& program = workload_.programs[rank.program];
     const Stream& stream = program.streams[actor.stream];
     const auto iterations = static_cast<std::uint32_t>(prepared_.input().iterations);
+    const bool host = host_modelled(rank);
+    std::vector<std::uint32_t> host_waits_after;  // ops of this stream the host waits for
+    if (host)
+      for (const IssueStep& step : program.issue_order)
+        if (step.stream == actor.stream && step.host_waits) host_waits_after.push_back(step.op);
     for (std::uint32_t it = 0; it < iterations; ++it) {
       actor.iteration = it;
+      auto next_host_wait = host_waits_after.begin();
       for (std::uint32_t i = 0; i < stream.ops.size(); ++i) {
         actor.op = i;
         const Op& op = stream.ops[i];
+        std::pair<double, double> issue{0.0, 0.0};
+        if (host) issue = host_issue(actor, rank);
         for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
           const OpDependency& dep = program.dependencies[op.first_dependency + d];
           wait_for(actor, rank, dep.stream, it * rank.lengths[dep.stream] + dep.op + 1, Wait::dependency);
+        }
+        if (issue.first > sg4::Engine::get_clock()) {  // the host is behind: the GPU waits for the launch
+          actor.wait = Wait::host;
+          ++stats_.activities;
+          sg4::this_actor::sleep_until(issue.first);
+          actor.wait = Wait::none;
         }
         if (op.kind == OpKind::send || op.kind == OpKind::recv) match_pipeline_peer(actor, op);
         OpEvent event;
@@ -508,9 +593,21 @@ class Simulation final : private TelemetrySink {
         event.time_s = sg4::Engine::get_clock();
         event.is_end = true;
         if (!emit(event)) return;
+        if (issue.second > sg4::Engine::get_clock()) {
+          // Several launches (a host-bound loop): the GPU work is done, and the GPU idles between the remaining
+          // launches; the op's result is complete with the last one.
+          actor.wait = Wait::host;
+          ++stats_.activities;
+          sg4::this_actor::sleep_until(issue.second);
+          actor.wait = Wait::none;
+        }
         double& iteration_end = stats_.iteration_end_s[it];
-        iteration_end = std::max(iteration_end, event.time_s);
+        iteration_end = std::max(iteration_end, sg4::Engine::get_clock());
         complete(rank, actor.stream);
+        if (next_host_wait != host_waits_after.end() && *next_host_wait == i) {
+          ++next_host_wait;
+          release_host(rank);
+        }
       }
       // Per-rank barrier between iterations.
       actor.op = static_cast<std::uint32_t>(stream.ops.size());
@@ -770,6 +867,11 @@ class Simulation final : private TelemetrySink {
         return "waiting for rank " + std::to_string(a.peer) + " to receive";
       case Wait::recv:
         return "waiting for rank " + std::to_string(a.peer) + " to send";
+      case Wait::host:
+        if (!rank.host_blocked) return "waiting for the host to launch it";
+        return "waiting for the host, which waits for op " + std::to_string(rank.host_waits_for.op) + " '" +
+               std::string(workload_.name(program.streams[rank.host_waits_for.stream].ops[rank.host_waits_for.op])) +
+               "' of " + stream_text(rank.host_waits_for.stream) + " to complete";
       case Wait::none:
         break;
     }

@@ -10,6 +10,7 @@
 #include "chopsim/calibration/hardware_reference.hpp"
 #include "chopsim/calibration/measurements.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/traces/kernel_store.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
@@ -43,6 +44,57 @@ std::string load_error(const std::vector<std::filesystem::path>& paths) {
     return error.what();
   }
   return "";
+}
+
+// A store whose records carry their launch calls: one CPU thread launching five kernels. Launch intervals count
+// where the GPU waited for the launch (HostLaunches): the kernel started within 15 µs of its call's end and the
+// kernel launched before had ended by then.
+TEST(Stores, HostLaunchIntervalsWhereTheGpuWaited) {
+  const TempDir dir;
+  const auto path = dir.path() / "launches.h5";
+  {
+    KernelStoreWriter writer(path);
+    writer.begin_source(0);
+    // (launch call start, end, kernel start, duration), seconds.
+    const double calls[][4] = {
+        {0.0, 5e-6, 10e-6, 20e-6},        // first: no interval
+        {40e-6, 45e-6, 50e-6, 10e-6},     // waited (kernel 5 µs after the call; previous ended at 30 µs): 40 µs
+        {70e-6, 75e-6, 200e-6, 10e-6},    // the GPU was busy elsewhere: started 125 µs after the call
+        {100e-6, 105e-6, 210e-6, 10e-6},  // previous kernel (200-210 µs) had not ended by 105 µs
+        {300e-6, 302e-6, 310e-6, 10e-6},  // waited: 200 µs
+    };
+    for (const auto& c : calls) {
+      KernelRecord r;
+      r.device = 0;
+      r.stream = 7;
+      r.name = writer.intern("k");
+      r.start_s = c[2];
+      r.duration_s = c[3];
+      r.launch_start_s = c[0];
+      r.launch_end_s = c[1];
+      r.launch_thread = 42;
+      writer.add_kernel(r);
+    }
+    KernelRecord unlaunched;  // a record without its launch call (other tools): not counted
+    unlaunched.device = 0;
+    unlaunched.name = writer.intern("k");
+    unlaunched.start_s = 1e-3;
+    unlaunched.duration_s = 1e-6;
+    writer.add_kernel(unlaunched);
+    SourceInfo source;
+    source.path = "synthetic.json";
+    source.format = "kineto";
+    source.kernel_count = 6;
+    writer.finish({source});
+  }
+  const MeasurementSet set = load_measurements({path});
+  ASSERT_EQ(set.host_launches.size(), 1u);
+  const HostLaunches& h = set.host_launches.front();
+  EXPECT_EQ(h.thread, "thread 42");
+  EXPECT_EQ(h.launches, 5u);
+  ASSERT_EQ(h.waited_intervals_s.size(), 2u);
+  EXPECT_NEAR(h.waited_intervals_s[0], 40e-6, 1e-15);
+  EXPECT_NEAR(h.waited_intervals_s[1], 200e-6, 1e-15);
 }
 
 constexpr const char* kGemmHeader =

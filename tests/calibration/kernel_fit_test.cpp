@@ -177,6 +177,24 @@ TEST(LaunchOverhead, MeanOfGapsWithoutHostStalls) {
   EXPECT_FALSE(fit_launch_overhead(MeasurementSet{}, hw, KernelFitOptions{}).fitted);
 }
 
+TEST(HostLaunch, MedianOfTheWaitedIntervalsOfEveryThread) {
+  MeasurementSet set;
+  // Two threads: 15 intervals of 30 µs and 10 of 50 µs (and launches without waited intervals): median 30 µs.
+  set.host_launches.push_back({0, "thread 1", 100, std::vector<double>(15, 30e-6)});
+  set.host_launches.push_back({1, "thread 2", 40, std::vector<double>(10, 50e-6)});
+  set.host_launches.push_back({1, "thread 3", 7, {}});
+  const HostLaunchFit fit = fit_host_launch(set);
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_EQ(fit.intervals, 25u);
+  EXPECT_EQ(fit.launches, 147u);
+  EXPECT_NEAR(fit.median_s, 30e-6, 1e-15);
+  EXPECT_NEAR(fit.p75_s, 50e-6, 1e-15);
+  EXPECT_EQ(fit.inputs, (std::vector<std::size_t>{0, 1}));
+  // Fewer than 20 intervals: no fit.
+  set.host_launches.resize(1);
+  EXPECT_FALSE(fit_host_launch(set).fitted);
+}
+
 TEST(Interference, TimeWeightedRatioOfTheSameKernelsAloneAndOverlapped) {
   const auto hw = test::round_hardware();
   MeasurementSet set;

@@ -13,6 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "chopsim/calibration/profile.hpp"
 #include "chopsim_test_paths.hpp"
 
@@ -132,6 +136,32 @@ TEST(RealData, A100ComputeSlowsUnderNcclKernels) {
   EXPECT_GT(fit.compute_ratio, 1.0 / (1.0 - 0.11));
   EXPECT_LT(fit.compute_ratio, 2.0);
   EXPECT_NEAR(fit.slowdown, hw.comm_compute_slowdown, 0.005);
+}
+
+// The host's time per kernel launch (HostLaunchFit) in the Kineto traces of ../shared/data, and chopsim's default
+// training.host_launch_us: the median of the seven traces' medians (each trace counted once).
+TEST(RealData, HostLaunchTimeFromTheKinetoTracesIsTheDefault) {
+  CHOPSIM_REQUIRE_SHARED_DATA("traces/kineto/hta_a100_rank3of8_dlrm.json.gz");
+  std::vector<double> medians;
+  for (const char* name :
+       {"hta_a100_2rank_nccl", "hta_a100_rank0of128_sampled", "hta_a100_rank0of16", "hta_a100_rank3of8_dlrm",
+        "hta_v100_ns_resolution", "tracelens_b200_eager", "tracelens_h100_qwen05b"}) {
+    SCOPED_TRACE(name);
+    const HostLaunchFit fit =
+        fit_host_launch(load_measurements({data(std::string("traces/kineto/") + name + ".json.gz")}));
+    ASSERT_TRUE(fit.fitted);
+    EXPECT_GT(fit.median_s, 5e-6);  // a launch call alone takes a few µs; Python adds tens
+    EXPECT_LT(fit.median_s, 200e-6);
+    medians.push_back(fit.median_s);
+  }
+  // The DLRM training trace has the most intervals where the GPU waited: 2,485 at a median of 34 µs.
+  const HostLaunchFit dlrm = fit_host_launch(load_measurements({data("traces/kineto/hta_a100_rank3of8_dlrm.json.gz")}));
+  EXPECT_GT(dlrm.intervals, 2000u);
+  EXPECT_NEAR(dlrm.median_s, 34e-6, 1e-6);
+  // TrainingSpec::host_launch_s (the models layer, above this one; ConfigTest.HostLaunchTimeIsMicrosecondsAndBounded
+  // checks that a run's default is 43 µs).
+  std::sort(medians.begin(), medians.end());
+  EXPECT_NEAR(medians[medians.size() / 2], 43e-6, 0.5e-6);
 }
 
 TEST(RealData, LaunchOverheadFromTheH100Trace) {

@@ -131,7 +131,7 @@ std::string describe(const RunSpec& run) {
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
-      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << '\n';
+      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -475,6 +475,22 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
                                "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
   expect_contains(input_error([&] { (void)load(model); }),
                   {"key 'model.position_embedding': expected one of rope, learned, none, found 'alibi'"});
+}
+
+TEST_F(ConfigTest, HostLaunchTimeIsMicrosecondsAndBounded) {
+  const auto run_with = [&](const std::string& name, const std::string& value) {
+    return write(name, small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  host_launch_us: " + value + "\n"));
+  };
+  EXPECT_DOUBLE_EQ(load(run_with("fast.yaml", "12.5")).training.host_launch_s, 12.5e-6);
+  EXPECT_DOUBLE_EQ(load(run_with("graphs.yaml", "0")).training.host_launch_s, 0.0);
+  // The default: eager PyTorch's measured launch interval while the GPU waits (TrainingSpec::host_launch_s).
+  EXPECT_DOUBLE_EQ(
+      load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"))).training.host_launch_s,
+      43e-6);
+  expect_contains(input_error([&] { (void)load(run_with("negative.yaml", "-1")); }),
+                  {"negative.yaml:", "training.host_launch_us"});
+  expect_contains(input_error([&] { (void)load(run_with("slow.yaml", "20000")); }),
+                  {"training.host_launch_us", "must be below 10000 µs, found 20000", "Fix:"});
 }
 
 TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {

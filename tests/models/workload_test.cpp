@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -259,6 +262,33 @@ TEST_P(ParallelismMix, CompletesWithoutDeadlock) {
   EXPECT_EQ(workload.programs.size(), static_cast<std::size_t>(s.parallelism.pp));
 }
 
+TEST_P(ParallelismMix, TheHostIssuesEveryOpOnceAfterWhatItWaitsFor) {
+  const RunSetup& s = GetParam();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  for (const Program& program : workload.programs) {
+    ASSERT_EQ(program.issue_order.size(), program.op_count());
+    std::vector<std::vector<std::size_t>> position(program.streams.size());
+    for (std::size_t st = 0; st < program.streams.size(); ++st)
+      position[st].assign(program.streams[st].ops.size(), SIZE_MAX);
+    for (std::size_t i = 0; i < program.issue_order.size(); ++i) {
+      const IssueStep& step = program.issue_order[i];
+      ASSERT_EQ(position[step.stream][step.op], SIZE_MAX) << "issued twice";
+      position[step.stream][step.op] = i;
+    }
+    for (std::size_t st = 0; st < program.streams.size(); ++st)
+      for (std::size_t k = 0; k < program.streams[st].ops.size(); ++k) {
+        if (k > 0) {
+          EXPECT_LT(position[st][k - 1], position[st][k]);
+        }
+        const Op& op = program.streams[st].ops[k];
+        for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+          const OpDependency& dep = program.dependencies[op.first_dependency + d];
+          EXPECT_LT(position[dep.stream][dep.op], position[st][k]);
+        }
+      }
+  }
+}
+
 TEST_P(ParallelismMix, GemmFlopsAreSixTimesActiveParametersPerToken) {
   // Every matmul parameter is used once per token forward (2 FLOPs) and twice backward (dgrad and
   // wgrad, 4 FLOPs): 6*N per token over the whole cluster. Full recomputation re-runs the transformer
@@ -479,6 +509,54 @@ TEST(DataParallel, DistributedOptimizerReduceScattersAndGathersParameters) {
   EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_param_all_gather"), 2.0 * parameters);  // bf16 weights
   EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "dp_all_reduce"), 0.0);
   EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "adamw"), 30.0 * parameters / 4.0);
+}
+
+/// The issue step of the first op called `name` on stream 0 of the program of `rank`.
+const IssueStep& issue_of(const Workload& workload, int rank, std::string_view name) {
+  const Program& program = workload.program(rank);
+  for (const IssueStep& step : program.issue_order)
+    if (step.stream == 0 && workload.name(program.streams[0].ops[step.op]) == name) return step;
+  throw std::runtime_error("no op " + std::string(name));
+}
+
+TEST(DataParallel, MegatronsHostWaitsAndLoopsAreIssueSteps) {
+  // A GPT-3-style model (LayerNorm, linear biases, learned positions, untied head): 12 tensors per layer, and the
+  // word and position embeddings, the final norm's weight and bias and the head: 8 x 12 + 5 = 101 tensors.
+  RunSetup s = setup("megatron", 2, 1, 1, 3);
+  s.model.norm = NormKind::layernorm;
+  s.model.linear_bias = true;
+  s.model.mlp = MlpKind::gelu;
+  s.model.position_embedding = PositionEmbedding::learned;
+  s.parallelism.zero_stage = 1;
+  s.training.check_for_nan_in_grad = true;
+  s.training.log_num_zeros_in_grad = true;
+  s.training.log_params_norm = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Program& program = workload.program(0);
+  int waits = 0;
+  for (const IssueStep& step : program.issue_order) {
+    if (!step.host_waits) continue;
+    ++waits;
+    const std::string name(workload.name(program.streams[step.stream].ops[step.op]));
+    EXPECT_TRUE(name == "dp_grad_nan_check" || name == "loss_nan_check" || name == "grad_count_zeros" ||
+                name == "params_norm")
+        << name;
+  }
+  // One NaN test per bucket, one loss test per micro-batch, the zero count and the parameter norm.
+  EXPECT_EQ(waits, count_of(workload, 0, "dp_grad_nan_check") + 3 + 2);
+  EXPECT_EQ(count_of(workload, 0, "loss_nan_check"), 3);
+  // The shard holds ceil(101 / 2) + 1 = 52 tensors: count_zeros launches four kernels per tensor; the optimizer
+  // step launches AdamW per 36 tensors and copies each tensor back to the bf16 parameters (ZeRO 1).
+  EXPECT_EQ(issue_of(workload, 0, "grad_count_zeros").launches, 4 * 52);
+  EXPECT_EQ(issue_of(workload, 0, "adamw").launches, 2 + 52);
+  EXPECT_FALSE(issue_of(workload, 0, "adamw").host_waits);
+  // Without Megatron's checks the host never waits, and FSDP's optimizer makes no per-tensor copies.
+  RunSetup plain = setup("plain", 2, 1, 1, 3);
+  plain.parallelism.zero_stage = 3;
+  const Workload fsdp = build_workload(plain.model, plain.parallelism, plain.training);
+  for (const IssueStep& step : fsdp.program(0).issue_order) EXPECT_FALSE(step.host_waits);
+  // Llama-style tiny model: 6 tensors per layer, word embedding, final norm, head: 8 x 6 + 3 = 51; ceil(51/2)+1 = 27.
+  EXPECT_EQ(issue_of(fsdp, 0, "adamw").launches, 1);
 }
 
 TEST(Fsdp, GathersEachUnitForForwardAndBackwardAndReduceScattersEveryMicroBatch) {

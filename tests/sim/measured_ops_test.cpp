@@ -21,12 +21,7 @@ Result simulate(const Workload& workload, int gpus, double slowdown = 0.0, doubl
   const auto compute = roofline(test_compute_params(slowdown));
   const auto collectives = nccl();
   Result r;
-  SimulationInput input;
-  input.workload = &workload;
-  input.topology = &topology;
-  input.compute = compute.get();
-  input.collectives = collectives.get();
-  r.stats = simgrid()->run(input, r.observer);
+  r.stats = simgrid()->run(simulation_input(workload, topology, *compute, *collectives), r.observer);
   return r;
 }
 

@@ -108,6 +108,17 @@ inline Workload same_program_everywhere(int world, Program program) {
   return w;
 }
 
+/// The engine's input for one run of `workload` over `topology` with these models (one iteration, no power).
+inline SimulationInput simulation_input(const Workload& workload, const Topology& topology, const ComputeModel& compute,
+                                        const CollectiveModel& collectives) {
+  SimulationInput input;
+  input.workload = &workload;
+  input.topology = &topology;
+  input.compute = &compute;
+  input.collectives = &collectives;
+  return input;
+}
+
 class RecordingObserver final : public SimulationObserver {
  public:
   void on_op_event(const OpEvent& event) override { events.push_back(event); }

@@ -10,12 +10,18 @@ import numpy as np
 
 store = h5py.File(sys.argv[1], "r")
 assert store.attrs["format"] == b"chopsim-kernel-store", store.attrs["format"]
-assert store.attrs["schema_version"] == 1
+assert store.attrs["schema_version"] == 2
 assert set(store) >= {"kernels", "telemetry", "annotations", "streams", "strings", "sources"}, set(store)
 
 names = store["strings"].asstr()[:]
 kernels = store["kernels"][:]
 assert len(kernels) == 3774, len(kernels)
+# Schema 2: every record of this trace has its launch call (cuda_runtime events), which precedes it on the GPU.
+launched = kernels[~np.isnan(kernels["launch_start_s"])]
+assert len(launched) == len(kernels), len(launched)
+assert (launched["launch_start_s"] <= launched["launch_end_s"]).all()
+assert (launched["launch_start_s"] <= launched["start_s"]).all()
+assert (launched["launch_thread"] >= 0).all()
 assert store["kernels"].compression == "gzip" and store["kernels"].shuffle
 
 classes = {value: name for name, value in h5py.check_enum_dtype(store["kernels"].dtype["class"]).items()}

@@ -50,6 +50,9 @@ struct KernelRow {
   std::uint32_t group;
   std::int32_t group_size;
   std::int64_t correlation;
+  double launch_start_s;
+  double launch_end_s;
+  std::int64_t launch_thread;
 };
 
 struct TelemetryRow {
@@ -142,6 +145,9 @@ H5::CompType kernel_type() {
   CHOPSIM_MEMBER(KernelRow, group, H5::PredType::NATIVE_UINT32);
   CHOPSIM_MEMBER(KernelRow, group_size, H5::PredType::NATIVE_INT32);
   CHOPSIM_MEMBER(KernelRow, correlation, H5::PredType::NATIVE_INT64);
+  CHOPSIM_MEMBER(KernelRow, launch_start_s, H5::PredType::NATIVE_DOUBLE);
+  CHOPSIM_MEMBER(KernelRow, launch_end_s, H5::PredType::NATIVE_DOUBLE);
+  CHOPSIM_MEMBER(KernelRow, launch_thread, H5::PredType::NATIVE_INT64);
   return type;
 }
 
@@ -333,6 +339,9 @@ void KernelStoreWriter::add_kernel(const KernelRecord& r) {
   row.group = r.group;
   row.group_size = r.group_size;
   row.correlation = r.correlation;
+  row.launch_start_s = r.launch_start_s;
+  row.launch_end_s = r.launch_end_s;
+  row.launch_thread = r.launch_thread;
   auto [it, inserted] = state_->streams.try_emplace({state_->source, r.rank, r.device, r.stream}, zeroed<StreamRow>());
   StreamRow& stream = it->second;
   if (inserted) {
@@ -533,6 +542,9 @@ KernelRecord to_record(const KernelRow& row) {
   r.group = row.group;
   r.group_size = row.group_size;
   r.correlation = row.correlation;
+  r.launch_start_s = row.launch_start_s;
+  r.launch_end_s = row.launch_end_s;
+  r.launch_thread = row.launch_thread;
   return r;
 }
 

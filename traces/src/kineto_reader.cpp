@@ -409,7 +409,7 @@ class Indexer final : public JsonStreamHandler {
       } else if (has_args && e.cat == "cpu_op") {
         index_op(event, event_name(event, e));
       } else if (has_args && is_launch_category(e.cat)) {
-        index_launch(event);
+        index_launch(event, e);
       }
     }
   }
@@ -437,6 +437,11 @@ class Indexer final : public JsonStreamHandler {
   std::int64_t first_device = -1;
   std::unordered_map<std::int64_t, OpInfo> ops;                 // External id -> op
   std::unordered_map<std::int64_t, std::int64_t> launch_to_op;  // correlation -> External id (ops only)
+  /// The host's launch call of each GPU record (cudaLaunchKernel, cudaMemcpyAsync, ...): when and on which thread.
+  struct LaunchCall {
+    std::int64_t start_ns = 0, end_ns = 0, thread = -1;
+  };
+  std::unordered_map<std::int64_t, LaunchCall> launch_calls;  // correlation -> call
 
  private:
   void note_device(object& event) {
@@ -493,12 +498,19 @@ class Indexer final : public JsonStreamHandler {
     ops[external] = info;
   }
 
-  void index_launch(object& event) {
+  void index_launch(object& event, const Event& e) {
     std::int64_t external = -1, correlation = -1;
     for (auto field : event.find_field_unordered("args").get_object()) {
       std::string_view key = raw_key(field);
       if (key == "External id") external = text_int(scalar_text(field.value())).value_or(-1);
       if (key == "correlation") correlation = text_int(scalar_text(field.value())).value_or(-1);
+    }
+    // Launch calls usually precede the GPU events that decide the trace's time unit: decide it the same way here.
+    if (correlation >= 0 && !e.ts.empty()) {
+      const bool ns = units_decided ? ns_units : integer_digits(e.ts) >= 17;
+      const std::optional<std::int64_t> start = parse_time_as_ns(e.ts, ns);
+      const std::int64_t duration = e.dur.empty() ? 0 : parse_time_as_ns(e.dur, ns).value_or(0);
+      if (start) launch_calls[correlation] = LaunchCall{*start, *start + duration, e.tid().value_or(-1)};
     }
     // Kineto writes every CPU op before the GPU section, so the op index is complete here and only launches of
     // indexed ops are kept (bounded memory); kernels that carry their own External id do not need this map.
@@ -613,6 +625,14 @@ class Emitter final : public JsonStreamHandler {
     if (external < 0 && r.correlation >= 0) {
       auto it = index_.launch_to_op.find(r.correlation);
       if (it != index_.launch_to_op.end()) external = it->second;
+    }
+    if (r.correlation >= 0) {
+      auto call = index_.launch_calls.find(r.correlation);
+      if (call != index_.launch_calls.end()) {
+        r.launch_start_s = seconds(call->second.start_ns);
+        r.launch_end_s = seconds(call->second.end_ns);
+        r.launch_thread = call->second.thread;
+      }
     }
     OpInfo* op = nullptr;
     if (external >= 0) {

@@ -134,6 +134,20 @@ struct InterferenceFit {
                                                             const HardwareReference& hardware,
                                                             const KernelFitOptions& options);
 
+/// The host's time per kernel launch (a run's training.host_launch_us, not part of the hardware profile): the median
+/// of the launch intervals where the GPU waited for the host (HostLaunches), over every thread of every input.
+struct HostLaunchFit {
+  static constexpr std::size_t kMinIntervals = 20;  ///< fewer: not fitted
+  bool fitted = false;
+  std::size_t intervals = 0;  ///< waited intervals used
+  std::size_t launches = 0;   ///< launch calls seen
+  double median_s = 0.0;      ///< the host launch time
+  double p25_s = 0.0, p75_s = 0.0;
+  std::vector<std::size_t> inputs;
+};
+
+[[nodiscard]] HostLaunchFit fit_host_launch(const MeasurementSet& measurements);
+
 // ---------------------------------------------------------------------------------------------------------------
 // Collectives
 

@@ -58,6 +58,17 @@ struct OverlapGroup {
   std::vector<double> overlapped_s;  ///< durations of the runs a communication kernel overlapped throughout
 };
 
+/// The host's kernel launches on one CPU thread of one trace: the intervals between consecutive launch calls where
+/// the GPU waited for the later launch (its record started within HostLaunches::kWaitedWithin of the call's end, and
+/// the earlier record had ended by then). There the interval is the host's own time per launch, not the GPU's.
+struct HostLaunches {
+  static constexpr double kWaitedWithin = 15e-6;  ///< s: launch latency allowed before "the GPU waited" fails
+  std::size_t input = 0;
+  std::string thread;  ///< "thread 3126441"
+  std::size_t launches = 0;
+  std::vector<double> waited_intervals_s;
+};
+
 /// One telemetry reading of one GPU, on an absolute clock so that separate logs (power, temperature, use) of one
 /// run can be joined. NaN = not in this reading.
 struct TelemetryReading {
@@ -86,6 +97,7 @@ struct MeasurementSet {
   std::vector<CollectiveSample> collectives;
   std::vector<LaunchGaps> gaps;
   std::vector<OverlapGroup> overlaps;
+  std::vector<HostLaunches> host_launches;
   std::vector<TelemetryReading> telemetry;
 };
 

@@ -21,6 +21,7 @@ struct CalibrationResult {
   std::vector<KernelClassFit> kernels;
   LaunchOverheadFit launch;
   InterferenceFit interference;
+  HostLaunchFit host_launch;
   CollectiveCalibration collectives;
   TelemetryFit telemetry;
   std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)

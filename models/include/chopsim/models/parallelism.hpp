@@ -121,6 +121,18 @@ struct TrainingSpec {
   /// Megatron-LM's --check-for-nan-in-loss-and-grad (its default): before each gradient bucket's data-parallel
   /// collective, the bucket's norm is computed and tested for NaN (ZeRO 0-2).
   bool check_for_nan_in_grad = false;
+  /// Host (CPU) time to launch one kernel (s): the framework's Python and dispatch plus the CUDA launch call, on the
+  /// one thread that launches the step. The engine's host issues every op this far apart and waits where the
+  /// framework synchronises (IssueStep), so small kernels, host-bound loops and synchronisations cost GPU time.
+  /// Default: what eager PyTorch takes per launch when the GPU waits for it, as `chopsim calibrate` measures it in
+  /// Kineto traces (HostLaunchFit: the interval between consecutive launch calls on one CPU thread where the later
+  /// kernel started within 15 µs of its call and the earlier had ended). Per trace of ../shared/data/traces/kineto
+  /// (median, intervals): hta_v100_ns_resolution 7.8 µs (162), tracelens_h100_qwen05b 29 (33),
+  /// hta_a100_rank3of8_dlrm 34 (2,485), hta_a100_rank0of16 43 (111), tracelens_b200_eager 79 (778),
+  /// hta_a100_rank0of128_sampled 86 (251), hta_a100_2rank_nccl 155 (2,746). The default is the median of the seven,
+  /// each trace counted once; the spread is the framework's and the script's. Megatron-LM with Transformer Engine
+  /// takes more per kernel than eager PyTorch's fast end. 0: the host is never behind (CUDA graphs).
+  double host_launch_s = 43e-6;
 
   /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
   [[nodiscard]] int micro_batches(const ParallelismSpec& parallelism) const {

@@ -87,9 +87,26 @@ struct Stream {
   std::vector<Op> ops;
 };
 
+/// One op as the host (the training process's launching thread) issues it. A kernel cannot start before the host
+/// has launched it; the host launches ops one after another in program order, each costing `launches` times the
+/// run's per-launch host time, and after an op with `host_waits` it blocks until that op has completed (a
+/// `.item()` or `torch.cuda.synchronize()`), so the GPU runs dry and waits for the host to refill it.
+struct IssueStep {
+  std::uint32_t op = 0;
+  std::uint16_t stream = 0;
+  /// Kernel launches the host makes for this op: 1 for one kernel; a Python loop over tensors (Megatron's
+  /// count_zeros_fp32, the main-to-model parameter copies) makes one or more per tensor. 0: none (a collective's
+  /// second phase launched with the first).
+  std::uint16_t launches = 1;
+  bool host_waits = false;
+};
+
 struct Program {
   std::vector<Stream> streams;
   std::vector<OpDependency> dependencies;
+  /// Every op of `streams` in the order the host issues them; every op comes after the ops it depends on and after
+  /// the op before it on its stream. Empty: no host model (replayed traces, whose delays are the measured host).
+  std::vector<IssueStep> issue_order;
 
   [[nodiscard]] std::size_t op_count() const;
 };

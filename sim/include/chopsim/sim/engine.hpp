@@ -58,6 +58,9 @@ struct SimulationInput {
   double clock_hz = 0.0;
   /// Power dynamics; nullptr = none (fixed clocks, no telemetry).
   const PowerInput* power = nullptr;
+  /// Host time (s) to launch one kernel (Program::issue_order, IssueStep::launches); 0 = the host is never behind
+  /// and host waits cost nothing.
+  double host_launch_s = 0.0;
 };
 
 /// An op started or ended. Events reach the observer in non-decreasing `time_s`.

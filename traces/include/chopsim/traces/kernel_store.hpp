@@ -14,7 +14,7 @@
 
 namespace chopsim {
 
-inline constexpr int kKernelStoreSchemaVersion = 1;
+inline constexpr int kKernelStoreSchemaVersion = 2;
 
 /// Writes records into a new store file as they arrive (64 Ki-row chunks, shuffle + deflate); strings, sources and
 /// the per-stream table are written by finish(). Object timestamps are off: the same records in the same order

@@ -82,6 +82,11 @@ struct KernelRecord {
   StringId group = kNoString;  ///< the process group's global ranks, e.g. "[0, 1]"
   std::int32_t group_size = -1;
   std::int64_t correlation = -1;  ///< the launch's correlation id in the trace; -1 = none
+  /// The host's launch call (cudaLaunchKernel, cudaMemcpyAsync, hipLaunchKernel, ...), where the trace has it: its
+  /// start and end on the same clock as start_s, and the CPU thread that made it.
+  double launch_start_s = kUnknown;
+  double launch_end_s = kUnknown;
+  std::int64_t launch_thread = -1;
 };
 
 /// The global ranks of a process-group string as Kineto's record_param_comms writes it ("[0, 1, 2]"), in order.
