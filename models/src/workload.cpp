@@ -1,5 +1,9 @@
 #include "chopsim/models/workload.hpp"
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "workload_plan.hpp"
 #include "workload_program.hpp"
 #include "workload_stage.hpp"
@@ -106,6 +110,42 @@ Workload build_workload(const TransformerSpec& model, const ParallelismSpec& par
   workload.model_flops_per_iteration =
       model_training_flops_per_token(model, training.seq_len) * workload.tokens_per_iteration;
   return workload;
+}
+
+std::string issue_order_problem(const Program& program) {
+  if (program.issue_order.empty()) return "";
+  std::vector<std::vector<std::uint32_t>> position(program.streams.size());
+  for (std::size_t s = 0; s < program.streams.size(); ++s)
+    position[s].assign(program.streams[s].ops.size(), UINT32_MAX);
+  for (std::size_t i = 0; i < program.issue_order.size(); ++i) {
+    const IssueStep& step = program.issue_order[i];
+    if (step.stream >= program.streams.size() || step.op >= program.streams[step.stream].ops.size())
+      return "issue step " + std::to_string(i) + " names stream " + std::to_string(step.stream) + " op " +
+             std::to_string(step.op) + ", which does not exist";
+    if (position[step.stream][step.op] != UINT32_MAX)
+      return "op " + std::to_string(step.op) + " of stream " + program.streams[step.stream].name + " is issued twice";
+    position[step.stream][step.op] = static_cast<std::uint32_t>(i);
+  }
+  if (program.issue_order.size() != program.op_count())
+    return "the host issues " + std::to_string(program.issue_order.size()) + " of " +
+           std::to_string(program.op_count()) + " ops";
+  for (std::size_t s = 0; s < program.streams.size(); ++s) {
+    const auto& ops = program.streams[s].ops;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      if (k > 0 && position[s][k] < position[s][k - 1])
+        return "stream " + program.streams[s].name + " is issued out of its order at op " + std::to_string(k);
+      for (std::uint32_t d = 0; d < ops[k].dependency_count; ++d) {
+        const std::size_t index = static_cast<std::size_t>(ops[k].first_dependency) + d;
+        if (index >= program.dependencies.size()) break;  // reported by whoever reads the dependencies
+        const OpDependency& dep = program.dependencies[index];
+        if (dep.stream >= program.streams.size() || dep.op >= program.streams[dep.stream].ops.size()) continue;
+        if (position[dep.stream][dep.op] > position[s][k])
+          return "op " + std::to_string(k) + " of stream " + program.streams[s].name + " is issued before op " +
+                 std::to_string(dep.op) + " of stream " + program.streams[dep.stream].name + " that it waits for";
+      }
+    }
+  }
+  return "";
 }
 
 }  // namespace chopsim

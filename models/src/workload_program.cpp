@@ -74,39 +74,6 @@ void ProgramBuilder::set_host_issue(OpRef ref, std::uint16_t launches, bool host
   throw ModelError("workload: set_host_issue on an op that was not appended");
 }
 
-void ProgramBuilder::check_issue_order() const {
-  // The engine's host issues ops in this order and blocks after an op with host_waits until it completed: an op
-  // issued before something it waits for could deadlock, and a stream's ops must be issued in stream order.
-  std::vector<std::vector<std::uint32_t>> position(program_.streams.size());
-  for (std::size_t s = 0; s < program_.streams.size(); ++s)
-    position[s].assign(program_.streams[s].ops.size(), UINT32_MAX);
-  for (std::size_t i = 0; i < program_.issue_order.size(); ++i) {
-    const IssueStep& step = program_.issue_order[i];
-    if (position[step.stream][step.op] != UINT32_MAX)
-      throw ModelError("workload: op " + std::to_string(step.op) + " of stream " + program_.streams[step.stream].name +
-                       " is issued twice");
-    position[step.stream][step.op] = static_cast<std::uint32_t>(i);
-  }
-  if (program_.issue_order.size() != program_.op_count())
-    throw ModelError("workload: the host issues " + std::to_string(program_.issue_order.size()) + " of " +
-                     std::to_string(program_.op_count()) + " ops");
-  for (std::size_t s = 0; s < program_.streams.size(); ++s) {
-    const auto& ops = program_.streams[s].ops;
-    for (std::size_t k = 0; k < ops.size(); ++k) {
-      if (k > 0 && position[s][k] < position[s][k - 1])
-        throw ModelError("workload: stream " + program_.streams[s].name + " is issued out of its order at op " +
-                         std::to_string(k));
-      for (std::uint32_t d = 0; d < ops[k].dependency_count; ++d) {
-        const OpDependency& dep = program_.dependencies[ops[k].first_dependency + d];
-        if (position[dep.stream][dep.op] > position[s][k])
-          throw ModelError("workload: op " + std::to_string(k) + " of stream " + program_.streams[s].name +
-                           " is issued before op " + std::to_string(dep.op) + " of stream " +
-                           program_.streams[dep.stream].name + " that it waits for");
-      }
-    }
-  }
-}
-
 const Op& ProgramBuilder::op(OpRef ref) const { return program_.streams.at(ref.stream).ops.at(ref.op); }
 
 void ProgramBuilder::depend(OpRef consumer, OpRef producer) {
@@ -146,7 +113,8 @@ Program ProgramBuilder::finish() {
   }
   program_.issue_order = std::move(issued_first_);
   program_.issue_order.insert(program_.issue_order.end(), issued_.begin(), issued_.end());
-  check_issue_order();
+  if (const std::string problem = issue_order_problem(program_); !problem.empty())
+    throw ModelError("workload: " + problem);
   Program result = std::move(program_);
   program_ = Program{};
   dependencies_.clear();

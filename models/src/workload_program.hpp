@@ -66,8 +66,6 @@ class ProgramBuilder {
     std::uint32_t op = 0;
     OpDependency on;
   };
-  void check_issue_order() const;
-
   Program program_;
   std::vector<PendingDependency> dependencies_;
   std::vector<IssueStep> issued_first_;  ///< append_issued_first(), in order

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 #include <unordered_set>
 
@@ -58,6 +59,8 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
   for (std::size_t p = 0; p < programs; ++p) {
     const Program& program = workload.programs[p];
     std::map<std::tuple<GroupRole, std::int32_t, CollectiveKind, double, double>, std::int32_t> index;
+    if (const std::string problem = issue_order_problem(program); !problem.empty())
+      throw EngineError("program " + std::to_string(p) + ": its issue order (the host's): " + problem);
     durations_[p].resize(program.streams.size());
     signature_[p].resize(program.streams.size());
     for (std::size_t s = 0; s < program.streams.size(); ++s) {

@@ -302,6 +302,13 @@ class Simulation final : private TelemetrySink {
         rank.host_signal = sg4::ConditionVariable::create();
       }
     }
+    host_waits_.resize(workload_.programs.size());
+    for (std::size_t p = 0; p < workload_.programs.size(); ++p) {
+      const Program& program = workload_.programs[p];
+      host_waits_[p].resize(program.streams.size());
+      for (const IssueStep& step : program.issue_order)
+        if (step.host_waits) host_waits_[p][step.stream].push_back(step.op);
+    }
     // Actor states are allocated up front so that references stay valid.
     std::size_t actors = 0;
     for (const RankState& rank : ranks_) actors += rank.completed.size();
@@ -558,10 +565,9 @@ class Simulation final : private TelemetrySink {
     const Stream& stream = program.streams[actor.stream];
     const auto iterations = static_cast<std::uint32_t>(prepared_.input().iterations);
     const bool host = host_modelled(rank);
-    std::vector<std::uint32_t> host_waits_after;  // ops of this stream the host waits for
-    if (host)
-      for (const IssueStep& step : program.issue_order)
-        if (step.stream == actor.stream && step.host_waits) host_waits_after.push_back(step.op);
+    static const std::vector<std::uint32_t> kNone;
+    const std::vector<std::uint32_t>& host_waits_after =
+        host ? host_waits_[rank.program][actor.stream] : kNone;  // ops of this stream the host waits for, in order
     for (std::uint32_t it = 0; it < iterations; ++it) {
       actor.iteration = it;
       auto next_host_wait = host_waits_after.begin();
@@ -886,6 +892,8 @@ class Simulation final : private TelemetrySink {
   std::vector<sg4::Host*> hosts_;
   std::vector<RankState> ranks_;
   std::vector<ActorState> actors_;
+  /// Per program and stream, the ops the host waits for (IssueStep::host_waits), in stream order.
+  std::vector<std::vector<std::vector<std::uint32_t>>> host_waits_;
   std::unordered_map<MailboxKey, sg4::Mailbox*, MailboxKeyHash> mailboxes_;
   std::unordered_map<SyncKey, Rendezvous, SyncKeyHash> rendezvous_;
   std::unordered_map<MailboxKey, PipeChannel, MailboxKeyHash> pipe_channels_;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "chopsim/common/error.hpp"
@@ -122,6 +123,32 @@ TEST(HostIssue, TheHostCarriesOnAcrossIterations) {
   const Result r = simulate(same_program_everywhere(1, program), kLaunch, 2);
   EXPECT_NEAR(r.stats.makespan_s, 20 * kLaunch + 5e-6, 1e-12);
   EXPECT_NEAR(r.stats.iteration_end_s[0], 10 * kLaunch + 5e-6, 1e-12);
+}
+
+TEST(HostIssue, ABadIssueOrderIsAnEngineError) {
+  Program program;
+  program.streams.push_back({"compute", {compute_op(1e-3), compute_op(1e-3)}});
+  program.streams.push_back({"side", {compute_op(1e-3)}});
+  depend(program, 1, 0, 0, 1);  // side waits for compute op 1
+  const auto error_of = [&](std::vector<IssueStep> order) {
+    Program p = program;
+    p.issue_order = std::move(order);
+    try {
+      (void)simulate(same_program_everywhere(1, p), kLaunch);
+    } catch (const EngineError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({{0, 0, 1, false}, {1, 0, 1, false}}).find("issues 2 of 3 ops"), std::string::npos);
+  EXPECT_NE(error_of({{0, 0, 1, false}, {0, 0, 1, false}, {1, 0, 1, false}}).find("issued twice"), std::string::npos);
+  EXPECT_NE(error_of({{1, 0, 1, false}, {0, 0, 1, false}, {0, 1, 1, false}}).find("out of its order"),
+            std::string::npos);
+  EXPECT_NE(error_of({{0, 0, 1, false}, {0, 1, 1, false}, {5, 0, 1, false}}).find("does not exist"), std::string::npos);
+  // Side's op issued before compute op 1, which it waits for: a host wait there could deadlock.
+  EXPECT_NE(error_of({{0, 0, 1, false}, {0, 1, 1, false}, {1, 0, 1, false}}).find("that it waits for"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{0, 0, 1, false}, {1, 0, 1, false}, {0, 1, 1, false}}), "");
 }
 
 TEST(HostIssue, ABadHostTimeIsAnEngineError) {

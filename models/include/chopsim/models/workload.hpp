@@ -111,6 +111,11 @@ struct Program {
   [[nodiscard]] std::size_t op_count() const;
 };
 
+/// Why `program`'s issue order cannot be run, or "" if it can (or is empty): every op issued exactly once, each
+/// stream's ops in stream order, and every op after the ops it depends on (an op issued before something it waits
+/// for could deadlock the host, which blocks after a host wait until that op completes).
+[[nodiscard]] std::string issue_order_problem(const Program& program);
+
 struct Workload {
   RankLayout layout;
   std::vector<std::string> names;              ///< op names; Op::name indexes this
