@@ -574,12 +574,14 @@ class Simulation final : private TelemetrySink {
       for (std::uint32_t i = 0; i < stream.ops.size(); ++i) {
         actor.op = i;
         const Op& op = stream.ops[i];
-        std::pair<double, double> issue{0.0, 0.0};
-        if (host) issue = host_issue(actor, rank);
         for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
           const OpDependency& dep = program.dependencies[op.first_dependency + d];
           wait_for(actor, rank, dep.stream, it * rank.lengths[dep.stream] + dep.op + 1, Wait::dependency);
         }
+        // After the dependencies (issued before this op): asking earlier would give the same time, the host's
+        // timeline being fixed by its waits alone, but would queue the issue times of every op in between.
+        std::pair<double, double> issue{0.0, 0.0};
+        if (host) issue = host_issue(actor, rank);
         if (issue.first > sg4::Engine::get_clock()) {  // the host is behind: the GPU waits for the launch
           actor.wait = Wait::host;
           ++stats_.activities;
