@@ -45,10 +45,12 @@
 //   with host_waits blocks until that op completes. An op starts no earlier than its first launch; one of several
 //   launches (a host-bound Python loop over tensors) runs its modelled GPU time from the first and completes with
 //   the last, the GPU idle in between (its end event is the end of the GPU work, so the breakdown counts the rest
-//   as idle). The host's timeline is computed lazily: the actor of a
-//   stream needing its next op's issue time advances the rank's issue cursor, queueing the issue times of the ops
-//   it passes per stream (each stream consumes its queue in order); it stops at a host wait until that op has
-//   completed. An actor sleeps only when its op's issue is later than now, so a GPU-bound run pays nothing.
+//   as idle). The host's timeline needs no actor of its own: between two host waits it launches without pause, so
+//   the issue time of the op at position g is the segment's start time plus host_launch_s times the launches issued
+//   since then (prefix sums over the issue order, per program). A segment starts when its host wait is released: at
+//   the later of the waited op's completion and the host having issued it. An actor needing an op of a segment whose
+//   wait is not released yet waits on the rank's host condition variable. An actor sleeps only when its op's launch
+//   is later than now, so a GPU-bound run pays nothing.
 // * Measured ops (replayed traces, Op::duration_s >= 0): a fixed-duration kernel or a delay (host gap) holds its
 //   stream for exactly its duration (a sleep, not an Exec: the measurement already includes sharing and the clock;
 //   power domains do not see them); a fixed-duration collective is one synchronised step without transfers whose
@@ -58,7 +60,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <simgrid/s4u.hpp>
@@ -170,6 +171,14 @@ struct RunningKernel {
 /// Times within this of each other are one instant (an actor woken at t may see t plus or minus an ulp).
 double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
 
+/// The host's plan of one program (see the file comment).
+struct HostPlan {
+  std::vector<std::vector<std::uint32_t>> position;         ///< per stream and op: index in the issue order
+  std::vector<double> launches_before;                      ///< per issue index (and the end): launches before it
+  std::vector<std::uint32_t> waits;                         ///< issue indices of the host waits, in order
+  std::vector<std::vector<std::uint32_t>> waits_of_stream;  ///< per stream: its ops the host waits for, in order
+};
+
 struct RankState {
   std::uint32_t program = 0;
   std::vector<std::uint64_t> completed;  ///< ops completed per stream, all iterations
@@ -186,11 +195,8 @@ struct RankState {
   sg4::ConditionVariablePtr kernel_signal;
   int kernel_waiters = 0;
   // The host (see the file comment).
-  std::size_t issue_cursor = 0;  ///< next IssueStep to issue, counting over all iterations
-  double host_s = 0.0;           ///< when the host has issued everything before the cursor
-  bool host_blocked = false;     ///< the host waits for the op issued just before the cursor
-  IssueStep host_waits_for;      ///< that op, while host_blocked
-  std::vector<std::deque<std::pair<double, double>>> issued;  ///< per stream: (first, last launch) not yet started
+  std::vector<double> segment_start_s{0.0};  ///< per host-wait segment reached (all iterations): when it started
+  std::uint64_t waits_released = 0;          ///< host waits whose op has completed (all iterations)
   sg4::ConditionVariablePtr host_signal;
   int host_waiters = 0;
 };
@@ -297,17 +303,26 @@ class Simulation final : private TelemetrySink {
       for (const Stream& s : program.streams) rank.lengths.push_back(s.ops.size());
       rank.mutex = sg4::Mutex::create();
       for (std::size_t s = 0; s < streams; ++s) rank.signals.push_back(sg4::ConditionVariable::create());
-      if (host_modelled(rank)) {
-        rank.issued.resize(streams);
-        rank.host_signal = sg4::ConditionVariable::create();
-      }
+      if (host_modelled(rank)) rank.host_signal = sg4::ConditionVariable::create();
     }
-    host_waits_.resize(workload_.programs.size());
+    host_plans_.resize(workload_.programs.size());
     for (std::size_t p = 0; p < workload_.programs.size(); ++p) {
       const Program& program = workload_.programs[p];
-      host_waits_[p].resize(program.streams.size());
-      for (const IssueStep& step : program.issue_order)
-        if (step.host_waits) host_waits_[p][step.stream].push_back(step.op);
+      HostPlan& plan = host_plans_[p];
+      plan.position.resize(program.streams.size());
+      plan.waits_of_stream.resize(program.streams.size());
+      for (std::size_t s = 0; s < program.streams.size(); ++s) plan.position[s].resize(program.streams[s].ops.size());
+      plan.launches_before.assign(program.issue_order.size() + 1, 0.0);
+      for (std::size_t i = 0; i < program.issue_order.size(); ++i) {
+        const IssueStep& step = program.issue_order[i];
+        plan.position[step.stream][step.op] = static_cast<std::uint32_t>(i);
+        plan.launches_before[i + 1] = plan.launches_before[i] + step.launches;
+        if (step.host_waits) {
+          plan.waits.push_back(static_cast<std::uint32_t>(i));
+          plan.waits_of_stream[step.stream].push_back(step.op);
+        }
+      }
+      for (auto& ops : plan.waits_of_stream) std::sort(ops.begin(), ops.end());
     }
     // Actor states are allocated up front so that references stay valid.
     std::size_t actors = 0;
@@ -467,42 +482,60 @@ class Simulation final : private TelemetrySink {
     return prepared_.input().host_launch_s > 0.0 && !workload_.programs[rank.program].issue_order.empty();
   }
 
-  /// When the host issues the next op of `actor`'s stream: (first launch, last launch). Advances the rank's issue
-  /// cursor as far as needed, waiting while the host is blocked on an op that has not completed.
-  std::pair<double, double> host_issue(ActorState& actor, RankState& rank) {
-    auto& queue = rank.issued[actor.stream];
-    const auto& order = workload_.programs[rank.program].issue_order;
-    const double launch_s = prepared_.input().host_launch_s;
-    while (queue.empty()) {
-      if (rank.host_blocked) {
-        actor.wait = Wait::host;
-        ++rank.host_waiters;
-        ++stats_.activities;
-        rank.mutex->lock();
-        // Another actor may move the cursor past this stream's op and block on a later op before this one runs.
-        while (rank.host_blocked && queue.empty()) rank.host_signal->wait(rank.mutex);
-        rank.mutex->unlock();
-        --rank.host_waiters;
-        actor.wait = Wait::none;
-        continue;
-      }
-      const IssueStep& step = order[rank.issue_cursor % order.size()];
-      ++rank.issue_cursor;
-      const double first = rank.host_s + (step.launches > 0 ? launch_s : 0.0);
-      rank.host_s += launch_s * step.launches;
-      rank.issued[step.stream].emplace_back(first, rank.host_s);
-      rank.host_blocked = step.host_waits;
-      rank.host_waits_for = step;
-    }
-    const auto issue = queue.front();
-    queue.pop_front();
-    return issue;
+  /// Launches issued before global issue position `g` (iteration * issue steps + position), all iterations.
+  [[nodiscard]] static double launches_before(const HostPlan& plan, std::uint64_t g) {
+    const std::uint64_t n = plan.launches_before.size() - 1;
+    return static_cast<double>(g / n) * plan.launches_before[n] + plan.launches_before[g % n];
   }
 
-  /// The op the host waits for completed: the host resumes now (or later, if it is behind anyway).
+  /// Global issue position of the first op of host-wait segment `k` (segment 0 starts the run; segment k the step
+  /// after the k-th wait).
+  [[nodiscard]] static std::uint64_t segment_begin(const HostPlan& plan, std::uint64_t k) {
+    if (k == 0) return 0;
+    const std::uint64_t n = plan.launches_before.size() - 1;
+    const std::uint64_t w = plan.waits.size();
+    return (k - 1) / w * n + plan.waits[(k - 1) % w] + 1;
+  }
+
+  /// When the host launches op `op` of `actor`'s stream in iteration `iteration`: (first launch, last launch).
+  /// Waits while the host has not been released from the wait before it.
+  std::pair<double, double> host_issue(ActorState& actor, RankState& rank, std::uint32_t iteration, std::uint32_t op) {
+    const HostPlan& plan = host_plans_[rank.program];
+    const std::uint64_t n = plan.launches_before.size() - 1;
+    const std::uint32_t position = plan.position[actor.stream][op];
+    const std::uint64_t g = iteration * n + position;
+    // Host-wait segment of g: waits of earlier iterations, and this iteration's waits before `position`.
+    const auto waits_before = static_cast<std::uint64_t>(
+        std::lower_bound(plan.waits.begin(), plan.waits.end(), position) - plan.waits.begin());
+    const std::uint64_t segment = iteration * plan.waits.size() + waits_before;
+    if (rank.waits_released < segment) {
+      actor.wait = Wait::host;
+      ++rank.host_waiters;
+      ++stats_.activities;
+      rank.mutex->lock();
+      while (rank.waits_released < segment) rank.host_signal->wait(rank.mutex);
+      rank.mutex->unlock();
+      --rank.host_waiters;
+      actor.wait = Wait::none;
+    }
+    const double launch_s = prepared_.input().host_launch_s;
+    const double start = rank.segment_start_s[segment];
+    const double before = launches_before(plan, g) - launches_before(plan, segment_begin(plan, segment));
+    const double launches = plan.launches_before[position + 1] - plan.launches_before[position];
+    return {start + launch_s * (before + (launches > 0.0 ? 1.0 : 0.0)), start + launch_s * (before + launches)};
+  }
+
+  /// The op the host waited for (the next unreleased wait) completed: the next segment starts now, or when the host
+  /// has launched that op if it is later.
   void release_host(RankState& rank) {
-    rank.host_s = std::max(rank.host_s, sg4::Engine::get_clock());
-    rank.host_blocked = false;
+    const HostPlan& plan = host_plans_[rank.program];
+    const std::uint64_t segment = rank.waits_released;  // the wait ends this segment
+    const std::uint64_t wait = segment_begin(plan, segment + 1) - 1;
+    const double issued = rank.segment_start_s[segment] +
+                          prepared_.input().host_launch_s *
+                              (launches_before(plan, wait + 1) - launches_before(plan, segment_begin(plan, segment)));
+    rank.segment_start_s.push_back(std::max(issued, sg4::Engine::get_clock()));
+    ++rank.waits_released;
     if (rank.host_waiters == 0) return;
     rank.mutex->lock();
     rank.host_signal->notify_all();
@@ -567,7 +600,7 @@ class Simulation final : private TelemetrySink {
     const bool host = host_modelled(rank);
     static const std::vector<std::uint32_t> kNone;
     const std::vector<std::uint32_t>& host_waits_after =
-        host ? host_waits_[rank.program][actor.stream] : kNone;  // ops of this stream the host waits for, in order
+        host ? host_plans_[rank.program].waits_of_stream[actor.stream] : kNone;  // ops the host waits for, in order
     for (std::uint32_t it = 0; it < iterations; ++it) {
       actor.iteration = it;
       auto next_host_wait = host_waits_after.begin();
@@ -578,10 +611,8 @@ class Simulation final : private TelemetrySink {
           const OpDependency& dep = program.dependencies[op.first_dependency + d];
           wait_for(actor, rank, dep.stream, it * rank.lengths[dep.stream] + dep.op + 1, Wait::dependency);
         }
-        // After the dependencies (issued before this op): asking earlier would give the same time, the host's
-        // timeline being fixed by its waits alone, but would queue the issue times of every op in between.
         std::pair<double, double> issue{0.0, 0.0};
-        if (host) issue = host_issue(actor, rank);
+        if (host) issue = host_issue(actor, rank, it, i);
         if (issue.first > sg4::Engine::get_clock()) {  // the host is behind: the GPU waits for the launch
           actor.wait = Wait::host;
           ++stats_.activities;
@@ -875,11 +906,14 @@ class Simulation final : private TelemetrySink {
         return "waiting for rank " + std::to_string(a.peer) + " to receive";
       case Wait::recv:
         return "waiting for rank " + std::to_string(a.peer) + " to send";
-      case Wait::host:
-        if (!rank.host_blocked) return "waiting for the host to launch it";
-        return "waiting for the host, which waits for op " + std::to_string(rank.host_waits_for.op) + " '" +
-               std::string(workload_.name(program.streams[rank.host_waits_for.stream].ops[rank.host_waits_for.op])) +
-               "' of " + stream_text(rank.host_waits_for.stream) + " to complete";
+      case Wait::host: {
+        const HostPlan& plan = host_plans_[rank.program];
+        if (plan.waits.empty()) return "waiting for the host to launch it";
+        const IssueStep& waited = program.issue_order[plan.waits[rank.waits_released % plan.waits.size()]];
+        return "waiting for the host, which waits for op " + std::to_string(waited.op) + " '" +
+               std::string(workload_.name(program.streams[waited.stream].ops[waited.op])) + "' of " +
+               stream_text(waited.stream) + " to complete";
+      }
       case Wait::none:
         break;
     }
@@ -894,8 +928,7 @@ class Simulation final : private TelemetrySink {
   std::vector<sg4::Host*> hosts_;
   std::vector<RankState> ranks_;
   std::vector<ActorState> actors_;
-  /// Per program and stream, the ops the host waits for (IssueStep::host_waits), in stream order.
-  std::vector<std::vector<std::vector<std::uint32_t>>> host_waits_;
+  std::vector<HostPlan> host_plans_;  ///< per program
   std::unordered_map<MailboxKey, sg4::Mailbox*, MailboxKeyHash> mailboxes_;
   std::unordered_map<SyncKey, Rendezvous, SyncKeyHash> rendezvous_;
   std::unordered_map<MailboxKey, PipeChannel, MailboxKeyHash> pipe_channels_;
