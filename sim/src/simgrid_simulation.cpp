@@ -306,7 +306,7 @@ class Simulation final : private TelemetrySink {
       if (host_modelled(rank)) rank.host_signal = sg4::ConditionVariable::create();
     }
     host_plans_.resize(workload_.programs.size());
-    for (std::size_t p = 0; p < workload_.programs.size(); ++p) {
+    for (std::size_t p = 0; p < workload_.programs.size() && prepared_.input().host_launch_s > 0.0; ++p) {
       const Program& program = workload_.programs[p];
       HostPlan& plan = host_plans_[p];
       plan.position.resize(program.streams.size());
