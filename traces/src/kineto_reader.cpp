@@ -9,11 +9,12 @@
 //
 // Two streamed passes over the file (memory bounded; see json_stream.hpp):
 //   pass 1 indexes metadata, the CPU ops whose shapes give FLOPs (GEMM, attention) or whose args describe a
-//   collective (record_param_comms), the launches (correlation -> External id) of those ops, and the earliest GPU
-//   timestamp (the source's time origin);
+//   collective (record_param_comms), the launches by correlation id (the External id of those ops, and the launch
+//   call's time and thread), and the earliest GPU timestamp (the source's time origin);
 //   pass 2 emits one KernelRecord per kernel/gpu_memcpy/gpu_memset event, linked to its op through its own
-//   External id or its launch's correlation id, and one AnnotationRecord per user annotation.
-// State kept between passes: ~100 bytes per shape- or collective-carrying op, not per event.
+//   External id or its launch's correlation id, with its launch call, and one AnnotationRecord per user annotation.
+// State kept between passes: ~100 bytes per shape- or collective-carrying op and ~60 per launch call (one per GPU
+// record, like the records themselves), not per CPU event.
 
 #include <algorithm>
 #include <array>
@@ -228,6 +229,11 @@ struct Event {
   std::optional<std::int64_t> tid() const { return text_int(tid_text); }
 };
 
+/// Chrome-trace ts and dur are microseconds (displayTimeUnit only sets the viewer's unit). A trace whose timestamps
+/// have 17 or more integer digits was written in nanoseconds: as microseconds since the epoch they would lie after
+/// the year 5000.
+bool nanosecond_timestamps(std::string_view ts) { return integer_digits(ts) >= 17; }
+
 void parse_times(Event& e, bool ns_units) {
   if (!e.ts.empty()) e.ts_ns = parse_time_as_ns(e.ts, ns_units);
   if (!e.dur.empty()) e.dur_ns = parse_time_as_ns(e.dur, ns_units);
@@ -394,11 +400,9 @@ class Indexer final : public JsonStreamHandler {
       const bool has_args = read_event_header(event, e);
       if (e.ph != "X") continue;
       if (is_gpu_category(e.cat)) {
-        // Chrome-trace ts and dur are microseconds (displayTimeUnit only sets the viewer's unit). A trace whose
-        // timestamps have 17 or more integer digits was written in nanoseconds: as microseconds since the epoch
-        // they would lie after the year 5000. Decided once per trace, on its first GPU event.
+        // Decided once per trace, on its first GPU event (nanosecond_timestamps).
         if (!units_decided) {
-          ns_units = integer_digits(e.ts) >= 17;
+          ns_units = nanosecond_timestamps(e.ts);
           units_decided = true;
         }
         parse_times(e, ns_units);
@@ -435,13 +439,15 @@ class Indexer final : public JsonStreamHandler {
   bool units_decided = false;
   bool ns_units = false;
   std::int64_t first_device = -1;
-  std::unordered_map<std::int64_t, OpInfo> ops;                 // External id -> op
-  std::unordered_map<std::int64_t, std::int64_t> launch_to_op;  // correlation -> External id (ops only)
-  /// The host's launch call of each GPU record (cudaLaunchKernel, cudaMemcpyAsync, ...): when and on which thread.
-  struct LaunchCall {
+  std::unordered_map<std::int64_t, OpInfo> ops;  // External id -> op
+  /// The host's launch call of a GPU record (cudaLaunchKernel, cudaMemcpyAsync, ...): the indexed op that made it,
+  /// and when and on which thread, where the event has a time.
+  struct Launch {
+    std::int64_t op = -1;  ///< External id of an indexed op; -1 = none
+    bool timed = false;
     std::int64_t start_ns = 0, end_ns = 0, thread = -1;
   };
-  std::unordered_map<std::int64_t, LaunchCall> launch_calls;  // correlation -> call
+  std::unordered_map<std::int64_t, Launch> launches;  // correlation -> launch
 
  private:
   void note_device(object& event) {
@@ -505,16 +511,24 @@ class Indexer final : public JsonStreamHandler {
       if (key == "External id") external = text_int(scalar_text(field.value())).value_or(-1);
       if (key == "correlation") correlation = text_int(scalar_text(field.value())).value_or(-1);
     }
+    if (correlation < 0) return;
+    Launch launch;
+    // Kineto writes every CPU op before the GPU section, so the op index is complete here; kernels that carry their
+    // own External id do not need the link.
+    if (external >= 0 && ops.count(external)) launch.op = external;
     // Launch calls usually precede the GPU events that decide the trace's time unit: decide it the same way here.
-    if (correlation >= 0 && !e.ts.empty()) {
-      const bool ns = units_decided ? ns_units : integer_digits(e.ts) >= 17;
-      const std::optional<std::int64_t> start = parse_time_as_ns(e.ts, ns);
-      const std::int64_t duration = e.dur.empty() ? 0 : parse_time_as_ns(e.dur, ns).value_or(0);
-      if (start) launch_calls[correlation] = LaunchCall{*start, *start + duration, e.tid().value_or(-1)};
+    if (!e.ts.empty()) {
+      const bool ns = units_decided ? ns_units : nanosecond_timestamps(e.ts);
+      if (const std::optional<std::int64_t> start = parse_time_as_ns(e.ts, ns)) {
+        const std::int64_t duration = e.dur.empty() ? 0 : parse_time_as_ns(e.dur, ns).value_or(0);
+        launch.timed = true;
+        launch.start_ns = *start;
+        launch.end_ns = *start + duration;
+        launch.thread = e.tid().value_or(-1);
+      }
     }
-    // Kineto writes every CPU op before the GPU section, so the op index is complete here and only launches of
-    // indexed ops are kept (bounded memory); kernels that carry their own External id do not need this map.
-    if (external >= 0 && correlation >= 0 && ops.count(external)) launch_to_op[correlation] = external;
+    // One entry per launch that links or times a GPU record: memory grows with the trace's kernels, like its records.
+    if (launch.op >= 0 || launch.timed) launches[correlation] = launch;
   }
 
  public:
@@ -622,16 +636,16 @@ class Emitter final : public JsonStreamHandler {
         }
       }
     }
-    if (external < 0 && r.correlation >= 0) {
-      auto it = index_.launch_to_op.find(r.correlation);
-      if (it != index_.launch_to_op.end()) external = it->second;
-    }
     if (r.correlation >= 0) {
-      auto call = index_.launch_calls.find(r.correlation);
-      if (call != index_.launch_calls.end()) {
-        r.launch_start_s = seconds(call->second.start_ns);
-        r.launch_end_s = seconds(call->second.end_ns);
-        r.launch_thread = call->second.thread;
+      const auto it = index_.launches.find(r.correlation);
+      if (it != index_.launches.end()) {
+        const Indexer::Launch& launch = it->second;
+        if (external < 0) external = launch.op;
+        if (launch.timed) {
+          r.launch_start_s = seconds(launch.start_ns);
+          r.launch_end_s = seconds(launch.end_ns);
+          r.launch_thread = launch.thread;
+        }
       }
     }
     OpInfo* op = nullptr;
