@@ -387,7 +387,7 @@ void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
   const double bytes = bucket.elements * sizes_.gradient_bytes;
   // What the backward hook runs on the compute stream before it launches the collective: Megatron's
   // --check-for-nan-in-loss-and-grad takes the bucket's norm (grad_data.norm(), read once; the NaN test on it is a
-  // host synchronisation, whose wait is not modelled), and the gradients are scaled by 1 / data-parallel size
+  // host synchronisation: a host wait, below), and the gradients are scaled by 1 / data-parallel size
   // (Megatron DDP's gradient_scaling_factor without --ddp-average-in-collective; PyTorch DDP divides by the world
   // size): one pass that reads and writes the bucket.
   OpRef ready = bucket.last_producer;
@@ -438,8 +438,9 @@ void StageGenerator::optimizer_step() {
   }
   const StageParameters params = stage_parameters(model_, parallelism_, stage_);
   const bool sharded = parallelism_.zero_stage >= 1;
-  const double local = params.dense / (sharded ? layout_.group_size(GroupRole::shard) : 1) +
-                       params.expert / (sharded ? layout_.group_size(GroupRole::expert_data) : 1);
+  const int dense_shards = sharded ? layout_.group_size(GroupRole::shard) : 1;
+  const double local =
+      params.dense / dense_shards + params.expert / (sharded ? layout_.group_size(GroupRole::expert_data) : 1);
   // AdamW (Loshchilov & Hutter 2019) on fp32 state: read master weight, m, v (12 bytes) and the gradient,
   // write master weight, m, v and, in mixed precision, the bf16 working copy: 12 + 4 + 12 + 2 = 30 bytes per
   // parameter with Megatron's fp32 gradients, 28 with FSDP's bf16 ones. About 14 FLOPs per parameter
@@ -455,11 +456,13 @@ void StageGenerator::optimizer_step() {
   //
   // The host's part (IssueStep): Megatron's count_zeros_fp32 loops over the shard's gradient tensors in Python,
   // four kernels each (count_nonzero's compare and sum, numel minus it, the running total), and both it and
-  // calc_params_l2_norm end in .item(), so the host waits for them. The distributed optimizer (ZeRO 1-2) copies
-  // the updated fp32 shard into the bf16 parameters one tensor at a time (_copy_main_params_to_model_params); the
-  // fused AdamW itself is multi_tensor_apply, one launch per chunk of tensors (36 for its four lists, Apex/TE).
-  // The shard's tensors: this rank's share of the stage's tensors, plus one cut at a shard boundary.
-  const double shard_tensors = std::ceil(params.tensors / (sharded ? layout_.group_size(GroupRole::shard) : 1)) + 1;
+  // calc_params_l2_norm end in .item(), so the host waits for them (Megatron's gradient norm also ends in .item(),
+  // just before count_zeros; not a host wait here, since PyTorch's clip_grad_norm_ has none). The distributed optimizer
+  // (ZeRO 1-2) copies the updated fp32 shard into the bf16 parameters one tensor at a time
+  // (_copy_main_params_to_model_params); the fused AdamW itself is multi_tensor_apply, one launch per chunk of tensors
+  // (36 for its four lists, Apex/TE). The shard's tensors: this rank's share of the stage's tensors, plus one cut at a
+  // shard boundary.
+  const double shard_tensors = std::ceil(params.tensors / dense_shards) + 1;
   const auto launches = [](double count) {
     return static_cast<std::uint16_t>(std::clamp(count, 1.0, double{UINT16_MAX}));
   };
