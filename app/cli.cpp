@@ -2,10 +2,19 @@
 
 #include <algorithm>
 
+#include "chopsim/experiments/registries.hpp"
+
 namespace chopsim::cli {
 
 InputError argument_error(const std::string& problem, const std::string& fix) {
   return InputError(SourceLocation{"command line", 0, 0}, "", problem, fix);
+}
+
+void check_engine_name(const ModelRegistries& registries, const std::string& name) {
+  if (registries.engine.contains(name)) return;
+  std::string valid;
+  for (const std::string& engine : registries.engine.names()) valid += (valid.empty() ? "" : ", ") + engine;
+  throw argument_error("--engine " + name + " is not an engine", "use one of: " + valid);
 }
 
 namespace {

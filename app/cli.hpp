@@ -10,6 +10,10 @@
 
 #include "chopsim/common/error.hpp"
 
+namespace chopsim {
+struct ModelRegistries;
+}
+
 namespace chopsim::cli {
 
 inline constexpr int kExitOk = 0;
@@ -40,6 +44,8 @@ class Arguments {
 
 /// An InputError about the command line.
 [[nodiscard]] InputError argument_error(const std::string& problem, const std::string& fix);
+/// Throws an argument error for an --engine value that is not a registered engine, listing the valid ones.
+void check_engine_name(const ModelRegistries& registries, const std::string& name);
 
 struct Command {
   std::string_view name;
@@ -55,17 +61,19 @@ int command_calibrate(const std::vector<std::string>& args);
 int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
-    "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--simulate-oom]\n"
+    "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--simulate-oom]\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
     "      --configs DIR    look up hardware/, models/ and clusters/ by name under DIR first\n"
+    "      --engine NAME    fast (the default) or simgrid (the reference); overrides simulation.engine\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n";
 inline constexpr std::string_view kValidateUsage =
-    "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N]\n"
+    "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"
     "      with the calibration profile of the case's GPU (--profiles, default calibration/profiles), and write\n"
-    "      the predicted-vs-measured table to FILE (default docs/validation.md).\n";
+    "      the predicted-vs-measured table to FILE (default docs/validation.md). --engine NAME predicts with that\n"
+    "      engine instead of each case's (fast by default).\n";
 inline constexpr std::string_view kIngestUsage =
     "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N]\n"
     "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"
@@ -89,7 +97,7 @@ inline constexpr std::string_view kCalibrateUsage =
 inline constexpr std::string_view kReplayUsage =
     "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"
     "         [--calibration PROFILE] [--measured-calibration PROFILE] [--simulate-collectives]\n"
-    "         [--dependency-window-us T] [--configs DIR]\n"
+    "         [--dependency-window-us T] [--configs DIR] [--engine NAME]\n"
     "      Run the measured kernel sequences of a kernel store (chopsim ingest) through the engine and report\n"
     "      measured vs replayed time per kernel class and in total (docs/replay.md).\n"
     "      --hardware NAME  replay on this GPU (default: the measured one): kernels scaled by the roofline's\n"
@@ -99,7 +107,8 @@ inline constexpr std::string_view kReplayUsage =
     "      --measured-hardware NAME  the measured GPU's hardware file (default: from the store's GPU name)\n"
     "      --calibration P  calibration profile of the target GPU (--measured-calibration: of the measured one)\n"
     "      --simulate-collectives  re-simulate matched collectives on the measured hardware too\n"
-    "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n";
+    "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n"
+    "      --engine NAME    fast (the default) or simgrid (the reference)\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
     "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";

@@ -11,7 +11,7 @@ namespace chopsim::cli {
 int command_replay(const std::vector<std::string>& raw) {
   const Arguments args(raw,
                        {"--hardware", "--cluster", "--out", "-o", "--configs", "--measured-hardware", "--calibration",
-                        "--measured-calibration", "--dependency-window-us"},
+                        "--measured-calibration", "--dependency-window-us", "--engine"},
                        {"--simulate-collectives"});
   if (args.positional().size() != 1)
     throw argument_error("replay takes exactly one STORE.h5 (a kernel store from chopsim ingest)",
@@ -39,6 +39,10 @@ int command_replay(const std::vector<std::string>& raw) {
     }
   }
   const auto registries = ModelRegistries::with_builtins();
+  if (const auto engine = args.option("--engine")) {
+    check_engine_name(registries, *engine);
+    options.engine = *engine;
+  }
   const ReplayReport report = run_replay(options, registries);
   print_replay_summary(std::cout, report);
   return kExitOk;

@@ -9,7 +9,7 @@
 namespace chopsim::cli {
 
 int command_run(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs"}, {"--simulate-oom"});
+  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine"}, {"--simulate-oom"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path config = args.positional()[0];
@@ -18,6 +18,10 @@ int command_run(const std::vector<std::string>& raw) {
   if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
   RunSpec run = load_run_config(config, search, registries);
   if (const auto iterations = args.positive_int("--iterations")) run.iterations = *iterations;
+  if (const auto engine = args.option("--engine")) {
+    check_engine_name(registries, *engine);
+    run.engine = *engine;
+  }
 
   RunOptions options;
   if (const auto out = args.option("--out")) options.output_dir = *out;

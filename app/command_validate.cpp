@@ -12,7 +12,7 @@
 namespace chopsim::cli {
 
 int command_validate(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--data", "--configs", "--profiles", "--out", "-o", "--jobs", "-j"}, {});
+  const Arguments args(raw, {"--data", "--configs", "--profiles", "--out", "-o", "--jobs", "-j", "--engine"}, {});
   if (!args.positional().empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
   const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
@@ -24,7 +24,12 @@ int command_validate(const std::vector<std::string>& raw) {
   const auto registries = ModelRegistries::with_builtins();
   const std::filesystem::path profiles_dir =
       args.option("--profiles").value_or((configs_dir.parent_path() / "calibration" / "profiles").string());
-  const auto cases = load_validation_cases(data_dir, configs_dir, registries, profiles_dir);
+  auto cases = load_validation_cases(data_dir, configs_dir, registries, profiles_dir);
+  if (const auto engine = args.option("--engine")) {
+    check_engine_name(registries, *engine);
+    for (auto& c : cases)
+      for (RunSpec* run : {&c.run, &c.baseline, &c.calibrated_run, &c.calibrated_baseline}) run->engine = *engine;
+  }
   const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
   std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";

@@ -342,7 +342,7 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
     report.nodes = 1;
   }
   const auto collectives = registries.collective.create("nccl", collective_params);
-  const auto engine = registries.engine.create("simgrid", EngineOptions{});
+  const auto engine = registries.engine.create(options.engine, EngineOptions{});
 
   // ---- outputs and the run
   // -------------------------------------------------------------------------------------------

@@ -25,6 +25,17 @@ class EventSink {
   virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
 };
 
+/// Passes what a simulation reports to a SimulationObserver.
+class ObserverSink final : public EventSink {
+ public:
+  explicit ObserverSink(SimulationObserver& observer) : observer_(observer) {}
+  void on_event(const OpEvent& event) override { observer_.on_op_event(event); }
+  void on_telemetry(const TelemetrySample& sample) override { observer_.on_telemetry(sample); }
+
+ private:
+  SimulationObserver& observer_;
+};
+
 enum class ErrorKind : std::uint8_t { engine = 0, model = 1, other = 2 };
 
 /// Buffers records and writes them to a file descriptor (the child's end of the pipe).

@@ -24,6 +24,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/sim/engine.hpp"
+#include "engines.hpp"
 #include "event_stream.hpp"
 #include "prepared_workload.hpp"
 #include "simgrid_simulation.hpp"
@@ -35,20 +36,11 @@ using sim_detail::ErrorKind;
 using sim_detail::EventReader;
 using sim_detail::EventSink;
 using sim_detail::EventWriter;
+using sim_detail::ObserverSink;
 using sim_detail::PreparedWorkload;
 
 /// The child keeps at most this much of its stderr for error messages (the end of it: where an abort is explained).
 constexpr std::size_t kStderrTail = 8192;
-
-class ObserverSink final : public EventSink {
- public:
-  explicit ObserverSink(SimulationObserver& observer) : observer_(observer) {}
-  void on_event(const OpEvent& event) override { observer_.on_op_event(event); }
-  void on_telemetry(const TelemetrySample& sample) override { observer_.on_telemetry(sample); }
-
- private:
-  SimulationObserver& observer_;
-};
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -224,11 +216,12 @@ class SimGridEngine final : public Engine {
 
 }  // namespace
 
-void register_builtin_engines(EngineRegistry& registry) {
-  registry.add(
-      "simgrid",
-      "SimGrid 3.32 s4u (CM02, max-min sharing): one actor per GPU stream, each run in a forked child process",
-      [](const EngineOptions& options) -> std::unique_ptr<Engine> { return std::make_unique<SimGridEngine>(options); });
+namespace sim_detail {
+
+std::unique_ptr<Engine> make_simgrid_engine(const EngineOptions& options) {
+  return std::make_unique<SimGridEngine>(options);
 }
+
+}  // namespace sim_detail
 
 }  // namespace chopsim

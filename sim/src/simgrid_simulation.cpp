@@ -73,6 +73,7 @@
 #include "chopsim/models/governor.hpp"
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
+#include "host_plan.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -170,14 +171,6 @@ struct RunningKernel {
 
 /// Times within this of each other are one instant (an actor woken at t may see t plus or minus an ulp).
 double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
-
-/// The host's plan of one program (see the file comment).
-struct HostPlan {
-  std::vector<std::vector<std::uint32_t>> position;         ///< per stream and op: index in the issue order
-  std::vector<double> launches_before;                      ///< per issue index (and the end): launches before it
-  std::vector<std::uint32_t> waits;                         ///< issue indices of the host waits, in order
-  std::vector<std::vector<std::uint32_t>> waits_of_stream;  ///< per stream: its ops the host waits for, in order
-};
 
 struct RankState {
   std::uint32_t program = 0;
@@ -306,24 +299,8 @@ class Simulation final : private TelemetrySink {
       if (host_modelled(rank)) rank.host_signal = sg4::ConditionVariable::create();
     }
     host_plans_.resize(workload_.programs.size());
-    for (std::size_t p = 0; p < workload_.programs.size() && prepared_.input().host_launch_s > 0.0; ++p) {
-      const Program& program = workload_.programs[p];
-      HostPlan& plan = host_plans_[p];
-      plan.position.resize(program.streams.size());
-      plan.waits_of_stream.resize(program.streams.size());
-      for (std::size_t s = 0; s < program.streams.size(); ++s) plan.position[s].resize(program.streams[s].ops.size());
-      plan.launches_before.assign(program.issue_order.size() + 1, 0.0);
-      for (std::size_t i = 0; i < program.issue_order.size(); ++i) {
-        const IssueStep& step = program.issue_order[i];
-        plan.position[step.stream][step.op] = static_cast<std::uint32_t>(i);
-        plan.launches_before[i + 1] = plan.launches_before[i] + step.launches;
-        if (step.host_waits) {
-          plan.waits.push_back(static_cast<std::uint32_t>(i));
-          plan.waits_of_stream[step.stream].push_back(step.op);
-        }
-      }
-      for (auto& ops : plan.waits_of_stream) std::sort(ops.begin(), ops.end());
-    }
+    for (std::size_t p = 0; p < workload_.programs.size() && prepared_.input().host_launch_s > 0.0; ++p)
+      host_plans_[p] = HostPlan::of(workload_.programs[p]);
     // Actor states are allocated up front so that references stay valid.
     std::size_t actors = 0;
     for (const RankState& rank : ranks_) actors += rank.completed.size();
@@ -482,32 +459,11 @@ class Simulation final : private TelemetrySink {
     return prepared_.input().host_launch_s > 0.0 && !workload_.programs[rank.program].issue_order.empty();
   }
 
-  /// Launches issued before global issue position `g` (iteration * issue steps + position), all iterations.
-  [[nodiscard]] static double launches_before(const HostPlan& plan, std::uint64_t g) {
-    const std::uint64_t n = plan.launches_before.size() - 1;
-    return static_cast<double>(g / n) * plan.launches_before[n] + plan.launches_before[g % n];
-  }
-
-  /// Global issue position of the first op of host-wait segment `k` (segment 0 starts the run; segment k the step
-  /// after the k-th wait).
-  [[nodiscard]] static std::uint64_t segment_begin(const HostPlan& plan, std::uint64_t k) {
-    if (k == 0) return 0;
-    const std::uint64_t n = plan.launches_before.size() - 1;
-    const std::uint64_t w = plan.waits.size();
-    return (k - 1) / w * n + plan.waits[(k - 1) % w] + 1;
-  }
-
   /// When the host launches op `op` of `actor`'s stream in iteration `iteration`: (first launch, last launch).
   /// Waits while the host has not been released from the wait before it.
   std::pair<double, double> host_issue(ActorState& actor, RankState& rank, std::uint32_t iteration, std::uint32_t op) {
     const HostPlan& plan = host_plans_[rank.program];
-    const std::uint64_t n = plan.launches_before.size() - 1;
-    const std::uint32_t position = plan.position[actor.stream][op];
-    const std::uint64_t g = iteration * n + position;
-    // Host-wait segment of g: waits of earlier iterations, and this iteration's waits before `position`.
-    const auto waits_before = static_cast<std::uint64_t>(
-        std::lower_bound(plan.waits.begin(), plan.waits.end(), position) - plan.waits.begin());
-    const std::uint64_t segment = iteration * plan.waits.size() + waits_before;
+    const std::uint64_t segment = plan.segment_of(actor.stream, op, iteration);
     if (rank.waits_released < segment) {
       actor.wait = Wait::host;
       ++rank.host_waiters;
@@ -518,11 +474,8 @@ class Simulation final : private TelemetrySink {
       --rank.host_waiters;
       actor.wait = Wait::none;
     }
-    const double launch_s = prepared_.input().host_launch_s;
-    const double start = rank.segment_start_s[segment];
-    const double before = launches_before(plan, g) - launches_before(plan, segment_begin(plan, segment));
-    const double launches = plan.launches_before[position + 1] - plan.launches_before[position];
-    return {start + launch_s * (before + (launches > 0.0 ? 1.0 : 0.0)), start + launch_s * (before + launches)};
+    return plan.issue_times(actor.stream, op, iteration, rank.segment_start_s[segment],
+                            prepared_.input().host_launch_s);
   }
 
   /// The op the host waited for (the next unreleased wait) completed: the next segment starts now, or when the host
@@ -530,10 +483,7 @@ class Simulation final : private TelemetrySink {
   void release_host(RankState& rank) {
     const HostPlan& plan = host_plans_[rank.program];
     const std::uint64_t segment = rank.waits_released;  // the wait ends this segment
-    const std::uint64_t wait = segment_begin(plan, segment + 1) - 1;
-    const double issued = rank.segment_start_s[segment] +
-                          prepared_.input().host_launch_s *
-                              (launches_before(plan, wait + 1) - launches_before(plan, segment_begin(plan, segment)));
+    const double issued = plan.wait_issued_s(segment, rank.segment_start_s[segment], prepared_.input().host_launch_s);
     rank.segment_start_s.push_back(std::max(issued, sg4::Engine::get_clock()));
     ++rank.waits_released;
     if (rank.host_waiters == 0) return;

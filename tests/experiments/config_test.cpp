@@ -824,7 +824,7 @@ TEST_F(ConfigTest, UnknownRegistryNamesListTheRegisteredOnes) {
   const fs::path engine =
       write("engine.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "simulation: {engine: ns3}\n");
   expect_contains(input_error([&] { (void)load(engine); }),
-                  {"engine.yaml:8:22: key 'simulation.engine': unknown engine 'ns3'; valid names: simgrid"});
+                  {"engine.yaml:8:22: key 'simulation.engine': unknown engine 'ns3'; valid names: fast, simgrid"});
   const fs::path compute = write(
       "compute.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "models: {compute: rooflin}\n");
   expect_contains(input_error([&] { (void)load(compute); }),

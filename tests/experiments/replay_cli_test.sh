@@ -58,7 +58,8 @@ events = json.load(open(out + "/timeline.json"))["traceEvents"]
 assert sum(1 for e in events if e.get("ph") == "X") > 1000
 PY
 fi
-"$chopsim" --help | grep -q "replay STORE.h5" || fail "--help does not list replay"
+help=$("$chopsim" --help)  # captured first: grep -q would close the pipe early (SIGPIPE under pipefail)
+grep -q "replay STORE.h5" <<<"$help" || fail "--help does not list replay"
 
 [ $failures -eq 0 ] && echo "PASS: replay command line" && exit 0
 exit 1

@@ -296,6 +296,46 @@ TEST_F(ReplayTest, MatchedCollectivesMeetAndAreReSimulatedOnRequest) {
   EXPECT_NEAR(simulated.replayed_span_s, 3e-3 + expected, 0.02 * expected);
 }
 
+TEST_F(ReplayTest, BothEnginesReplayAlike) {
+  // The fast engine (the default) and the SimGrid engine (the reference) on real traces: measured durations and
+  // host gaps on the measured GPU, the 8-rank DLRM whose collectives meet, and a replay on other hardware whose
+  // collectives are re-simulated over the network. Span within 0.5 %, GPU time per kernel class within 1 %.
+  CHOPSIM_REQUIRE_SHARED_DATA("traces/execution-trace/param_v100x8_dlrm_kineto.tar.gz");
+  CHOPSIM_REQUIRE_SHARED_DATA("traces/kineto/hta_a100_rank3of8_dlrm.json.gz");
+  struct Case {
+    const char* name;
+    fs::path store;
+    std::string hardware;
+    bool simulate_collectives;
+  };
+  const Case cases[] = {
+      {"dlrm_a100 as measured", store_of("dlrm_a100", {"traces/kineto/hta_a100_rank3of8_dlrm.json.gz"}), "", false},
+      {"dlrm_a100 on H100", store_of("dlrm_a100", {"traces/kineto/hta_a100_rank3of8_dlrm.json.gz"}), "H100-SXM5-80GB",
+       true},
+      {"param_v100x8 as measured", param_store(), "", false},
+      {"nccl_a100 collectives re-simulated", store_of("nccl_a100", {"traces/kineto/hta_a100_2rank_nccl.json.gz"}), "",
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ReplayOptions options;
+    options.store = c.store;
+    options.hardware = c.hardware;
+    options.simulate_collectives = c.simulate_collectives;
+    options.configs_dir = test::configs_dir();
+    options.engine = "simgrid";
+    const ReplayReport reference = run_replay(options, registries_);
+    options.engine = "fast";
+    const ReplayReport fast = run_replay(options, registries_);
+    EXPECT_NEAR(fast.replayed_span_s, reference.replayed_span_s, 0.005 * reference.replayed_span_s);
+    ASSERT_EQ(fast.classes.size(), reference.classes.size());
+    for (std::size_t k = 0; k < fast.classes.size(); ++k)
+      EXPECT_NEAR(fast.classes[k].replayed_s, reference.classes[k].replayed_s,
+                  0.01 * reference.classes[k].replayed_s + 1e-12)
+          << kernel_class_name(fast.classes[k].kernel_class);
+  }
+}
+
 TEST_F(ReplayTest, TheSameModelMeasuredOnTwoGpusPredictsEachOther) {
   // TraceLens traced the same Qwen1.5-0.5B run on H100 and on MI300X: replaying one GPU's trace on the other GPU
   // predicts the other's measured span of GPU work. The hardware files alone, and with both GPUs' calibration

@@ -13,6 +13,8 @@
 namespace chopsim::test {
 namespace {
 
+CHOPSIM_ENGINE_SUITE(HostIssue);
+
 struct Result {
   SimulationStats stats;
   RecordingObserver observer;
@@ -26,7 +28,7 @@ Result simulate(const Workload& workload, double host_launch_s, int iterations =
   SimulationInput input = simulation_input(workload, topology, *compute, *collectives);
   input.iterations = iterations;
   input.host_launch_s = host_launch_s;
-  r.stats = simgrid()->run(input, r.observer);
+  r.stats = engine_under_test()->run(input, r.observer);
   return r;
 }
 
@@ -39,7 +41,7 @@ void issue_in_stream_order(Program& program) {
 
 constexpr double kLaunch = 40e-6;
 
-TEST(HostIssue, SmallKernelsRunAtTheHostsLaunchRate) {
+TEST_P(HostIssue, SmallKernelsRunAtTheHostsLaunchRate) {
   // 100 kernels of 10 us on one stream: the GPU needs 1 ms, the host 100 x 40 us = 4 ms to launch them. Kernel k
   // starts at its launch, (k + 1) x 40 us, so the last one ends at 4 ms + 10 us.
   Program program;
@@ -56,7 +58,7 @@ TEST(HostIssue, SmallKernelsRunAtTheHostsLaunchRate) {
   EXPECT_NEAR(simulate(same_program_everywhere(1, unordered), kLaunch).stats.makespan_s, 100 * 10e-6, 1e-12);
 }
 
-TEST(HostIssue, AGpuBoundStreamPaysOnlyTheFirstLaunch) {
+TEST_P(HostIssue, AGpuBoundStreamPaysOnlyTheFirstLaunch) {
   // Kernels of 1 ms, launched 40 us apart: the host runs ahead, and only the first kernel waits for its launch.
   Program program;
   program.streams.push_back({"compute", std::vector<Op>(20, compute_op(1e-3))});
@@ -64,7 +66,7 @@ TEST(HostIssue, AGpuBoundStreamPaysOnlyTheFirstLaunch) {
   EXPECT_NEAR(simulate(same_program_everywhere(1, program), kLaunch).stats.makespan_s, kLaunch + 20e-3, 1e-12);
 }
 
-TEST(HostIssue, AHostWaitDrainsTheGpuAndTheNextKernelWaitsForItsLaunch) {
+TEST_P(HostIssue, AHostWaitDrainsTheGpuAndTheNextKernelWaitsForItsLaunch) {
   // Kernel 0 (1 ms) is followed by a host wait (.item()): the host, which launched it at 40 us, resumes when it ends
   // at 1.04 ms and launches kernel 1 at 1.08 ms; the GPU is idle for one launch. Without the wait, kernel 1 would
   // follow kernel 0 at once.
@@ -79,7 +81,7 @@ TEST(HostIssue, AHostWaitDrainsTheGpuAndTheNextKernelWaitsForItsLaunch) {
   EXPECT_NEAR(simulate(same_program_everywhere(1, program), kLaunch).stats.makespan_s, 2e-3 + kLaunch, 1e-12);
 }
 
-TEST(HostIssue, AnOpOfManyLaunchesCompletesWithTheLastAndHoldsBackTheHost) {
+TEST_P(HostIssue, AnOpOfManyLaunchesCompletesWithTheLastAndHoldsBackTheHost) {
   // A Python loop of 50 launches whose GPU work totals 0.1 ms: the GPU work ends at 0.14 ms (its end event), the op
   // completes with the last launch at 2 ms, and the next op is launched 40 us later.
   Program program;
@@ -92,7 +94,7 @@ TEST(HostIssue, AnOpOfManyLaunchesCompletesWithTheLastAndHoldsBackTheHost) {
   EXPECT_NEAR(r.stats.makespan_s, 51 * kLaunch + 1e-3, 1e-12);
 }
 
-TEST(HostIssue, OneHostIssuesEveryStreamInItsOrder) {
+TEST_P(HostIssue, OneHostIssuesEveryStreamInItsOrder) {
   // Two streams, issue order interleaved: s0 op 0, s1 op 0, s0 op 1. Kernels of 10 us: s1's kernel starts at its
   // launch (80 us), and s0's second kernel waits for its launch at 120 us although its stream is free from 50 us.
   Program program;
@@ -104,7 +106,7 @@ TEST(HostIssue, OneHostIssuesEveryStreamInItsOrder) {
   EXPECT_NEAR(r.observer.end_of(0, 0, 1)->start_s, 3 * kLaunch, 1e-12);
 }
 
-TEST(HostIssue, AWaitOnOneStreamBlocksLaunchesOnEveryStream) {
+TEST_P(HostIssue, AWaitOnOneStreamBlocksLaunchesOnEveryStream) {
   // s0: a 1 ms kernel the host waits for. s1: a kernel issued after it, although nothing on the GPU orders them:
   // the host launches it only after the wait, at 1.04 ms + 40 us.
   Program program;
@@ -115,7 +117,7 @@ TEST(HostIssue, AWaitOnOneStreamBlocksLaunchesOnEveryStream) {
   EXPECT_NEAR(r.observer.end_of(0, 1, 0)->start_s, 1e-3 + 2 * kLaunch, 1e-12);
 }
 
-TEST(HostIssue, TheHostCarriesOnAcrossIterations) {
+TEST_P(HostIssue, TheHostCarriesOnAcrossIterations) {
   // Two iterations of 10 host-bound kernels: the host never restarts, so the run lasts 20 launches.
   Program program;
   program.streams.push_back({"compute", std::vector<Op>(10, compute_op(5e-6))});
@@ -125,7 +127,7 @@ TEST(HostIssue, TheHostCarriesOnAcrossIterations) {
   EXPECT_NEAR(r.stats.iteration_end_s[0], 10 * kLaunch + 5e-6, 1e-12);
 }
 
-TEST(HostIssue, ABadIssueOrderIsAnEngineError) {
+TEST_P(HostIssue, ABadIssueOrderIsAnEngineError) {
   Program program;
   program.streams.push_back({"compute", {compute_op(1e-3), compute_op(1e-3)}});
   program.streams.push_back({"side", {compute_op(1e-3)}});
@@ -151,7 +153,7 @@ TEST(HostIssue, ABadIssueOrderIsAnEngineError) {
   EXPECT_EQ(error_of({{0, 0, 1, false}, {1, 0, 1, false}, {0, 1, 1, false}}), "");
 }
 
-TEST(HostIssue, ABadHostTimeIsAnEngineError) {
+TEST_P(HostIssue, ABadHostTimeIsAnEngineError) {
   Program program;
   program.streams.push_back({"compute", {compute_op(1e-3)}});
   issue_in_stream_order(program);

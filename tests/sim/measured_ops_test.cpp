@@ -11,6 +11,8 @@
 namespace chopsim::test {
 namespace {
 
+CHOPSIM_ENGINE_SUITE(MeasuredOps);
+
 struct Result {
   SimulationStats stats;
   RecordingObserver observer;
@@ -21,7 +23,7 @@ Result simulate(const Workload& workload, int gpus, double slowdown = 0.0, doubl
   const auto compute = roofline(test_compute_params(slowdown));
   const auto collectives = nccl();
   Result r;
-  r.stats = simgrid()->run(simulation_input(workload, topology, *compute, *collectives), r.observer);
+  r.stats = engine_under_test()->run(simulation_input(workload, topology, *compute, *collectives), r.observer);
   return r;
 }
 
@@ -57,7 +59,7 @@ Workload per_rank(std::vector<Program> programs) {
   return w;
 }
 
-TEST(MeasuredOps, FixedKernelsLastTheirDurationWhateverTheirWorkAndTheirNeighbours) {
+TEST_P(MeasuredOps, FixedKernelsLastTheirDurationWhateverTheirWorkAndTheirNeighbours) {
   // The roofline would give 1 s for 1e15 FLOPs; the fixed duration wins. Two fixed kernels on two streams overlap
   // fully: an Exec pair would share the GPU and each take twice as long.
   Program program;
@@ -77,7 +79,7 @@ TEST(MeasuredOps, FixedKernelsLastTheirDurationWhateverTheirWorkAndTheirNeighbou
   EXPECT_NEAR(m.observer.end_of(0, 0, 0)->time_s, 1e-3, 1e-12);
 }
 
-TEST(MeasuredOps, DelaysHoldTheirStreamAndChainWithDependencies) {
+TEST_P(MeasuredOps, DelaysHoldTheirStreamAndChainWithDependencies) {
   // Stream 0: kernel 1 ms. Stream 1: a delay of 0.25 ms that waits for stream 0's kernel, then a kernel of 0.5 ms.
   // The delay starts when the kernel it depends on has ended (1 ms), so the next kernel starts at 1.25 ms: a kernel
   // that started 0.25 ms after the event it waited on.
@@ -98,7 +100,7 @@ TEST(MeasuredOps, DelaysHoldTheirStreamAndChainWithDependencies) {
   EXPECT_DOUBLE_EQ(l.stats.makespan_s, 5e-3);
 }
 
-TEST(MeasuredOps, MeasuredCollectiveWaitsForTheLastMemberThenLastsItsTime) {
+TEST_P(MeasuredOps, MeasuredCollectiveWaitsForTheLastMemberThenLastsItsTime) {
   // Ranks 0, 1, 2 of 4 meet in explicit group {2, 0, 1}; they arrive at 1, 3 and 2 ms and the collective lasts
   // 0.5 ms after the last arrival: all end at 3.5 ms. Rank 3 is not in the group and runs alone.
   std::vector<Program> programs(4);
@@ -125,7 +127,7 @@ TEST(MeasuredOps, MeasuredCollectiveWaitsForTheLastMemberThenLastsItsTime) {
   EXPECT_NEAR(simulate(single, 1).stats.makespan_s, 1.7e-3, 1e-12);
 }
 
-TEST(MeasuredOps, ExplicitGroupOfAllRanksSimulatesLikeTheWorldRole) {
+TEST_P(MeasuredOps, ExplicitGroupOfAllRanksSimulatesLikeTheWorldRole) {
   // A re-simulated collective over an explicit group equal to the world group takes the collective model's time.
   Program by_role;
   by_role.streams.push_back({"comm", {collective_op(CollectiveKind::all_reduce, 256e6)}});
@@ -143,7 +145,7 @@ TEST(MeasuredOps, ExplicitGroupOfAllRanksSimulatesLikeTheWorldRole) {
   EXPECT_NEAR(expl.stats.makespan_s, role.stats.makespan_s, 1e-12);
 }
 
-TEST(MeasuredOps, BadMeasuredOpsAreEngineErrors) {
+TEST_P(MeasuredOps, BadMeasuredOpsAreEngineErrors) {
   Program no_duration;
   no_duration.streams.push_back({"s", {delay_op(-1.0)}});
   EXPECT_THROW((void)simulate(same_program_everywhere(1, no_duration), 1), EngineError);

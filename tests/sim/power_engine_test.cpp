@@ -19,6 +19,8 @@
 namespace chopsim::test {
 namespace {
 
+CHOPSIM_ENGINE_SUITE(PowerEngine);
+
 constexpr double kGB = 1e9;
 
 /// Records op events and telemetry in arrival order.
@@ -118,12 +120,12 @@ Case overlapped(double slowdown) {
 
 Recorder run(const Case& c, const PowerInput* power, int iterations = 1, SimulationStats* stats = nullptr) {
   Recorder r;
-  const SimulationStats s = simgrid()->run(c.input(power, iterations), r);
+  const SimulationStats s = engine_under_test()->run(c.input(power, iterations), r);
   if (stats != nullptr) *stats = s;
   return r;
 }
 
-TEST(PowerEngine, FixedClockReproducesTheEngineWithoutPowerExactly) {
+TEST_P(PowerEngine, FixedClockReproducesTheEngineWithoutPowerExactly) {
   const Case c = overlapped(0.25);
   const Recorder plain = run(c, nullptr, 2);
   Power fixed("fixed", 2, 300.0);
@@ -134,7 +136,7 @@ TEST(PowerEngine, FixedClockReproducesTheEngineWithoutPowerExactly) {
   for (const auto& s : with_power.samples) EXPECT_EQ(s.clock_hz, 1e9);
 }
 
-TEST(PowerEngine, GovernedClockWithoutBindingCapMatchesToRounding) {
+TEST_P(PowerEngine, GovernedClockWithoutBindingCapMatchesToRounding) {
   for (const double slowdown : {0.0, 0.25}) {
     const Case c = overlapped(slowdown);
     const Recorder plain = run(c, nullptr, 2);
@@ -148,7 +150,7 @@ TEST(PowerEngine, GovernedClockWithoutBindingCapMatchesToRounding) {
   }
 }
 
-TEST(PowerEngine, LockedClockGivesTheRooflineTimeExactly) {
+TEST_P(PowerEngine, LockedClockGivesTheRooflineTimeExactly) {
   Program program;
   Op copy = compute_op(0.0);
   copy.kernel_class = KernelClass::elementwise;
@@ -169,7 +171,7 @@ TEST(PowerEngine, LockedClockGivesTheRooflineTimeExactly) {
   }
 }
 
-TEST(PowerEngine, ThrottledKernelsStretchByTheClockTheyRanAt) {
+TEST_P(PowerEngine, ThrottledKernelsStretchByTheClockTheyRanAt) {
   Program program;
   Op copy = compute_op(0.0);
   copy.kernel_class = KernelClass::elementwise;
@@ -205,7 +207,7 @@ TEST(PowerEngine, ThrottledKernelsStretchByTheClockTheyRanAt) {
   EXPECT_NEAR(mem->time_s - mem->start_s, 50e-3, 1e-12);
 }
 
-TEST(PowerEngine, TelemetryIsInTimeOrderPerGpuAndBoundedPerKernel) {
+TEST_P(PowerEngine, TelemetryIsInTimeOrderPerGpuAndBoundedPerKernel) {
   const Case c{
       [] {
         ParallelismSpec spec;
@@ -250,7 +252,7 @@ TEST(PowerEngine, TelemetryIsInTimeOrderPerGpuAndBoundedPerKernel) {
   }
 }
 
-TEST(PowerEngine, PipelineWithPowerMatchesWithoutItAtAFixedClock) {
+TEST_P(PowerEngine, PipelineWithPowerMatchesWithoutItAtAFixedClock) {
   // The pipeline path (send/recv, waits) with the fixed governor: identical events.
   ParallelismSpec spec;
   spec.pp = 4;

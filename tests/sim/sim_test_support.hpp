@@ -1,6 +1,9 @@
 #pragma once
 // Small workloads and topologies built directly in tests (Workload, Program, Stream and Op are plain structs).
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +48,29 @@ inline std::unique_ptr<Engine> simgrid(bool isolate = true) {
   options.isolate_in_child_process = isolate;
   return registry.create("simgrid", options);
 }
+
+inline std::unique_ptr<Engine> engine_named(const std::string& name) {
+  EngineRegistry registry("engine");
+  register_builtin_engines(registry);
+  return registry.create(name, EngineOptions{});
+}
+
+/// The engines every engine test runs on: both must reproduce the same physics.
+inline const std::vector<std::string> kEngines{"fast", "simgrid"};
+
+/// The engine under test: the running parametrised test's parameter (an engine name), else SimGrid.
+inline std::unique_ptr<Engine> engine_under_test() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info != nullptr && info->value_param() != nullptr ? info->value_param() : "simgrid";
+  name.erase(std::remove(name.begin(), name.end(), '"'), name.end());
+  return engine_named(name);
+}
+
+/// A parametrised suite over kEngines: CHOPSIM_ENGINE_SUITE(Name) then TEST_P(Name, ...).
+#define CHOPSIM_ENGINE_SUITE(suite)                                       \
+  class suite : public ::testing::TestWithParam<std::string> {};          \
+  INSTANTIATE_TEST_SUITE_P(Engines, suite, ::testing::ValuesIn(kEngines), \
+                           [](const ::testing::TestParamInfo<std::string>& p) { return p.param; })
 
 /// n GPUs on one switch, each by a link of `bandwidth` per direction and latency route_latency / 2: every route has
 /// bandwidth `bandwidth` and latency `route_latency`, and no two GPUs share a link direction.

@@ -36,6 +36,7 @@ struct ReplayOptions {
   /// A kernel that starts within this time after a kernel of another stream of its rank ends depends on it.
   double dependency_window_s = 5e-6;
   std::filesystem::path output_dir;  ///< empty: no files; else summary.json and timeline.json (all or nothing)
+  std::string engine = "fast";       ///< engine registry name
 };
 
 /// Measured and replayed GPU time of one kernel class (sum of record durations; a collective's time includes its

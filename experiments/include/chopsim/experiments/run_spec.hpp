@@ -43,7 +43,7 @@ struct RunSpec {
   std::string compute_model = "roofline";  ///< name in the compute model registry
   std::string collective_model = "nccl";   ///< name in the collective model registry
   CollectiveParams collectives;
-  std::string engine = "simgrid";  ///< name in the engine registry
+  std::string engine = "fast";  ///< name in the engine registry ("simgrid": the reference)
   EngineOptions engine_options;
   int iterations = 1;  ///< iterations simulated back to back
   PowerRunSpec power;

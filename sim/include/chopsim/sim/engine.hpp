@@ -103,7 +103,7 @@ class Engine {
 };
 
 using EngineRegistry = Registry<Engine, const EngineOptions&>;
-/// "simgrid": SimGrid 3.32 s4u, one actor per GPU stream, links shared by SimGrid's network model.
+/// "fast": chopsim's event loop (the default); "simgrid": SimGrid 3.32 s4u, one actor per GPU stream, the reference.
 void register_builtin_engines(EngineRegistry& registry);
 
 }  // namespace chopsim

@@ -15,6 +15,8 @@
 namespace chopsim::test {
 namespace {
 
+CHOPSIM_ENGINE_SUITE(Engine);
+
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGB = 1e9;
 
@@ -32,7 +34,7 @@ Result simulate(const Workload& workload, const Topology& topology, const Comput
   input.compute = &compute;
   input.collectives = &collectives;
   input.iterations = iterations;
-  r.stats = simgrid()->run(input, r.observer);
+  r.stats = engine_under_test()->run(input, r.observer);
   return r;
 }
 
@@ -55,7 +57,7 @@ double collective_time(CollectiveKind kind, int n, double bytes, double bandwidt
   return latest;
 }
 
-TEST(SimGridEngine, RingAllReduceMatchesAlphaBeta) {
+TEST_P(Engine, RingAllReduceMatchesAlphaBeta) {
   const double bw = 100 * kGB, route_latency = 3e-6, s = kGiB;
   for (const bool pipelined : {true, false}) {
     CollectiveParams params;
@@ -70,7 +72,7 @@ TEST(SimGridEngine, RingAllReduceMatchesAlphaBeta) {
   }
 }
 
-TEST(SimGridEngine, AllGatherReduceScatterAndAllToAllMatchAlphaBeta) {
+TEST_P(Engine, AllGatherReduceScatterAndAllToAllMatchAlphaBeta) {
   const double bw = 100 * kGB, route_latency = 3e-6, s = kGiB;
   CollectiveParams params;
   const double alpha = route_latency + params.step_latency_s;
@@ -117,7 +119,7 @@ Topology cluster_of(const std::string& node_topology, int nodes) {
   return build_topology(cluster, hw, node_registry, fabric_registry);
 }
 
-TEST(SimGridEngine, SimulatedCollectivesEqualModelEstimates) {
+TEST_P(Engine, SimulatedCollectivesEqualModelEstimates) {
   // The closed forms count the most loaded link of each phase; the engine must reproduce them on real node and
   // cluster topologies: multi-channel rail-aligned rings, Hamiltonian rings on meshes, heterogeneous MI250X rings
   // (whose members end together with the slowest link), trees and hierarchical phases.
@@ -154,7 +156,7 @@ TEST(SimGridEngine, SimulatedCollectivesEqualModelEstimates) {
   EXPECT_LT(r.stats.makespan_s, 2.0 * 7 / 8 * kGiB / (5 * 64 * kGB));
 }
 
-TEST(SimGridEngine, PipelinedRingEndsTogetherAtTheSlowestLink) {
+TEST_P(Engine, PipelinedRingEndsTogetherAtTheSlowestLink) {
   // Four GPUs on a switch, GPU 2's link at a quarter of the others: every chunk crosses it, so all members end at
   // 2(n-1)/n S / B_slow + 2(n-1) alpha, not just GPU 2's neighbours.
   const double fast = 100 * kGB, slow = 25 * kGB, route_latency = 2e-6, s = 256e6;
@@ -189,7 +191,7 @@ TEST(SimGridEngine, PipelinedRingEndsTogetherAtTheSlowestLink) {
   }
 }
 
-TEST(SimGridEngine, TwoFlowsSharingALinkEachGetHalf) {
+TEST_P(Engine, TwoFlowsSharingALinkEachGetHalf) {
   // Stages 0 and 1 both send S to stage 2: the two flows share GPU 2's inbound link (max-min: B/2 each).
   const double bw = 50 * kGB, route_latency = 2e-6, s = 0.5 * kGiB;
   ParallelismSpec p;
@@ -215,7 +217,7 @@ TEST(SimGridEngine, TwoFlowsSharingALinkEachGetHalf) {
   }
 }
 
-TEST(SimGridEngine, LargeTransferOverLongLinkGetsFullBandwidth) {
+TEST_P(Engine, LargeTransferOverLongLinkGetsFullBandwidth) {
   // SimGrid's TCP window bound (network/TCP-gamma) would cap this flow at gamma / (2 latency) ~ 2 GB/s; the engine
   // disables it, so the transfer takes latency + S/B.
   const double bw = 100 * kGB, latency = 1e-3, s = kGiB;
@@ -239,7 +241,7 @@ TEST(SimGridEngine, LargeTransferOverLongLinkGetsFullBandwidth) {
   EXPECT_NEAR(r.stats.makespan_s, latency + s / bw, 1e-6 * (latency + s / bw));
 }
 
-TEST(SimGridEngine, FatTreeOversubscriptionHalvesCrossLeafFlows) {
+TEST_P(Engine, FatTreeOversubscriptionHalvesCrossLeafFlows) {
   // 2 nodes x 4 GPUs, one NIC each, leaves of 4 NICs, oversubscription 2 with uplinks twice a NIC: one spine link of
   // 2 B per leaf. Four simultaneous cross-leaf flows get 2 B / 4 = B / oversubscription each.
   HardwareSpec hw;
@@ -289,7 +291,7 @@ TEST(SimGridEngine, FatTreeOversubscriptionHalvesCrossLeafFlows) {
   }
 }
 
-TEST(SimGridEngine, ComputeOpTakesTheComputeModelsDuration) {
+TEST_P(Engine, ComputeOpTakesTheComputeModelsDuration) {
   ComputeParams params = test_compute_params();
   params.launch_overhead_s = 4e-6;
   params.efficiency[static_cast<std::size_t>(KernelClass::gemm)] = {0.7, 0.8, 1e12};
@@ -310,7 +312,7 @@ TEST(SimGridEngine, ComputeOpTakesTheComputeModelsDuration) {
     input.compute = compute.get();
     input.collectives = model.get();
     input.clock_hz = clock;
-    r.stats = simgrid()->run(input, r.observer);
+    r.stats = engine_under_test()->run(input, r.observer);
     const OpEvent* end = r.observer.end_of(0, 0, 0);
     ASSERT_NE(end, nullptr);
     const double expected = compute->duration_s({KernelClass::gemm, Precision::bf16, gemm.flops, gemm.bytes}, clock);
@@ -330,7 +332,7 @@ Result overlap(double kernel_s, double bytes, double slowdown) {
   return simulate(w, t, *compute, *model);
 }
 
-TEST(SimGridEngine, CommunicationSlowsAnOverlappedKernelByTheStatedFactor) {
+TEST_P(Engine, CommunicationSlowsAnOverlappedKernelByTheStatedFactor) {
   for (const double f : {0.1, 0.25, 0.6}) {
     SCOPED_TRACE(f);
     // Kernel entirely under the collective: it runs at (1 - f) of the GPU.
@@ -353,7 +355,7 @@ TEST(SimGridEngine, CommunicationSlowsAnOverlappedKernelByTheStatedFactor) {
   EXPECT_NEAR(none.observer.end_of(0, 0, 0)->time_s, 1e-3, 1e-12);
 }
 
-TEST(SimGridEngine, APipelineTransferStartsWhenBothSidesArePosted) {
+TEST_P(Engine, APipelineTransferStartsWhenBothSidesArePosted) {
   // Rank 1 posts its receive at t = 0 (its own stream, no dependency) and runs a 10 ms kernel meanwhile; rank 0
   // computes 2 ms and then sends S. The receive starts when the data starts flowing, at 2 ms, and only the
   // transfer itself slows rank 1's kernel (by f): the wait is not communication.
@@ -389,7 +391,7 @@ TEST(SimGridEngine, APipelineTransferStartsWhenBothSidesArePosted) {
     EXPECT_LE(r.observer.events[i - 1].time_s, r.observer.events[i].time_s);
 }
 
-TEST(SimGridEngine, ASendPostedFirstWaitsForItsReceiverWithoutCommunicating) {
+TEST_P(Engine, ASendPostedFirstWaitsForItsReceiverWithoutCommunicating) {
   // The mirror case: rank 0 posts its send at t = 0; rank 1 computes 3 ms before its receive (same stream).
   const double bw = 50 * kGB, latency = 2e-6, s = 64e6, before = 3e-3;
   ParallelismSpec p;
@@ -461,7 +463,7 @@ Workload pipeline(int p, int m, double forward_s, double backward_s, double mess
   return w;
 }
 
-TEST(SimGridEngine, OneFOneBBubbleFractionIsPMinusOneOverMPlusPMinusOne) {
+TEST_P(Engine, OneFOneBBubbleFractionIsPMinusOneOverMPlusPMinusOne) {
   const double t = 1e-3;
   for (const auto& [p, m] : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}, {4, 16}, {8, 8}}) {
     SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
@@ -477,7 +479,7 @@ TEST(SimGridEngine, OneFOneBBubbleFractionIsPMinusOneOverMPlusPMinusOne) {
   }
 }
 
-TEST(SimGridEngine, IterationsRunBackToBackWithoutAGlobalBarrier) {
+TEST_P(Engine, IterationsRunBackToBackWithoutAGlobalBarrier) {
   // Rank 0 computes 3 ms per iteration, rank 1 1 ms; no communication, so rank 1 runs ahead.
   ParallelismSpec spec;
   spec.pp = 2;
@@ -508,7 +510,7 @@ TEST(SimGridEngine, IterationsRunBackToBackWithoutAGlobalBarrier) {
   EXPECT_DOUBLE_EQ(r.stats.makespan_s, r.stats.iteration_end_s.back());
 }
 
-TEST(SimGridEngine, DependenciesDelayOpsOnOtherStreams) {
+TEST_P(Engine, DependenciesDelayOpsOnOtherStreams) {
   Program program;
   program.streams.push_back({"compute", {compute_op(2e-3), compute_op(1e-3)}});
   program.streams.push_back({"comm", {collective_op(CollectiveKind::all_gather, 1e6)}});
@@ -524,7 +526,7 @@ TEST(SimGridEngine, DependenciesDelayOpsOnOtherStreams) {
     EXPECT_LE(r.observer.events[i - 1].time_s, r.observer.events[i].time_s);
 }
 
-TEST(SimGridEngine, IdenticalInputsGiveIdenticalEventStreams) {
+TEST_P(Engine, IdenticalInputsGiveIdenticalEventStreams) {
   const Workload w = pipeline(4, 6, 1e-3, 2e-3, 8e6);
   const Topology t = uniform_star(4, 25 * kGB, 2e-6);
   const auto compute = roofline(test_compute_params(0.1));
@@ -537,7 +539,7 @@ TEST(SimGridEngine, IdenticalInputsGiveIdenticalEventStreams) {
   EXPECT_EQ(a.stats.iteration_end_s, b.stats.iteration_end_s);
 }
 
-TEST(SimGridEngine, DeadlockIsReportedWithTheStuckOps) {
+TEST_P(Engine, DeadlockIsReportedWithTheStuckOps) {
   // Both stages receive before they send.
   ParallelismSpec spec;
   spec.pp = 2;
@@ -566,7 +568,7 @@ TEST(SimGridEngine, DeadlockIsReportedWithTheStuckOps) {
   }
 }
 
-TEST(SimGridEngine, CyclicDependencyIsReportedAsDeadlock) {
+TEST_P(Engine, CyclicDependencyIsReportedAsDeadlock) {
   Program program;
   program.streams.push_back({"a", {compute_op(1e-3)}});
   program.streams.push_back({"b", {compute_op(1e-3)}});
@@ -584,7 +586,7 @@ TEST(SimGridEngine, CyclicDependencyIsReportedAsDeadlock) {
   }
 }
 
-TEST(SimGridEngine, InvalidInputIsAnEngineError) {
+TEST_P(Engine, InvalidInputIsAnEngineError) {
   Program program;
   program.streams.push_back({"a", {compute_op(1e-3)}});
   program.streams[0].ops[0].dependency_count = 1;  // points past the (empty) dependency list
@@ -615,14 +617,14 @@ class ThrowingObserver final : public SimulationObserver {
   int seen = 0;
 };
 
-TEST(SimGridEngine, ObserverExceptionReachesTheCaller) {
+TEST_P(Engine, ObserverExceptionReachesTheCaller) {
   const Workload w = pipeline(2, 4, 1e-3, 1e-3, 1e6);
   const Topology t = uniform_star(2, kGB, 0.0);
   const auto compute = roofline(test_compute_params());
   const auto model = nccl();
   SimulationInput input{&w, &t, compute.get(), model.get(), 1, 0.0};
   ThrowingObserver observer;
-  EXPECT_THROW((void)simgrid()->run(input, observer), std::runtime_error);
+  EXPECT_THROW((void)engine_under_test()->run(input, observer), std::runtime_error);
   EXPECT_EQ(observer.seen, 3);
 }
 
@@ -642,6 +644,37 @@ TEST(SimGridEngine, ManySimulationsInOneProcess) {
     });
   for (auto& thread : threads) thread.join();
   for (const double m : makespans) EXPECT_EQ(m, first.stats.makespan_s);
+}
+
+TEST(FastEngine, ManyEnginesRunAtOnceInOneProcess) {
+  // No global state: simulations in several threads of one process, each with its own engine, give the events of a
+  // simulation run alone, bit for bit (tests/sim is also run under ThreadSanitizer).
+  const Workload w = pipeline(4, 6, 1e-3, 1e-3, 1e6);
+  const Topology t = uniform_star(4, 10 * kGB, 1e-6);
+  const auto compute = roofline(test_compute_params(0.2));
+  const auto model = nccl();
+  const SimulationInput input{&w, &t, compute.get(), model.get(), 2, 0.0};
+  RecordingObserver alone;
+  (void)engine_named("fast")->run(input, alone);
+  std::vector<RecordingObserver> observers(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < observers.size(); ++i)
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 10; ++k) {
+        observers[i].events.clear();
+        (void)engine_named("fast")->run(input, observers[i]);
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  for (const RecordingObserver& o : observers) EXPECT_TRUE(same_events(o.events, alone.events));
+}
+
+TEST(FastEngine, RefusesNetworkModelsOtherThanCM02) {
+  EngineRegistry registry("engine");
+  register_builtin_engines(registry);
+  EngineOptions options;
+  options.network_model = "LV08";
+  EXPECT_THROW((void)registry.create("fast", options), EngineError);
 }
 
 /// In-process run (meant for a process of its own): 0 if it reproduces `expected` and a second run is refused.

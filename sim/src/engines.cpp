@@ -1,0 +1,50 @@
+#include "engines.hpp"
+
+#include <string>
+
+#include "chopsim/common/error.hpp"
+#include "event_stream.hpp"
+#include "fast_simulation.hpp"
+#include "prepared_workload.hpp"
+
+namespace chopsim {
+namespace sim_detail {
+namespace {
+
+class FastEngine final : public Engine {
+ public:
+  explicit FastEngine(const EngineOptions& options) {
+    // The flow network implements CM02's sharing (without cross traffic or the TCP window bound); the other SimGrid
+    // models exist to mimic TCP over wide-area links (docs/design.md).
+    if (options.network_model != "CM02")
+      throw EngineError("fast: network_model '" + options.network_model +
+                        "' is SimGrid's; the fast engine shares links as CM02 does (use engine: simgrid for " +
+                        options.network_model + ")");
+  }
+
+  SimulationStats run(const SimulationInput& input, SimulationObserver& observer) override {
+    ObserverSink sink(observer);
+    const PreparedWorkload prepared(input);
+    return run_fast(prepared, sink);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_fast_engine(const EngineOptions& options) { return std::make_unique<FastEngine>(options); }
+
+}  // namespace sim_detail
+
+void register_builtin_engines(EngineRegistry& registry) {
+  registry.add("fast",
+               "chopsim's event loop: the SimGrid engine's semantics (CM02 max-min sharing, power dynamics, the host) "
+               "without actors; runs in the calling thread, many at once per process",
+               [](const EngineOptions& options) { return sim_detail::make_fast_engine(options); });
+  registry.add(
+      "simgrid",
+      "SimGrid 3.32 s4u (CM02, max-min sharing): one actor per GPU stream, each run in a forked child process; the "
+      "reference engine",
+      [](const EngineOptions& options) { return sim_detail::make_simgrid_engine(options); });
+}
+
+}  // namespace chopsim
