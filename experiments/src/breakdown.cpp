@@ -64,15 +64,27 @@ void BreakdownObserver::on_op_event(const OpEvent& event) {
   }
 }
 
+std::vector<double> rank_weights(const std::vector<std::uint32_t>& representative, std::size_t ranks) {
+  std::vector<double> weights(ranks, representative.empty() ? 1.0 : 0.0);
+  for (const std::uint32_t r : representative)
+    if (r < ranks) weights[r] += 1.0;
+  return weights;
+}
+
 TimeBreakdown BreakdownObserver::finish(double end_s, int iterations) {
   TimeBreakdown mean;
   if (ranks_.empty()) return mean;
-  for (auto& state : ranks_) {
+  const std::vector<double> weights = rank_weights(representative_, ranks_.size());
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const double w = weights[r];
+    if (w == 0.0) continue;
+    RankState& state = ranks_[r];
     advance(state, end_s);
-    mean.compute_s += state.accumulated.compute_s;
-    for (std::size_t c = 0; c < kCommCategoryCount; ++c) mean.exposed_comm_s[c] += state.accumulated.exposed_comm_s[c];
-    mean.pipeline_bubble_s += state.accumulated.pipeline_bubble_s;
-    mean.idle_s += state.accumulated.idle_s;
+    mean.compute_s += w * state.accumulated.compute_s;
+    for (std::size_t c = 0; c < kCommCategoryCount; ++c)
+      mean.exposed_comm_s[c] += w * state.accumulated.exposed_comm_s[c];
+    mean.pipeline_bubble_s += w * state.accumulated.pipeline_bubble_s;
+    mean.idle_s += w * state.accumulated.idle_s;
   }
   const double scale = 1.0 / (static_cast<double>(ranks_.size()) * std::max(iterations, 1));
   mean.compute_s *= scale;
@@ -156,13 +168,16 @@ LossBreakdown LossBreakdownObserver::finish(const TimeBreakdown& time, int itera
   LossBreakdown out;
   if (ranks_.empty()) return out;
   double ideal = 0.0, efficiency = 0.0, launch = 0.0, frequency = 0.0, contention = 0.0, kernel = 0.0;
-  for (const Rank& r : ranks_) {
-    ideal += r.ideal_s;
-    efficiency += r.efficiency_s;
-    launch += r.launch_s;
-    frequency += r.frequency_s;
-    contention += r.contention_s;
-    kernel += r.kernel_s;
+  const std::vector<double> weights = rank_weights(representative_, ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const Rank& r = ranks_[i];
+    const double w = weights[i];
+    ideal += w * r.ideal_s;
+    efficiency += w * r.efficiency_s;
+    launch += w * r.launch_s;
+    frequency += w * r.frequency_s;
+    contention += w * r.contention_s;
+    kernel += w * r.kernel_s;
   }
   const double per_gpu_iteration = 1.0 / (static_cast<double>(ranks_.size()) * std::max(iterations, 1));
   const double scale = kernel > 0.0 ? time.compute_s / (kernel * per_gpu_iteration) : 0.0;

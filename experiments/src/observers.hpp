@@ -16,6 +16,10 @@
 
 namespace chopsim::detail {
 
+/// How many GPUs the figures of each rank stand for: 1 each without classes (`representative` empty); under symmetry
+/// (SimulationObserver::on_rank_classes) its class's size for a representative and 0 for the others.
+[[nodiscard]] std::vector<double> rank_weights(const std::vector<std::uint32_t>& representative, std::size_t ranks);
+
 /// Sends every event to several observers in order.
 class FanOutObserver final : public SimulationObserver {
  public:
@@ -25,6 +29,9 @@ class FanOutObserver final : public SimulationObserver {
   }
   void on_telemetry(const TelemetrySample& sample) override {
     for (auto* observer : observers_) observer->on_telemetry(sample);
+  }
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
+    for (auto* observer : observers_) observer->on_rank_classes(representative);
   }
 
  private:
@@ -38,6 +45,7 @@ class BreakdownObserver final : public SimulationObserver {
  public:
   explicit BreakdownObserver(const Workload& workload);
   void on_op_event(const OpEvent& event) override;
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
   /// Mean over GPUs of the time up to `end_s`, divided by `iterations`.
   [[nodiscard]] TimeBreakdown finish(double end_s, int iterations);
 
@@ -53,6 +61,7 @@ class BreakdownObserver final : public SimulationObserver {
   const Workload& workload_;
   bool pipelined_;
   std::vector<RankState> ranks_;
+  std::vector<std::uint32_t> representative_;
 };
 
 /// The Chopper-style loss breakdown (run.hpp, LossBreakdown). Every compute kernel's duration D splits exactly into
@@ -68,6 +77,7 @@ class LossBreakdownObserver final : public SimulationObserver {
   LossBreakdownObserver(const Workload& workload, const ComputeModel& compute, double clock_hz, double max_clock_hz);
   void on_op_event(const OpEvent& event) override;
   void on_telemetry(const TelemetrySample& sample) override;
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
   /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal unless compute kernels
   /// overlap on a GPU) and the rest taken from `time`.
   [[nodiscard]] LossBreakdown finish(const TimeBreakdown& time, int iterations) const;
@@ -97,6 +107,7 @@ class LossBreakdownObserver final : public SimulationObserver {
   double max_clock_hz_;
   double slowdown_;
   std::vector<Rank> ranks_;
+  std::vector<std::uint32_t> representative_;
 };
 
 /// Writes a Chrome/Perfetto trace (timeline.json): one process per GPU, one thread per stream, one
@@ -105,6 +116,8 @@ class TimelineWriter final : public SimulationObserver {
  public:
   TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node);
   ~TimelineWriter() override;
+  /// Under symmetry the timeline shows the representatives, each labelled with the GPUs it stands for.
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override;
   void on_op_event(const OpEvent& event) override;
   /// Counter tracks per GPU: power (W), clock (MHz) and temperature (°C) at each change (the temperature when it
   /// moved by 0.1 K or more since the last point drawn).

@@ -6,6 +6,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/units.hpp"
+#include "observers.hpp"
 
 namespace chopsim::detail {
 
@@ -188,21 +189,24 @@ PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_pe
   double energy = 0.0, clock_time = 0.0, busy = 0.0, busy_clock = 0.0, below = 0.0;
   double throttled = 0.0, capped = 0.0, thermal = 0.0;
   r.clock_min_hz = std::numeric_limits<double>::infinity();
-  for (Gpu& g : gpus_) {
+  // Under symmetry only representatives have telemetry: each counts for its class, and every GPU's own figures are
+  // its representative's.
+  const std::vector<double> weights = rank_weights(representative_, gpus_.size());
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const double w = weights[i];
+    if (w == 0.0) continue;
+    Gpu& g = gpus_[i];
     advance(g, end_s);
-    energy += g.energy_j;
-    clock_time += g.clock_time;
-    busy += g.busy_s;
-    busy_clock += g.busy_clock_time;
-    below += g.busy_below_s;
-    throttled += g.throttled_s;
-    capped += g.capped_s;
-    thermal += g.thermal_s;
+    energy += w * g.energy_j;
+    clock_time += w * g.clock_time;
+    busy += w * g.busy_s;
+    busy_clock += w * g.busy_clock_time;
+    below += w * g.busy_below_s;
+    throttled += w * g.throttled_s;
+    capped += w * g.capped_s;
+    thermal += w * g.thermal_s;
     if (g.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
     r.peak_w = std::max(r.peak_w, g.peak_w);
-    r.peak_temperature_c.push_back(g.peak_c);
-    r.thermal_throttled_fraction_per_gpu.push_back(g.thermal_s / end_s);
-    r.first_thermal_throttle_s.push_back(g.first_thermal_s);
     const double a1 = g.average_1ms.finish(end_s);
     const double a100 = g.average_100ms.finish(end_s);
     const double rise = g.rise_1ms.finish(end_s);
@@ -210,6 +214,12 @@ PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_pe
     r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.energy_j / end_s : a1);
     r.peak_100ms_w = std::max(r.peak_100ms_w, std::isnan(a100) ? g.energy_j / end_s : a100);
     if (!std::isnan(rise)) r.max_rise_w_per_ms = std::max(r.max_rise_w_per_ms, rise);
+  }
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const Gpu& g = gpus_[representative_.empty() ? i : representative_[i]];
+    r.peak_temperature_c.push_back(g.peak_c);
+    r.thermal_throttled_fraction_per_gpu.push_back(g.thermal_s / end_s);
+    r.first_thermal_throttle_s.push_back(g.first_thermal_s);
   }
   r.mean_w = energy / end_s / n;
   r.energy_per_iteration_j = energy * per_iteration;

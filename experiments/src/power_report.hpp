@@ -70,6 +70,7 @@ class PowerObserver final : public SimulationObserver {
   PowerObserver(const Workload& workload, const RunSpec& run, const PowerSetup& setup);
   void on_op_event(const OpEvent& event) override;
   void on_telemetry(const TelemetrySample& sample) override;
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
   [[nodiscard]] PowerReport finish(double end_s, int iterations, double tokens_per_iteration);
 
  private:
@@ -97,6 +98,7 @@ class PowerObserver final : public SimulationObserver {
   const Workload& workload_;
   PowerReport report_;
   std::vector<Gpu> gpus_;
+  std::vector<std::uint32_t> representative_;  ///< under symmetry: per GPU, the one whose telemetry stands for it
 };
 
 }  // namespace chopsim::detail

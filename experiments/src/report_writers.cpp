@@ -58,43 +58,64 @@ struct TimelineWriter::State {
     double power_w = 0.0, clock_hz = 0.0, temperature_c = 0.0;
   };
   std::vector<Counters> counters;
+  int gpus_per_node = 1;
+  bool described = false;  ///< the process and thread names are written
 
   State(const Workload& w, const std::filesystem::path& path)
       : workload(w), file(open_for_writing(path)), json(file, 0) {}
+
+  /// Names the processes (GPUs) and threads (streams): every GPU, or under symmetry the representatives, each with
+  /// the GPUs it stands for.
+  void describe(const std::vector<std::uint32_t>& representative) {
+    if (described) return;
+    described = true;
+    const int world = workload.layout.world_size();
+    std::vector<int> members(static_cast<std::size_t>(world), 0);
+    for (const std::uint32_t r : representative) ++members[r];
+    for (int rank = 0; rank < world; ++rank) {
+      if (!representative.empty() && representative[static_cast<std::size_t>(rank)] != static_cast<std::uint32_t>(rank))
+        continue;
+      const auto coordinates = workload.layout.coordinates(rank);
+      std::string label = "GPU " + std::to_string(rank) + " (node " +
+                          std::to_string(rank / std::max(gpus_per_node, 1)) + ", pp " + std::to_string(coordinates.pp) +
+                          ", dp " + std::to_string(coordinates.dp) + ", tp " + std::to_string(coordinates.tp) + ")";
+      if (!representative.empty())
+        label += ", stands for " + std::to_string(members[static_cast<std::size_t>(rank)]) +
+                 " GPUs (its data-parallel replicas: chopsim simulated one per symmetry class)";
+      json.begin_object().field("name", "process_name").field("ph", "M").field("pid", rank);
+      json.key("args").begin_object().field("name", label).end_object().end_object();
+      json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
+      json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
+      const auto& streams = workload.program(rank).streams;
+      for (std::size_t s = 0; s < streams.size(); ++s) {
+        json.begin_object()
+            .field("name", "thread_name")
+            .field("ph", "M")
+            .field("pid", rank)
+            .field("tid", static_cast<int>(s));
+        json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
+      }
+    }
+  }
 };
 
 TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node)
     : state_(std::make_unique<State>(workload, path)) {
+  state_->gpus_per_node = gpus_per_node;
   auto& json = state_->json;
   json.begin_object();
   json.field("displayTimeUnit", "ns");
   json.key("traceEvents").begin_array();
-  const int world = workload.layout.world_size();
-  for (int rank = 0; rank < world; ++rank) {
-    const auto coordinates = workload.layout.coordinates(rank);
-    const std::string label = "GPU " + std::to_string(rank) + " (node " +
-                              std::to_string(rank / std::max(gpus_per_node, 1)) + ", pp " +
-                              std::to_string(coordinates.pp) + ", dp " + std::to_string(coordinates.dp) + ", tp " +
-                              std::to_string(coordinates.tp) + ")";
-    json.begin_object().field("name", "process_name").field("ph", "M").field("pid", rank);
-    json.key("args").begin_object().field("name", label).end_object().end_object();
-    json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
-    json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
-    const auto& streams = workload.program(rank).streams;
-    for (std::size_t s = 0; s < streams.size(); ++s) {
-      json.begin_object()
-          .field("name", "thread_name")
-          .field("ph", "M")
-          .field("pid", rank)
-          .field("tid", static_cast<int>(s));
-      json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
-    }
-  }
+}
+
+void TimelineWriter::on_rank_classes(const std::vector<std::uint32_t>& representative) {
+  state_->describe(representative);
 }
 
 TimelineWriter::~TimelineWriter() = default;
 
 void TimelineWriter::on_op_event(const OpEvent& event) {
+  state_->describe({});  // every GPU, unless the classes came first
   if (!event.is_end) return;
   auto& json = state_->json;
   const Op& op = op_of(state_->workload, event);
@@ -130,6 +151,7 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
 }
 
 void TimelineWriter::on_telemetry(const TelemetrySample& sample) {
+  state_->describe({});
   auto& counters = state_->counters;
   if (sample.gpu >= counters.size()) counters.resize(sample.gpu + 1);
   auto& last = counters[sample.gpu];
@@ -156,6 +178,7 @@ void TimelineWriter::on_telemetry(const TelemetrySample& sample) {
 
 void TimelineWriter::finish() {
   if (state_->finished) return;
+  state_->describe({});
   state_->json.end_array();
   state_->json.end_object();
   state_->file << '\n';

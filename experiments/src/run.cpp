@@ -230,6 +230,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("cluster", run.cluster.name);
   json.field("nodes", run.cluster.nodes);
   json.field("gpus", report.gpus);
+  json.field("engine", run.engine);
   json.key("parallelism").begin_object();
   json.field("dp", run.parallelism.dp).field("tp", run.parallelism.tp).field("pp", run.parallelism.pp);
   json.field("cp", run.parallelism.cp).field("ep", run.parallelism.ep);
@@ -313,6 +314,10 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("makespan_s", report.stats.makespan_s);
     json.field("activities", report.stats.activities);
     json.field("op_events", report.stats.op_events);
+    // Under symmetry the engine simulates one GPU per class and the others take its figures (docs/design.md).
+    json.field("simulated_gpus",
+               report.stats.simulated_ranks > 0 ? static_cast<int>(report.stats.simulated_ranks) : report.gpus);
+    if (!report.stats.symmetry_limit.empty()) json.field("symmetry_limit", report.stats.symmetry_limit);
     if (report.power.available) {
       json.field("telemetry_samples", report.stats.telemetry_samples);
       json.field("governor_decisions", report.stats.governor_decisions);
@@ -418,7 +423,10 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
         << fixed(100.0 * p.power_capped_fraction, 1) << " %, thermal " << fixed(100.0 * p.thermal_throttled_fraction, 1)
         << " %); peak temperature " << fixed(peak_c, 1) << " °C (" << run.power.governor << " governor)\n";
   }
-  out << "\n  simulated " << with_thousands(static_cast<double>(report.stats.op_events / 2)) << " ops ("
+  out << "\n  simulated ";
+  if (report.stats.simulated_ranks > 0 && static_cast<int>(report.stats.simulated_ranks) < report.gpus)
+    out << report.stats.simulated_ranks << " of " << report.gpus << " GPUs (one per symmetry class), ";
+  out << with_thousands(static_cast<double>(report.stats.op_events / 2)) << " ops ("
       << with_thousands(static_cast<double>(report.stats.activities)) << " engine activities) in "
       << fixed(report.wall_time_s, 2) << " s wall time\n";
   for (const auto& file : report.files_written) out << "  wrote " << file.string() << "\n";

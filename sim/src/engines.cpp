@@ -6,6 +6,7 @@
 #include "event_stream.hpp"
 #include "fast_simulation.hpp"
 #include "prepared_workload.hpp"
+#include "symmetry.hpp"
 
 namespace chopsim {
 namespace sim_detail {
@@ -13,7 +14,7 @@ namespace {
 
 class FastEngine final : public Engine {
  public:
-  explicit FastEngine(const EngineOptions& options) {
+  explicit FastEngine(const EngineOptions& options) : use_symmetry_(options.use_symmetry) {
     // The flow network implements CM02's sharing (without cross traffic or the TCP window bound); the other SimGrid
     // models exist to mimic TCP over wide-area links (docs/design.md).
     if (options.network_model != "CM02")
@@ -24,9 +25,24 @@ class FastEngine final : public Engine {
 
   SimulationStats run(const SimulationInput& input, SimulationObserver& observer) override {
     ObserverSink sink(observer);
-    const PreparedWorkload prepared(input);
-    return run_fast(prepared, sink);
+    if (input.workload == nullptr) throw EngineError("simulation input is incomplete: no workload");
+    const RankClasses classes =
+        use_symmetry_ ? RankClasses::of(input) : RankClasses(static_cast<int>(input.workload->program_of_rank.size()));
+    SimulationStats stats;
+    if (!classes.reduced()) {
+      const PreparedWorkload prepared(input);
+      stats = run_fast(prepared, classes, sink);
+    } else {
+      const PreparedWorkload prepared(input, classes.representatives());
+      stats = run_fast(prepared, classes, sink);
+    }
+    stats.simulated_ranks = static_cast<std::uint32_t>(classes.representatives().size());
+    stats.symmetry_limit = use_symmetry_ ? classes.limit() : "symmetry off";
+    return stats;
   }
+
+ private:
+  bool use_symmetry_;
 };
 
 }  // namespace

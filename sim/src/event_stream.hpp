@@ -23,6 +23,7 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void on_event(const OpEvent& event) = 0;
   virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
+  virtual void on_rank_classes(const std::vector<std::uint32_t>& /*representative*/) {}
 };
 
 /// Passes what a simulation reports to a SimulationObserver.
@@ -31,6 +32,9 @@ class ObserverSink final : public EventSink {
   explicit ObserverSink(SimulationObserver& observer) : observer_(observer) {}
   void on_event(const OpEvent& event) override { observer_.on_op_event(event); }
   void on_telemetry(const TelemetrySample& sample) override { observer_.on_telemetry(sample); }
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
+    observer_.on_rank_classes(representative);
+  }
 
  private:
   SimulationObserver& observer_;

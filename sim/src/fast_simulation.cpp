@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -37,6 +38,7 @@
 #include "chopsim/models/topology.hpp"
 #include "flow_network.hpp"
 #include "host_plan.hpp"
+#include "symmetry.hpp"
 
 namespace chopsim::sim_detail {
 namespace {
@@ -135,8 +137,11 @@ struct KernelRun {
   bool active = false;
 };
 
+/// A transfer's route; under symmetry the union of the routes of every transfer its class stands for, `uses` counting
+/// how many of them cross each constraint.
 struct Route {
   std::vector<std::uint32_t> constraints;
+  std::vector<double> uses;  ///< empty: 1 each
   double latency_s = 0.0;
   double weight = 1.0;  ///< 1 / CM02's sharing penalty
 };
@@ -154,6 +159,7 @@ struct CommRun {
 
 struct Post {
   std::uint32_t run = 0;
+  std::uint32_t route = 0;  ///< the put side's route (sender to its actual peer)
   double bytes = 0.0;
 };
 
@@ -212,6 +218,14 @@ struct SyncKeyHash {
   }
 };
 
+/// A synchronised step of one group as one member's plan has it.
+struct SyncCountKey {
+  int group = 0;
+  const CollectivePlan* plan = nullptr;
+  std::uint32_t step = 0;
+  auto operator<=>(const SyncCountKey&) const = default;
+};
+
 /// Members that have reached a synchronised step.
 struct Rendezvous {
   int arrived = 0;
@@ -222,8 +236,9 @@ double bytes_of(double value) { return value > 0.0 ? static_cast<double>(std::ll
 
 class FastSimulation final : private TelemetrySink {
  public:
-  FastSimulation(const PreparedWorkload& prepared, EventSink& sink)
+  FastSimulation(const PreparedWorkload& prepared, const RankClasses& classes, EventSink& sink)
       : prepared_(prepared),
+        classes_(classes),
         sink_(sink),
         workload_(prepared.workload()),
         power_(prepared.input().power),
@@ -234,6 +249,7 @@ class FastSimulation final : private TelemetrySink {
     slowdown_ = prepared_.input().compute->params().comm_compute_slowdown;
     if (!(slowdown_ >= 0.0 && slowdown_ < 1.0))
       throw EngineError("comm_compute_slowdown must be in [0, 1), got " + std::to_string(slowdown_));
+    if (classes_.reduced()) sink_.on_rank_classes(classes_.representatives_of_ranks());
     build_routes();
     create_runs();
     create_power_domains();
@@ -242,6 +258,7 @@ class FastSimulation final : private TelemetrySink {
     stats_.makespan_s = 0.0;
     for (const double t : stats_.iteration_end_s) stats_.makespan_s = std::max(stats_.makespan_s, t);
     for (auto& domain : domains_) {
+      if (!domain) continue;
       domain->finish(stats_.makespan_s);
       stats_.governor_decisions += domain->stats().decisions;
       stats_.governor_timed_events += domain->stats().timed_events;
@@ -259,18 +276,35 @@ class FastSimulation final : private TelemetrySink {
     std::vector<double> capacities;
     const auto& pairs = prepared_.communicating_pairs();
     routes_.reserve(pairs.size());
+    std::vector<std::int64_t> hop_of(topology.links().size() * 2, -1);  // link direction -> index in the route
+    std::vector<std::size_t> touched;
     for (const auto& [src, dst] : pairs) {
       Route route;
-      for (const RouteHop& hop : topology.route(src, dst)) {
-        const TopologyLink& link = topology.links()[static_cast<std::size_t>(hop.link)];
-        const std::size_t direction = static_cast<std::size_t>(hop.link) * 2 + (hop.forward ? 0 : 1);
-        if (constraint_of[direction] < 0) {
-          constraint_of[direction] = static_cast<std::int64_t>(capacities.size());
-          capacities.push_back(link.bandwidth_bytes_per_s);
+      touched.clear();
+      // Under symmetry the transfer stands for its images in every member of the class: each image's route loads
+      // the links it crosses.
+      for (int image = 0; image < classes_.class_size(); ++image) {
+        const int from = classes_.image(src, image), to = classes_.image(dst, image);
+        for (const RouteHop& hop : topology.route(from, to)) {
+          const TopologyLink& link = topology.links()[static_cast<std::size_t>(hop.link)];
+          const std::size_t direction = static_cast<std::size_t>(hop.link) * 2 + (hop.forward ? 0 : 1);
+          if (constraint_of[direction] < 0) {
+            constraint_of[direction] = static_cast<std::int64_t>(capacities.size());
+            capacities.push_back(link.bandwidth_bytes_per_s);
+          }
+          if (image == 0) route.latency_s += link.latency_s;
+          if (hop_of[direction] >= 0) {
+            route.uses[static_cast<std::size_t>(hop_of[direction])] += 1.0;
+            continue;
+          }
+          hop_of[direction] = static_cast<std::int64_t>(route.constraints.size());
+          touched.push_back(direction);
+          route.constraints.push_back(static_cast<std::uint32_t>(constraint_of[direction]));
+          route.uses.push_back(1.0);
         }
-        route.constraints.push_back(static_cast<std::uint32_t>(constraint_of[direction]));
-        route.latency_s += link.latency_s;
       }
+      for (const std::size_t direction : touched) hop_of[direction] = -1;
+      if (std::all_of(route.uses.begin(), route.uses.end(), [](double u) { return u == 1.0; })) route.uses.clear();
       // CM02 with weight-S = 0: sharing penalty = route latency, or 1 for a route without latency.
       route.weight = route.latency_s > 0.0 ? 1.0 / route.latency_s : 1.0;
       route_of_pair_.emplace(pair_key(static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(dst)),
@@ -288,10 +322,10 @@ class FastSimulation final : private TelemetrySink {
       host_plans_[p] = HostPlan::of(workload_.programs[p]);
     ranks_.resize(static_cast<std::size_t>(world));
     std::size_t runs = 0;
-    for (int r = 0; r < world; ++r) runs += workload_.program(r).streams.size();
+    for (const int r : classes_.representatives()) runs += workload_.program(r).streams.size();
     runs_.reserve(runs);
     ready_.reserve(runs);
-    for (int r = 0; r < world; ++r) {
+    for (const int r : classes_.representatives()) {
       RankRun& rank = ranks_[static_cast<std::size_t>(r)];
       rank.program = workload_.program_of_rank[static_cast<std::size_t>(r)];
       const Program& program = workload_.programs[rank.program];
@@ -331,6 +365,11 @@ class FastSimulation final : private TelemetrySink {
     domain_timer_version_.assign(static_cast<std::size_t>(count), 0);
     domain_timer_s_.assign(static_cast<std::size_t>(count), kInfinity);
     for (int d = 0; d < count; ++d) {
+      if (!classes_.is_representative(d * per)) {  // a package of representatives holds representatives only
+        domains_.push_back(nullptr);
+        listeners_.push_back(nullptr);
+        continue;
+      }
       PowerDomainSettings settings;
       settings.ceiling_hz = power_->ceiling_hz;
       settings.floor_hz = power_->floor_hz;
@@ -614,10 +653,11 @@ class FastSimulation final : private TelemetrySink {
         const auto other = static_cast<std::uint32_t>(peer);
         if (op.kind == OpKind::send) {
           run.wait = Wait::send;
-          post_put(mailbox_key(me, other, 0, op.tag), id, bytes_of(op.bytes));
+          post_put(mailbox_key(me, classes_.representative(peer), 0, op.tag), id, route_of(me, other),
+                   bytes_of(op.bytes));
         } else {
           run.wait = Wait::recv;
-          post_get(mailbox_key(other, me, 0, op.tag), id);
+          post_get(mailbox_key(classes_.representative(peer), me, 0, op.tag), id);
         }
         return run.pending == 0;
       }
@@ -689,7 +729,9 @@ class FastSimulation final : private TelemetrySink {
     const bool send = op.kind == OpKind::send;
     const auto me = run.rank;
     const auto other = static_cast<std::uint32_t>(peer);
-    PipeChannel& channel = pipe_channels_[send ? mailbox_key(me, other, 0, op.tag) : mailbox_key(other, me, 0, op.tag)];
+    const std::uint32_t other_class = classes_.representative(static_cast<int>(other));
+    PipeChannel& channel =
+        pipe_channels_[send ? mailbox_key(me, other_class, 0, op.tag) : mailbox_key(other_class, me, 0, op.tag)];
     if (!run.posted) {
       run.posted = true;
       run.wait_count = send ? ++channel.sends : ++channel.receives;
@@ -714,7 +756,7 @@ class FastSimulation final : private TelemetrySink {
     const auto it = rendezvous_.try_emplace(key).first;
     Rendezvous& rendezvous = it->second;
     ++stats_.activities;
-    if (++rendezvous.arrived == step.sync_members) {
+    if (++rendezvous.arrived == sync_arrivals(run, step)) {
       for (const std::uint32_t waiter : rendezvous.waiters) ready_.push_back(waiter);
       rendezvous_.erase(it);
       return true;
@@ -722,6 +764,22 @@ class FastSimulation final : private TelemetrySink {
     run.wait = Wait::sync;
     rendezvous.waiters.push_back(id);
     return false;
+  }
+
+  /// How many simulated members end a synchronised step together: all `sync_members`, or under symmetry the
+  /// representatives among them (every other member is the image of one and would arrive at the same time).
+  int sync_arrivals(const StreamRun& run, const CollectiveStep& step) {
+    if (!classes_.reduced()) return step.sync_members;
+    const SyncCountKey key{run.collective.group, run.collective.plan, run.cursor};
+    if (const auto it = sync_counts_.find(key); it != sync_counts_.end()) return it->second;
+    int count = 0;
+    for (const int member : *run.collective.members) {
+      if (!classes_.is_representative(member)) continue;
+      const RankCollective theirs = prepared_.collective(member, run.stream, run.op);
+      if (theirs.plan->steps[run.cursor].sync_id == step.sync_id) ++count;
+    }
+    sync_counts_.emplace(key, count);
+    return count;
   }
 
   // ---- communication -----------------------------------------------------------------------------------------------
@@ -732,17 +790,28 @@ class FastSimulation final : private TelemetrySink {
     const std::vector<int>& members = *run.collective.members;
     run.pending = static_cast<std::uint32_t>(step.sends.size() + step.receives.size());
     stats_.activities += step.sends.size();
+    // Mailboxes are keyed by representatives: under symmetry the put of this rank to a member of another replica is
+    // matched by the get its class's representative posts for the image of this rank.
     for (const Transfer& t : step.sends) {
-      const auto peer = static_cast<std::uint32_t>(members[static_cast<std::size_t>(t.peer)]);
-      post_put(mailbox_key(me, peer, space, static_cast<std::uint32_t>(t.channel)), id, bytes_of(t.bytes));
+      const int peer = members[static_cast<std::size_t>(t.peer)];
+      post_put(mailbox_key(me, classes_.representative(peer), space, static_cast<std::uint32_t>(t.channel)), id,
+               route_of(me, static_cast<std::uint32_t>(peer)), bytes_of(t.bytes));
     }
     for (const Transfer& t : step.receives) {
-      const auto peer = static_cast<std::uint32_t>(members[static_cast<std::size_t>(t.peer)]);
-      post_get(mailbox_key(peer, me, space, static_cast<std::uint32_t>(t.channel)), id);
+      const int peer = members[static_cast<std::size_t>(t.peer)];
+      post_get(mailbox_key(classes_.representative(peer), me, space, static_cast<std::uint32_t>(t.channel)), id);
     }
   }
 
-  void post_put(const Key128& key, std::uint32_t run, double bytes) {
+  std::uint32_t route_of(std::uint32_t src, std::uint32_t dst) const {
+    const auto it = route_of_pair_.find(pair_key(src, dst));
+    if (it == route_of_pair_.end())
+      throw EngineError("no route from rank " + std::to_string(src) + " to rank " + std::to_string(dst) +
+                        " (not among the communicating pairs)");
+    return it->second;
+  }
+
+  void post_put(const Key128& key, std::uint32_t run, std::uint32_t route, double bytes) {
     Mailbox& box = mailboxes_[key];
     if (box.get_head < box.gets.size()) {
       const std::uint32_t receiver = box.gets[box.get_head++];
@@ -750,10 +819,10 @@ class FastSimulation final : private TelemetrySink {
         box.gets.clear();
         box.get_head = 0;
       }
-      begin_comm(key, run, receiver, bytes);
+      begin_comm(run, receiver, route, bytes);
       return;
     }
-    box.puts.push_back({run, bytes});
+    box.puts.push_back({run, route, bytes});
   }
 
   void post_get(const Key128& key, std::uint32_t run) {
@@ -764,18 +833,14 @@ class FastSimulation final : private TelemetrySink {
         box.puts.clear();
         box.put_head = 0;
       }
-      begin_comm(key, put.run, run, put.bytes);
+      begin_comm(put.run, run, put.route, put.bytes);
       return;
     }
     box.gets.push_back(run);
   }
 
   /// A matched transfer: it pays its route's latency, then shares the links until its bytes are through.
-  void begin_comm(const Key128& key, std::uint32_t sender, std::uint32_t receiver, double bytes) {
-    const auto it = route_of_pair_.find(key.a);
-    if (it == route_of_pair_.end())
-      throw EngineError("no route from rank " + std::to_string(key.a >> 32) + " to rank " +
-                        std::to_string(key.a & 0xffffffffULL) + " (not among the communicating pairs)");
+  void begin_comm(std::uint32_t sender, std::uint32_t receiver, std::uint32_t route, double bytes) {
     std::uint32_t id;
     if (!free_comms_.empty()) {
       id = free_comms_.back();
@@ -787,7 +852,7 @@ class FastSimulation final : private TelemetrySink {
     CommRun& comm = comms_[id];
     comm.sender = sender;
     comm.receiver = receiver;
-    comm.route = it->second;
+    comm.route = route;
     comm.bytes = bytes;
     comm.in_network = false;
     comm.active = true;
@@ -806,7 +871,7 @@ class FastSimulation final : private TelemetrySink {
       push_timer(now_, TimerKind::flow_end, id, comm.version);
       return;
     }
-    comm.flow = network_->add(route.constraints, route.weight, comm.bytes, now_);
+    comm.flow = network_->add(route.constraints, route.uses, route.weight, comm.bytes, now_);
     comm.in_network = true;
     if (flow_owner_.size() <= comm.flow) flow_owner_.resize(comm.flow + 1);
     flow_owner_[comm.flow] = id;
@@ -1061,6 +1126,7 @@ class FastSimulation final : private TelemetrySink {
   }
 
   const PreparedWorkload& prepared_;
+  const RankClasses& classes_;
   EventSink& sink_;
   const Workload& workload_;
   const PowerInput* power_;
@@ -1087,6 +1153,7 @@ class FastSimulation final : private TelemetrySink {
   std::unordered_map<Key128, Mailbox, Key128Hash> mailboxes_;
   std::unordered_map<Key128, PipeChannel, Key128Hash> pipe_channels_;
   std::unordered_map<SyncKey, Rendezvous, SyncKeyHash> rendezvous_;
+  std::map<SyncCountKey, int> sync_counts_;
 
   std::vector<KernelRun> kernels_;
   std::vector<std::uint32_t> free_kernels_;
@@ -1101,8 +1168,8 @@ class FastSimulation final : private TelemetrySink {
 
 }  // namespace
 
-SimulationStats run_fast(const PreparedWorkload& prepared, EventSink& sink) {
-  FastSimulation simulation(prepared, sink);
+SimulationStats run_fast(const PreparedWorkload& prepared, const RankClasses& classes, EventSink& sink) {
+  FastSimulation simulation(prepared, classes, sink);
   return simulation.run();
 }
 

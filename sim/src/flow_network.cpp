@@ -31,6 +31,14 @@ void FlowNetwork::mark(std::uint32_t c) {
 
 FlowNetwork::FlowId FlowNetwork::add(std::span<const std::uint32_t> constraints, double weight, double bytes,
                                      double now_s) {
+  return add(constraints, std::span<const double>(), weight, bytes, now_s);
+}
+
+FlowNetwork::FlowId FlowNetwork::add(std::span<const std::uint32_t> constraints, std::span<const double> uses,
+                                     double weight, double bytes, double now_s) {
+  if (!uses.empty() && uses.size() != constraints.size())
+    throw EngineError("flow network: " + std::to_string(uses.size()) + " uses for " +
+                      std::to_string(constraints.size()) + " constraints");
   FlowId id;
   if (!free_.empty()) {
     id = free_.back();
@@ -42,6 +50,11 @@ FlowNetwork::FlowId FlowNetwork::add(std::span<const std::uint32_t> constraints,
   Flow& flow = flows_[id];
   flow.constraints.assign(constraints.begin(), constraints.end());
   flow.slot.resize(constraints.size());
+  flow.uses.assign(constraints.size(), 1.0);
+  for (std::size_t h = 0; h < uses.size(); ++h) {
+    if (!(uses[h] >= 1.0)) throw EngineError("flow network: a flow uses a constraint at least once");
+    flow.uses[h] = uses[h];
+  }
   flow.weight = weight;
   flow.remaining = bytes;
   flow.last_s = now_s;
@@ -53,7 +66,7 @@ FlowNetwork::FlowId FlowNetwork::add(std::span<const std::uint32_t> constraints,
     const std::uint32_t c = constraints[h];
     if (c >= constraints_.size()) throw EngineError("flow network: unknown constraint " + std::to_string(c));
     flow.slot[h] = static_cast<std::uint32_t>(constraints_[c].flows.size());
-    constraints_[c].flows.push_back(id);
+    constraints_[c].flows.push_back({id, static_cast<std::uint32_t>(h), flow.uses[h]});
     mark(c);
   }
   ++active_;
@@ -65,19 +78,12 @@ void FlowNetwork::remove(FlowId id) {
   if (!flow.active) throw EngineError("flow network: removing flow " + std::to_string(id) + ", which is not active");
   for (std::size_t h = 0; h < flow.constraints.size(); ++h) {
     const std::uint32_t c = flow.constraints[h];
-    std::vector<FlowId>& list = constraints_[c].flows;
+    std::vector<Entry>& list = constraints_[c].flows;
     const std::uint32_t at = flow.slot[h];
-    const FlowId moved = list.back();
+    const Entry moved = list.back();
     list[at] = moved;
     list.pop_back();
-    if (moved != id) {
-      Flow& other = flows_[moved];
-      for (std::size_t k = 0; k < other.constraints.size(); ++k)
-        if (other.constraints[k] == c) {
-          other.slot[k] = at;
-          break;
-        }
-    }
+    if (moved.flow != id) flows_[moved.flow].slot[moved.hop] = at;
     mark(c);
   }
   flow.active = false;
@@ -109,7 +115,7 @@ double FlowNetwork::remaining_bytes(FlowId id, double now_s) const {
 
 double FlowNetwork::load(std::uint32_t c) const {
   double sum = 0.0;
-  for (const FlowId f : constraints_[c].flows) sum += flows_[f].rate;
+  for (const Entry& e : constraints_[c].flows) sum += flows_[e.flow].rate * e.uses;
   return sum;
 }
 
@@ -127,11 +133,11 @@ void FlowNetwork::solve(double now_s, std::vector<FlowId>& changed) {
   }
   dirty_.clear();
   for (std::size_t i = 0; i < component_.size(); ++i) {
-    for (const FlowId f : constraints_[component_[i]].flows) {
-      Flow& flow = flows_[f];
+    for (const Entry& e : constraints_[component_[i]].flows) {
+      Flow& flow = flows_[e.flow];
       if (flow.stamp == epoch_) continue;
       flow.stamp = epoch_;
-      component_flows_.push_back(f);
+      component_flows_.push_back(e.flow);
       for (const std::uint32_t c : flow.constraints) {
         if (constraints_[c].stamp == epoch_) continue;
         constraints_[c].stamp = epoch_;
@@ -160,7 +166,7 @@ void FlowNetwork::solve(double now_s, std::vector<FlowId>& changed) {
     con.remaining = con.capacity;
     con.usage = 0.0;
     con.unfixed = static_cast<std::uint32_t>(con.flows.size());
-    for (const FlowId f : con.flows) con.usage += flows_[f].weight;
+    for (const Entry& e : con.flows) con.usage += flows_[e.flow].weight * e.uses;
     ++con.version;
     if (con.unfixed > 0) heap_.push_back({con.remaining / con.usage, c, con.version});
   }
@@ -172,16 +178,17 @@ void FlowNetwork::solve(double now_s, std::vector<FlowId>& changed) {
     Constraint& con = constraints_[top.constraint];
     if (top.version != con.version || con.unfixed == 0) continue;
     const double per_weight = top.per_weight;
-    for (const FlowId f : con.flows) {
-      Flow& flow = flows_[f];
+    for (const Entry& e : con.flows) {
+      Flow& flow = flows_[e.flow];
       if (flow.fixed) continue;
       flow.fixed = true;
       flow.rate = per_weight * flow.weight;
-      for (const std::uint32_t other : flow.constraints) {
+      for (std::size_t h = 0; h < flow.constraints.size(); ++h) {
+        const std::uint32_t other = flow.constraints[h];
         if (other == top.constraint) continue;
         Constraint& o = constraints_[other];
-        o.remaining = std::max(0.0, o.remaining - flow.rate);
-        o.usage -= flow.weight;
+        o.remaining = std::max(0.0, o.remaining - flow.rate * flow.uses[h]);
+        o.usage -= flow.weight * flow.uses[h];
         ++o.version;
         if (--o.unfixed > 0) {
           heap_.push_back({o.usage > 0.0 ? o.remaining / o.usage : 0.0, other, o.version});

@@ -30,6 +30,10 @@ class FlowNetwork {
   /// A flow of `bytes` over `constraints` (distinct indices) with sharing `weight` (> 0) enters at `now_s`. Its rate
   /// is 0 until the next solve(). With no constraint it is not limited (rate +infinity).
   FlowId add(std::span<const std::uint32_t> constraints, double weight, double bytes, double now_s);
+  /// The same for a flow that stands for several equal flows (a symmetry class, docs/design.md): it uses
+  /// `uses[h]` (>= 1) times its rate of `constraints[h]`, one per flow of the class that crosses it.
+  FlowId add(std::span<const std::uint32_t> constraints, std::span<const double> uses, double weight, double bytes,
+             double now_s);
   /// The flow leaves (finished or abandoned); its id may be reused by a later add().
   void remove(FlowId flow);
 
@@ -53,6 +57,7 @@ class FlowNetwork {
   struct Flow {
     std::vector<std::uint32_t> constraints;
     std::vector<std::uint32_t> slot;  ///< per constraint: this flow's index in that constraint's flow list
+    std::vector<double> uses;         ///< per constraint: rate consumed per unit of the flow's rate (1 but in classes)
     double weight = 1.0;
     double remaining = 0.0;  ///< bytes at last_s
     double last_s = 0.0;
@@ -61,9 +66,15 @@ class FlowNetwork {
     bool fixed = false;
     bool active = false;
   };
+  /// A flow on a constraint: which flow, which of its constraints this is, and how many times it uses it.
+  struct Entry {
+    FlowId flow = 0;
+    std::uint32_t hop = 0;
+    double uses = 1.0;
+  };
   struct Constraint {
     double capacity = 0.0;
-    std::vector<FlowId> flows;
+    std::vector<Entry> flows;
     std::uint64_t stamp = 0;    ///< solve epoch that reached it
     bool marked = false;        ///< in dirty_
     double remaining = 0.0;     ///< during a solve

@@ -21,7 +21,9 @@ std::uint64_t pair_key(int a, int b) {
 
 }  // namespace
 
-PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input) {
+PreparedWorkload::PreparedWorkload(const SimulationInput& input) : PreparedWorkload(input, std::vector<int>()) {}
+
+PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vector<int>& only_ranks) : input_(input) {
   if (input.workload == nullptr || input.topology == nullptr || input.compute == nullptr ||
       input.collectives == nullptr)
     throw EngineError("simulation input is incomplete: workload, topology, compute and collective models are required");
@@ -110,7 +112,13 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input) : input_(input)
   std::map<std::tuple<std::size_t, CollectiveKind, double, int, double>, const CollectivePlan*> plan_cache;
   std::unordered_set<std::uint64_t> pairs;
   rank_collectives_.resize(static_cast<std::size_t>(world_size_));
-  for (int rank = 0; rank < world_size_; ++rank) {
+  std::vector<int> all_ranks;
+  if (only_ranks.empty()) {
+    all_ranks.resize(static_cast<std::size_t>(world_size_));
+    for (int r = 0; r < world_size_; ++r) all_ranks[static_cast<std::size_t>(r)] = r;
+  }
+  for (const int rank : only_ranks.empty() ? all_ranks : only_ranks) {
+    if (rank < 0 || rank >= world_size_) throw EngineError("rank " + std::to_string(rank) + " outside the workload");
     const std::uint32_t p = workload.program_of_rank[static_cast<std::size_t>(rank)];
     if (p >= programs) throw EngineError("rank " + std::to_string(rank) + " has no program");
     auto& mine = rank_collectives_[static_cast<std::size_t>(rank)];

@@ -36,6 +36,9 @@ class PreparedWorkload {
   /// Validates the input (throws EngineError naming the problem) and computes plans; plans are cached by
   /// (group, kind, bytes, member) so that ranks sharing them (and repeated ops) cost one plan() call.
   explicit PreparedWorkload(const SimulationInput& input);
+  /// The same for the ranks `ranks` only (the representatives of symmetry classes): collective plans, pipeline peers
+  /// and communicating pairs of those ranks; collective() answers for them only.
+  PreparedWorkload(const SimulationInput& input, const std::vector<int>& ranks);
 
   [[nodiscard]] const SimulationInput& input() const { return input_; }
   [[nodiscard]] const Workload& workload() const { return *input_.workload; }
@@ -52,7 +55,8 @@ class PreparedWorkload {
   /// The rank `offset` pipeline stages from `rank` (send/recv peer).
   [[nodiscard]] int pipeline_peer(int rank, int offset) const;
 
-  /// Ordered (source, destination) GPU pairs that exchange data, sorted.
+  /// Ordered (source, destination) GPU pairs that exchange data, sorted (with a subset of ranks: the pairs those ranks
+  /// send on).
   [[nodiscard]] const std::vector<std::pair<int, int>>& communicating_pairs() const { return pairs_; }
   [[nodiscard]] std::size_t plan_count() const { return plans_.size(); }
 

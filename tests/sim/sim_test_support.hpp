@@ -49,10 +49,14 @@ inline std::unique_ptr<Engine> simgrid(bool isolate = true) {
   return registry.create("simgrid", options);
 }
 
-inline std::unique_ptr<Engine> engine_named(const std::string& name) {
+/// The engine `name` simulating every rank: these tests check each rank's events (symmetry_test.cpp tests the
+/// fast engine's classes).
+inline std::unique_ptr<Engine> engine_named(const std::string& name, bool use_symmetry = false) {
   EngineRegistry registry("engine");
   register_builtin_engines(registry);
-  return registry.create(name, EngineOptions{});
+  EngineOptions options;
+  options.use_symmetry = use_symmetry;
+  return registry.create(name, options);
 }
 
 /// The engines every engine test runs on: both must reproduce the same physics.

@@ -30,6 +30,9 @@ struct EngineOptions {
   /// Run each simulation in a child process (SimGrid allows one engine per process; a child lets a
   /// process run many simulations, one after another or from several threads).
   bool isolate_in_child_process = true;
+  /// Fast engine: simulate one representative per class of equivalent ranks (docs/design.md, "Symmetry") where the
+  /// input allows it; false simulates every rank.
+  bool use_symmetry = true;
 };
 
 /// Power, DVFS and thermal dynamics of a simulation (power_dynamics.hpp). Every GPU package is one power domain
@@ -83,6 +86,11 @@ class SimulationObserver {
   /// time order and interleaved in time order with that GPU's op events; samples of different GPUs need not be in
   /// global time order (a domain with no kernel running catches up on its governor's decisions at its next event).
   virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
+  /// Called once before any event when the engine simulates one representative per class of equivalent ranks
+  /// (EngineOptions::use_symmetry; docs/design.md, "Symmetry"): `representative[r]` is the rank whose events and
+  /// telemetry stand for rank r. Events and telemetry then arrive for representatives only; an observer that reports
+  /// per GPU or over all GPUs takes every rank's figures from its representative. Not called without classes.
+  virtual void on_rank_classes(const std::vector<std::uint32_t>& /*representative*/) {}
 };
 
 struct SimulationStats {
@@ -93,6 +101,10 @@ struct SimulationStats {
   std::uint64_t telemetry_samples = 0;      ///< telemetry samples sent to the observer
   std::uint64_t governor_decisions = 0;     ///< governor calls (one per load change and timed decision)
   std::uint64_t governor_timed_events = 0;  ///< decisions at times a governor named
+  /// Ranks simulated: all, or one per symmetry class (EngineOptions::use_symmetry); 0 = all (engines without classes).
+  std::uint32_t simulated_ranks = 0;
+  /// Why the symmetry classes are not coarser ("" when every data-parallel replica is one class or without classes).
+  std::string symmetry_limit;
 };
 
 class Engine {

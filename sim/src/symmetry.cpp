@@ -1,0 +1,174 @@
+#include "symmetry.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "chopsim/models/collective.hpp"
+#include "chopsim/models/workload.hpp"
+
+namespace chopsim::sim_detail {
+
+namespace {
+
+int shifted(const RankLayout& layout, int rank, int k) {
+  RankCoordinates c = layout.coordinates(rank);
+  const int dp = layout.parallelism().dp;
+  c.dp = (c.dp + k) % dp;
+  return layout.rank_of(c);
+}
+
+/// Largest group whose permuted members' plans are compared (all members' plans are computed).
+constexpr std::size_t kLargestPermutedGroup = 1024;
+
+/// True when the member that `permutation` sends member i to plans what member i plans with every peer p replaced by
+/// permutation[p]: the same steps, sizes, channels, latencies and synchronisation counts.
+bool equivariant(const SimulationInput& input, const CollectiveCall& call, const std::vector<int>& permutation) {
+  std::vector<CollectivePlan> plans;
+  plans.reserve(permutation.size());
+  for (std::size_t i = 0; i < permutation.size(); ++i)
+    plans.push_back(input.collectives->plan(call, static_cast<int>(i), *input.topology));
+  auto same = [&](const std::vector<Transfer>& mine, const std::vector<Transfer>& theirs) {
+    if (mine.size() != theirs.size()) return false;
+    for (std::size_t t = 0; t < mine.size(); ++t)
+      if (permutation[static_cast<std::size_t>(mine[t].peer)] != theirs[t].peer || mine[t].bytes != theirs[t].bytes ||
+          mine[t].channel != theirs[t].channel)
+        return false;
+    return true;
+  };
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const CollectivePlan& mine = plans[i];
+    const CollectivePlan& theirs = plans[static_cast<std::size_t>(permutation[i])];
+    if (mine.steps.size() != theirs.steps.size()) return false;
+    for (std::size_t k = 0; k < mine.steps.size(); ++k) {
+      const CollectiveStep& a = mine.steps[k];
+      const CollectiveStep& b = theirs.steps[k];
+      if (a.latency_s != b.latency_s || a.sync_members != b.sync_members || !same(a.sends, b.sends) ||
+          !same(a.receives, b.receives))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// Why sigma_k does not leave `input` invariant, or "" if it does.
+std::string breaks_symmetry(const SimulationInput& input, int k) {
+  const Workload& workload = *input.workload;
+  const RankLayout& layout = workload.layout;
+  const int world = layout.world_size();
+  for (int r = 0; r < world; ++r) {
+    const int image = shifted(layout, r, k);
+    if (workload.program_of_rank[static_cast<std::size_t>(r)] !=
+        workload.program_of_rank[static_cast<std::size_t>(image)])
+      return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " run different programs";
+    if (const PowerInput* power = input.power) {
+      const auto a = static_cast<std::size_t>(r), b = static_cast<std::size_t>(image);
+      if (power->inlet_c[a] != power->inlet_c[b] || power->initial_c[a] != power->initial_c[b])
+        return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " have different inlet temperatures";
+      const int per = power->dies_per_package;
+      if (image % per != r % per || shifted(layout, r - r % per, k) / per != image / per)
+        return "the shift splits power packages";
+      const RankCoordinates c = layout.coordinates(r);
+      for (int die = r - r % per; die < r - r % per + per && die < world; ++die)
+        if ((layout.coordinates(die).dp < k) != (c.dp < k)) return "a power package spans several classes";
+    }
+  }
+  // Groups map onto groups of the same role: member by member, or (a group of one class, such as the data-parallel
+  // group) onto itself with its members permuted, which needs every collective on it to be planned alike by the
+  // permuted members (rings and pairwise all-to-all are; a tree rooted at member 0 is not).
+  std::map<GroupRole, std::set<std::pair<CollectiveKind, double>>> signatures;
+  for (const Program& program : workload.programs)
+    for (const Stream& stream : program.streams)
+      for (const Op& op : stream.ops)
+        if (op.kind == OpKind::collective) signatures[op.group].emplace(op.collective, op.bytes);
+  for (const auto& [role, calls] : signatures) {
+    std::vector<char> seen(static_cast<std::size_t>(world), 0);
+    for (int r = 0; r < world; ++r) {
+      const int id = layout.group_id(r, role);
+      if (seen[static_cast<std::size_t>(id)]) continue;
+      seen[static_cast<std::size_t>(id)] = 1;
+      const std::vector<int> members = layout.group(r, role);
+      std::vector<int> images(members.size());
+      for (std::size_t i = 0; i < members.size(); ++i) images[i] = shifted(layout, members[i], k);
+      const std::vector<int> image_group = layout.group(images.front(), role);
+      if (image_group == images) continue;
+      std::vector<int> sorted_members = members, sorted_images = images;
+      std::sort(sorted_members.begin(), sorted_members.end());
+      std::sort(sorted_images.begin(), sorted_images.end());
+      if (sorted_members != sorted_images)
+        return "the shift does not map " + std::string(to_string(role)) + " groups onto " +
+               std::string(to_string(role)) + " groups";
+      if (members.size() > kLargestPermutedGroup)
+        return std::string(to_string(role)) + " groups of " + std::to_string(members.size()) +
+               " ranks are too large to check";
+      std::vector<int> permutation(members.size());  // member i's image is member permutation[i]
+      for (std::size_t i = 0; i < members.size(); ++i)
+        permutation[i] = static_cast<int>(std::find(members.begin(), members.end(), images[i]) - members.begin());
+      for (const auto& [kind, bytes] : calls)
+        if (!equivariant(input, CollectiveCall{kind, bytes, members}, permutation))
+          return "the " + std::string(to_string(kind)) + " plans of " + std::string(to_string(role)) +
+                 " groups differ between the members the shift exchanges";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+RankClasses::RankClasses(int world_size) {
+  representative_.resize(static_cast<std::size_t>(world_size));
+  std::iota(representative_.begin(), representative_.end(), 0u);
+  representatives_.resize(static_cast<std::size_t>(world_size));
+  std::iota(representatives_.begin(), representatives_.end(), 0);
+}
+
+RankClasses RankClasses::of(const SimulationInput& input) {
+  const Workload& workload = *input.workload;
+  const int world = static_cast<int>(workload.program_of_rank.size());
+  RankClasses classes(world);
+  if (!workload.groups.empty()) {
+    classes.limit_ = "explicit collective groups (a replayed trace)";
+    return classes;
+  }
+  const RankLayout& layout = workload.layout;
+  const int dp = layout.parallelism().dp;
+  if (const PowerInput* power = input.power;
+      power != nullptr && (power->inlet_c.size() != static_cast<std::size_t>(world) ||
+                           power->initial_c.size() != static_cast<std::size_t>(world) || power->dies_per_package < 1)) {
+    classes.limit_ = "incomplete power input";  // PreparedWorkload reports it
+    return classes;
+  }
+  if (layout.world_size() != world || dp < 2) {
+    classes.limit_ = dp < 2 ? "no data parallelism" : "the workload's ranks are not its layout's";
+    return classes;
+  }
+  for (int k = 1; k < dp; ++k) {
+    if (dp % k != 0) continue;
+    const std::string problem = breaks_symmetry(input, k);
+    if (!problem.empty()) {
+      if (classes.limit_.empty()) classes.limit_ = problem;
+      continue;
+    }
+    classes.layout_ = layout;
+    classes.shift_ = k;
+    classes.class_size_ = dp / k;
+    classes.representatives_.clear();
+    for (int r = 0; r < world; ++r) {
+      RankCoordinates c = layout.coordinates(r);
+      c.dp %= k;
+      classes.representative_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(layout.rank_of(c));
+      if (layout.coordinates(r).dp < k) classes.representatives_.push_back(r);
+    }
+    if (k == 1) classes.limit_.clear();
+    return classes;
+  }
+  return classes;
+}
+
+int RankClasses::image(int rank, int times) const {
+  if (shift_ == 0 || times == 0) return rank;
+  return shifted(layout_, rank, shift_ * times % layout_.parallelism().dp);
+}
+
+}  // namespace chopsim::sim_detail
