@@ -276,6 +276,18 @@ class FastSimulation final : private TelemetrySink {
     std::vector<double> capacities;
     const auto& pairs = prepared_.communicating_pairs();
     routes_.reserve(pairs.size());
+    // Under symmetry every pair stands for its images; the topology computes a route from one breadth-first search
+    // per destination and keeps a bounded number of them, so the images' routes are computed destination by
+    // destination first (each search once), then read back below from the topology's route cache.
+    if (classes_.reduced()) {
+      std::vector<std::pair<int, int>> images;
+      images.reserve(pairs.size() * static_cast<std::size_t>(classes_.class_size()));
+      for (const auto& [src, dst] : pairs)
+        for (int image = 0; image < classes_.class_size(); ++image)
+          images.emplace_back(classes_.image(dst, image), classes_.image(src, image));
+      std::sort(images.begin(), images.end());
+      for (const auto& [to, from] : images) static_cast<void>(topology.route(from, to));
+    }
     std::vector<std::int64_t> hop_of(topology.links().size() * 2, -1);  // link direction -> index in the route
     std::vector<std::size_t> touched;
     for (const auto& [src, dst] : pairs) {

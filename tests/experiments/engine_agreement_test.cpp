@@ -31,11 +31,19 @@ struct AgreementCase {
   std::function<void(RunSpec&)> change;  ///< applied after loading (asymmetric variants)
 };
 
+/// Shipped configs too large for the SimGrid engine in a test run: 16,384 GPUs take hours there (and many actors).
+/// Their fast-engine prediction is pinned by its golden (shipped_configs_test.cpp) and symmetric runs of smaller
+/// clusters are checked against SimGrid here.
+bool too_large_for_simgrid(const std::filesystem::path& config) {
+  return config.stem() == "llama3-405b-16k-h100";
+}
+
 std::vector<AgreementCase> agreement_cases() {
   std::vector<AgreementCase> cases;
   for (const auto& dir : {test::configs_dir(), test::configs_dir() / "validation"})
     for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".yaml") cases.push_back({entry.path().stem().string(), entry.path(), nullptr});
+      if (entry.path().extension() == ".yaml" && !too_large_for_simgrid(entry.path()))
+        cases.push_back({entry.path().stem().string(), entry.path(), nullptr});
   std::sort(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   const auto configs = test::configs_dir();
   // Uneven stages: 14 and 18 of Llama-3-8B's 32 layers on two pipeline stages.
