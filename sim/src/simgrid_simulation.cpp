@@ -87,6 +87,12 @@ constexpr double kLoadPriority = 1e6;
 /// Actor stack size (KiB). Actors run this file's code only; observers run in the parent, or on these stacks in
 /// in-process mode, hence the margin.
 constexpr int kStackKiB = 512;
+/// Above this many actors the stacks go without guard pages. SimGrid protects a guard page below every actor's
+/// stack with mprotect, which splits the stack's mapping in two; Linux allows 65,530 mappings per process
+/// (vm.max_map_count), so about 32,000 actors (6,500 GPUs of five streams) abort with "Failed to protect stack".
+/// Without guards (contexts/guard-size:0) a stack is one allocation: 8,192 GPUs and more run where memory allows.
+/// Below the threshold the guards stay, to catch a stack overflow.
+constexpr std::size_t kGuardedActors = 16384;
 /// Stuck actors listed in a deadlock message.
 constexpr std::size_t kStuckReported = 80;
 
@@ -214,6 +220,10 @@ class Simulation final : private TelemetrySink {
                                   "--cfg=network/crosstraffic:0",
                                   "--cfg=network/TCP-gamma:0",
                                   "--cfg=contexts/stack-size:" + std::to_string(kStackKiB)};
+    std::size_t actors = 0;
+    for (std::size_t r = 0; r < workload_.program_of_rank.size(); ++r)
+      actors += workload_.program(static_cast<int>(r)).streams.size();
+    if (actors > kGuardedActors) args.emplace_back("--cfg=contexts/guard-size:0");
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);

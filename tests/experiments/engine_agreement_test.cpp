@@ -34,9 +34,7 @@ struct AgreementCase {
 /// Shipped configs too large for the SimGrid engine in a test run: 16,384 GPUs take hours there (and many actors).
 /// Their fast-engine prediction is pinned by its golden (shipped_configs_test.cpp) and symmetric runs of smaller
 /// clusters are checked against SimGrid here.
-bool too_large_for_simgrid(const std::filesystem::path& config) {
-  return config.stem() == "llama3-405b-16k-h100";
-}
+bool too_large_for_simgrid(const std::filesystem::path& config) { return config.stem() == "llama3-405b-16k-h100"; }
 
 std::vector<AgreementCase> agreement_cases() {
   std::vector<AgreementCase> cases;
