@@ -681,25 +681,13 @@ class NcclModel final : public CollectiveModel {
     validate(call);
     const int n = static_cast<int>(call.members.size());
     if (me < 0 || me >= n) throw ModelError("collective: member index " + std::to_string(me) + " outside the group");
-    const Context ctx{call, topology, params_};
-    CollectivePlan plan;
-    plan.algorithm = algorithm(ctx);
-    if (n == 1) return plan;
-    if (plan.algorithm == "ring") {
-      full_ring(ctx, ring_factor(call.kind)).append(ctx, me, plan);
-    } else if (plan.algorithm == "tree") {
-      append_tree(ctx, me, plan);
-    } else if (plan.algorithm == "hierarchical") {
-      const Hierarchy h{by_node(ctx, all_members(n))};
-      for (const RingPhase& phase : hierarchical_phases(ctx, h, me)) phase.append(ctx, me, plan);
-    } else if (plan.algorithm == "pairwise") {
-      append_pairwise(ctx, me, plan);
-    } else if (plan.algorithm == "ring_broadcast") {
-      append_broadcast(ctx, me, plan);
-    } else {
-      append_shift(ctx, me, plan);
-    }
-    return plan;
+    std::vector<CollectivePlan> plans = plans_of(call, topology, me, me + 1);
+    return std::move(plans.front());
+  }
+
+  std::vector<CollectivePlan> plan_all(const CollectiveCall& call, const Topology& topology) const override {
+    validate(call);
+    return plans_of(call, topology, 0, static_cast<int>(call.members.size()));
   }
 
   double estimate_time_s(const CollectiveCall& call, const Topology& topology) const override {
@@ -747,6 +735,39 @@ class NcclModel final : public CollectiveModel {
   /// holds the same number (> 1) of members), ties to the ring. With the estimates above the tree wins for small
   /// all-reduces over many nodes: below S = n(n-1-D) alpha B for one member per node
   /// (about 44 MB for 16 nodes at alpha = 5 us, B = 50 GB/s).
+  /// The plans of members [first, last): the algorithm, the ring and the node hierarchy are worked out once.
+  std::vector<CollectivePlan> plans_of(const CollectiveCall& call, const Topology& topology, int first,
+                                       int last) const {
+    const int n = static_cast<int>(call.members.size());
+    const Context ctx{call, topology, params_};
+    std::vector<CollectivePlan> plans(static_cast<std::size_t>(last - first));
+    const std::string chosen = algorithm(ctx);
+    for (CollectivePlan& plan : plans) plan.algorithm = chosen;
+    if (n == 1) return plans;
+    if (chosen == "ring") {
+      const auto ring = full_ring(ctx, ring_factor(call.kind));
+      for (int me = first; me < last; ++me) ring.append(ctx, me, plans[static_cast<std::size_t>(me - first)]);
+    } else if (chosen == "hierarchical") {
+      const Hierarchy h{by_node(ctx, all_members(n))};
+      for (int me = first; me < last; ++me)
+        for (const RingPhase& phase : hierarchical_phases(ctx, h, me))
+          phase.append(ctx, me, plans[static_cast<std::size_t>(me - first)]);
+    } else {
+      for (int me = first; me < last; ++me) {
+        CollectivePlan& plan = plans[static_cast<std::size_t>(me - first)];
+        if (chosen == "tree")
+          append_tree(ctx, me, plan);
+        else if (chosen == "pairwise")
+          append_pairwise(ctx, me, plan);
+        else if (chosen == "ring_broadcast")
+          append_broadcast(ctx, me, plan);
+        else
+          append_shift(ctx, me, plan);
+      }
+    }
+    return plans;
+  }
+
   [[nodiscard]] std::string algorithm(const Context& ctx) const {
     const CollectiveKind kind = ctx.call.kind;
     if (kind == CollectiveKind::all_to_all) return "pairwise";

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -58,9 +57,10 @@ std::uint64_t pair_key(int from, int to) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(from)) << 32) | static_cast<std::uint32_t>(to);
 }
 
-/// Distance tables are one int per vertex per destination; beyond this many cached entries (about 256 MB) the
-/// table cache is dropped and rebuilt on demand. Routes themselves stay cached.
-constexpr std::size_t kMaxCachedDistanceEntries = std::size_t{64} << 20;
+/// Distance tables kept (each one int, one double and one stamp per vertex: 16 bytes x vertices, about 0.7 MB for a
+/// 16,384-GPU cluster). Routes themselves stay cached; callers that ask for many routes ask destination by
+/// destination (the fast engine sorts them so).
+constexpr std::size_t kCachedDistanceTables = 64;
 
 }  // namespace
 
@@ -72,51 +72,99 @@ struct Topology::Impl {
   std::unordered_set<std::string> names;
   int node_count = 0;
 
-  // Per destination vertex: hop distance of every vertex to it (-1 = unreachable) and the widest bottleneck
-  // bandwidth over shortest paths.
+  // Per destination vertex: hop distance to it (-1 = not reached) and the widest bottleneck bandwidth over shortest
+  // paths, of every vertex within `complete_level` hops: a route from a source needs only the vertices closer to the
+  // destination than the source, so the search stops once the source's level is complete (inside a node that is
+  // two hops, not the whole cluster). Entries are valid where their stamp is the table's epoch, so a table is reused
+  // for another destination without clearing it.
   struct Distances {
     std::vector<int> hops;
     std::vector<double> width;
+    std::vector<std::uint32_t> stamp;
+    std::uint32_t epoch = 0;
+    int target = -1;
+    int complete_level = -1;  ///< every vertex within this many hops has its distance and width
+    bool exhausted = false;   ///< the search reached every vertex it can
+    std::uint64_t used = 0;   ///< for least-recently-used replacement
+
+    [[nodiscard]] int hop(int v) const {
+      const auto i = static_cast<std::size_t>(v);
+      return stamp[i] == epoch ? hops[i] : -1;
+    }
+    [[nodiscard]] double width_of(int v) const { return width[static_cast<std::size_t>(v)]; }
+    void set(int v, int h) {
+      const auto i = static_cast<std::size_t>(v);
+      stamp[i] = epoch;
+      hops[i] = h;
+    }
   };
-  mutable std::unordered_map<int, Distances> distances;
-  mutable std::size_t distance_entries = 0;
+  mutable std::vector<Distances> distances;  ///< at most kCachedDistanceTables, least recently used replaced
+  mutable std::unordered_map<int, std::size_t> distance_of_target;  ///< destination vertex -> index in distances
+  mutable std::uint64_t distance_uses = 0;
   mutable std::unordered_map<std::uint64_t, std::vector<RouteHop>> routes;
 
   void clear_caches() {
     distances.clear();
-    distance_entries = 0;
+    distance_of_target.clear();
     routes.clear();
   }
 
   bool is_gpu(int v) const { return vertices[static_cast<std::size_t>(v)].kind == VertexKind::gpu; }
 
-  const Distances& distances_to(int target) const {
-    if (auto it = distances.find(target); it != distances.end()) return it->second;
-    const std::size_t n = vertices.size();
-    if (distance_entries + n > kMaxCachedDistanceEntries) {
-      distances.clear();
-      distance_entries = 0;
+  /// Distances to `target` complete up to the level of `source` (or of every vertex the search can reach).
+  const Distances& distances_to(int target, int source) const {
+    Distances* table = nullptr;
+    if (const auto it = distance_of_target.find(target); it != distance_of_target.end()) table = &distances[it->second];
+    if (table != nullptr) {
+      const int h = table->hop(source);
+      table->used = ++distance_uses;
+      if (table->exhausted || (h >= 0 && h <= table->complete_level)) return *table;
+    } else if (distances.size() < kCachedDistanceTables) {
+      table = &distances.emplace_back();
+      const std::size_t n = vertices.size();
+      table->hops.assign(n, -1);
+      table->width.assign(n, 0.0);
+      table->stamp.assign(n, 0);
+    } else {
+      table = &*std::min_element(distances.begin(), distances.end(),
+                                 [](const Distances& a, const Distances& b) { return a.used < b.used; });
+      distance_of_target.erase(table->target);
     }
-    Distances d;
-    d.hops.assign(n, -1);
-    d.width.assign(n, 0.0);
-    // Breadth-first search from the destination; GPUs other than the destination are reached but never expanded,
-    // so no shortest path transits a GPU.
-    std::vector<int> order;
-    order.reserve(n);
-    std::deque<int> queue{target};
-    d.hops[static_cast<std::size_t>(target)] = 0;
-    while (!queue.empty()) {
-      const int v = queue.front();
-      queue.pop_front();
-      order.push_back(v);
-      if (v != target && is_gpu(v)) continue;
-      for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
-        const int w = static_cast<int>(boost::target(*e, graph));
-        if (d.hops[static_cast<std::size_t>(w)] >= 0) continue;
-        d.hops[static_cast<std::size_t>(w)] = d.hops[static_cast<std::size_t>(v)] + 1;
-        queue.push_back(w);
+    Distances& d = *table;
+    distance_of_target[target] = static_cast<std::size_t>(table - distances.data());
+    d.used = ++distance_uses;
+    d.target = target;
+    d.exhausted = false;
+    if (++d.epoch == 0) {  // the stamps wrapped around: clear them once
+      std::fill(d.stamp.begin(), d.stamp.end(), 0u);
+      d.epoch = 1;
+    }
+    // Breadth-first search from the destination, level by level; GPUs other than the destination are reached but
+    // never expanded, so no shortest path transits a GPU. After expanding level L every vertex of level L + 1 is
+    // known; the search stops when that level holds the source.
+    std::vector<int>& order = order_scratch;
+    order.assign(1, target);
+    d.set(target, 0);
+    d.complete_level = 0;
+    std::size_t level_begin = 0;
+    while (d.hop(source) < 0) {
+      const std::size_t level_end = order.size();
+      if (level_begin == level_end) {
+        d.exhausted = true;
+        break;
       }
+      for (std::size_t i = level_begin; i < level_end; ++i) {
+        const int v = order[i];
+        if (v != target && is_gpu(v)) continue;
+        for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
+          const int w = static_cast<int>(boost::target(*e, graph));
+          if (d.hop(w) >= 0) continue;
+          d.set(w, d.hop(v) + 1);
+          order.push_back(w);
+        }
+      }
+      level_begin = level_end;
+      ++d.complete_level;
     }
     // Widest shortest path, by increasing distance: width(v) = max over next hops w of min(bw(v,w), width(w)).
     d.width[static_cast<std::size_t>(target)] = std::numeric_limits<double>::infinity();
@@ -127,17 +175,17 @@ struct Topology::Impl {
         const int w = static_cast<int>(boost::target(*e, graph));
         if (!next_hop_allowed(d, v, w, target)) continue;
         const double bw = links[static_cast<std::size_t>(graph[*e].link)].bandwidth_bytes_per_s;
-        best = std::max(best, std::min(bw, d.width[static_cast<std::size_t>(w)]));
+        best = std::max(best, std::min(bw, d.width_of(w)));
       }
       d.width[static_cast<std::size_t>(v)] = best;
     }
-    distance_entries += n;
-    return distances.emplace(target, std::move(d)).first->second;
+    return d;
   }
+  mutable std::vector<int> order_scratch;
 
   bool next_hop_allowed(const Distances& d, int v, int w, int target) const {
-    const int hv = d.hops[static_cast<std::size_t>(v)];
-    const int hw = d.hops[static_cast<std::size_t>(w)];
+    const int hv = d.hop(v);
+    const int hw = d.hop(w);
     return hw >= 0 && hw == hv - 1 && (w == target || !is_gpu(w));
   }
 
@@ -146,8 +194,8 @@ struct Topology::Impl {
     const int target = gpu_vertices[static_cast<std::size_t>(to_gpu)];
     std::vector<RouteHop> hops;
     if (source == target) return hops;
-    const Distances& d = distances_to(target);
-    if (d.hops[static_cast<std::size_t>(source)] < 0)
+    const Distances& d = distances_to(target, source);
+    if (d.hop(source) < 0)
       throw ModelError("topology: no route from GPU " + std::to_string(from_gpu) + " to GPU " + std::to_string(to_gpu) +
                        " that avoids other GPUs");
     const std::uint64_t flow = mix(pair_key(from_gpu, to_gpu));
@@ -155,13 +203,13 @@ struct Topology::Impl {
     std::vector<std::pair<int, int>> candidates;  // (link, next vertex)
     while (v != target) {
       candidates.clear();
-      const double width = d.width[static_cast<std::size_t>(v)];
+      const double width = d.width_of(v);
       for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
         const int w = static_cast<int>(boost::target(*e, graph));
         if (!next_hop_allowed(d, v, w, target)) continue;
         const int link = graph[*e].link;
         const double bw = links[static_cast<std::size_t>(link)].bandwidth_bytes_per_s;
-        if (std::min(bw, d.width[static_cast<std::size_t>(w)]) < width) continue;
+        if (std::min(bw, d.width_of(w)) < width) continue;
         candidates.emplace_back(link, w);
       }
       // Out-edges come in insertion order; sorting by link index makes the candidate list independent of it.

@@ -25,10 +25,8 @@ constexpr std::size_t kLargestPermutedGroup = 1024;
 /// True when the member that `permutation` sends member i to plans what member i plans with every peer p replaced by
 /// permutation[p]: the same steps, sizes, channels, latencies and synchronisation counts.
 bool equivariant(const SimulationInput& input, const CollectiveCall& call, const std::vector<int>& permutation) {
-  std::vector<CollectivePlan> plans;
-  plans.reserve(permutation.size());
-  for (std::size_t i = 0; i < permutation.size(); ++i)
-    plans.push_back(input.collectives->plan(call, static_cast<int>(i), *input.topology));
+  const std::vector<CollectivePlan> plans = input.collectives->plan_all(call, *input.topology);
+  if (plans.size() != permutation.size()) return false;
   auto same = [&](const std::vector<Transfer>& mine, const std::vector<Transfer>& theirs) {
     if (mine.size() != theirs.size()) return false;
     for (std::size_t t = 0; t < mine.size(); ++t)

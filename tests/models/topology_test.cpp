@@ -233,6 +233,32 @@ TEST(Topology, EcmpIsDeterministicAndSpreadsOverSpines) {
   EXPECT_EQ(spines.size(), 4u);  // every equal-cost spine carries some flows
 }
 
+TEST(Topology, RoutesDoNotDependOnTheOrderTheyAreAskedIn) {
+  // The breadth-first search behind a route stops at the source's distance, and its tables are evicted when more
+  // destinations than it keeps (64) are asked for: 128 GPUs asked source-major and, on a second topology,
+  // destination-major in reverse must give the same routes (hops, directions, ECMP choices).
+  for (const char* fabric : {"fat_tree", "rail_optimized"}) {
+    SCOPED_TRACE(fabric);
+    const auto cluster = dgx(16, fabric, 4);
+    const Topology a = build(cluster, h100());
+    const Topology b = build(cluster, h100());
+    const int n = a.gpu_count();
+    ASSERT_EQ(n, 128);
+    for (int to = n - 1; to >= 0; --to)
+      for (int from = n - 1; from >= 0; --from) (void)b.route(from, to);
+    for (int from = 0; from < n; ++from)
+      for (int to = 0; to < n; ++to) {
+        const auto& ra = a.route(from, to);
+        const auto& rb = b.route(from, to);
+        ASSERT_EQ(ra.size(), rb.size()) << from << " -> " << to;
+        for (std::size_t h = 0; h < ra.size(); ++h) {
+          EXPECT_EQ(ra[h].link, rb[h].link) << from << " -> " << to;
+          EXPECT_EQ(ra[h].forward, rb[h].forward) << from << " -> " << to;
+        }
+      }
+  }
+}
+
 TEST(Topology, XgmiMeshJoinsEveryPairDirectly) {
   HardwareSpec mi300x;  // AMD Instinct MI300X data sheet: 7 x 64 GB/s xGMI links per GPU, 400 Gb/s NICs
   mi300x.name = "MI300X-test";

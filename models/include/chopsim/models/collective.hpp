@@ -77,6 +77,15 @@ class CollectiveModel {
   /// plans: for each send to peer p on channel c there is one receive at p from `me` on channel c, in
   /// the same order.
   [[nodiscard]] virtual CollectivePlan plan(const CollectiveCall& call, int me, const Topology& topology) const = 0;
+  /// The plans of every member (element i: plan(call, i, topology)), computed once where members share work (the
+  /// choice of algorithm, the ring order): what an engine needs to prepare a whole group.
+  [[nodiscard]] virtual std::vector<CollectivePlan> plan_all(const CollectiveCall& call,
+                                                             const Topology& topology) const {
+    std::vector<CollectivePlan> plans;
+    plans.reserve(call.members.size());
+    for (std::size_t i = 0; i < call.members.size(); ++i) plans.push_back(plan(call, static_cast<int>(i), topology));
+    return plans;
+  }
   /// Closed-form alpha-beta time of the call on an idle network (for checks and reports).
   [[nodiscard]] virtual double estimate_time_s(const CollectiveCall& call, const Topology& topology) const = 0;
   [[nodiscard]] virtual const CollectiveParams& params() const = 0;
