@@ -61,12 +61,15 @@ int command_calibrate(const std::vector<std::string>& args);
 int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
-    "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--simulate-oom]\n"
+    "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
+    "             [--simulate-oom]\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
     "      --configs DIR    look up hardware/, models/ and clusters/ by name under DIR first\n"
     "      --engine NAME    fast (the default) or simgrid (the reference); overrides simulation.engine\n"
+    "      --timeline-ranks LIST  GPUs timeline.json shows, e.g. 0,8,16 (default: every GPU simulated, one per\n"
+    "                       symmetry class; a GPU not simulated is shown through its class's representative)\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"

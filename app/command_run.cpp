@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -8,8 +9,35 @@
 
 namespace chopsim::cli {
 
+namespace {
+
+/// "0,8,16" -> GPU indices of the run; an argument error names the bad entry.
+std::vector<int> parse_rank_list(const std::string& text, const RunSpec& run) {
+  std::vector<int> ranks;
+  std::size_t start = 0;
+  const int gpus = run.cluster.gpu_count();
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int value = -1;
+    const bool digits = !item.empty() && item.size() <= 9 &&
+                        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) value = std::stoi(item);
+    if (!digits || value >= gpus)
+      throw argument_error(
+          "--timeline-ranks: '" + item + "' is not a GPU of this run (0 to " + std::to_string(gpus - 1) + ")",
+          "give GPU indices separated by commas, e.g. --timeline-ranks 0,8,16");
+    ranks.push_back(value);
+    start = comma + 1;
+  }
+  return ranks;
+}
+
+}  // namespace
+
 int command_run(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine"}, {"--simulate-oom"});
+  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks"},
+                       {"--simulate-oom"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path config = args.positional()[0];
@@ -27,6 +55,7 @@ int command_run(const std::vector<std::string>& raw) {
   if (const auto out = args.option("--out")) options.output_dir = *out;
   if (const auto out = args.option("-o")) options.output_dir = *out;
   options.simulate_when_out_of_memory = args.has_switch("--simulate-oom");
+  if (const auto list = args.option("--timeline-ranks")) options.timeline_ranks = parse_rank_list(*list, run);
   const auto report = run_simulation(run, registries, options);
   print_run_summary(std::cout, run, report);
   return report.out_of_memory ? kExitOutOfMemory : kExitOk;

@@ -114,7 +114,9 @@ class LossBreakdownObserver final : public SimulationObserver {
 /// complete event per op with its size in the arguments. Events stream to disk as ops end.
 class TimelineWriter final : public SimulationObserver {
  public:
-  TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node);
+  /// `ranks`: the GPUs to show (empty: every GPU that has events).
+  TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
+                 std::vector<int> ranks = {});
   ~TimelineWriter() override;
   /// Under symmetry the timeline shows the representatives, each labelled with the GPUs it stands for.
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override;

@@ -59,7 +59,9 @@ struct TimelineWriter::State {
   };
   std::vector<Counters> counters;
   int gpus_per_node = 1;
-  bool described = false;  ///< the process and thread names are written
+  bool described = false;      ///< the process and thread names are written
+  std::vector<int> requested;  ///< the GPUs asked for (empty: all)
+  std::vector<char> shown;     ///< per rank: its events are written (empty: all)
 
   State(const Workload& w, const std::filesystem::path& path)
       : workload(w), file(open_for_writing(path)), json(file, 0) {}
@@ -72,9 +74,16 @@ struct TimelineWriter::State {
     const int world = workload.layout.world_size();
     std::vector<int> members(static_cast<std::size_t>(world), 0);
     for (const std::uint32_t r : representative) ++members[r];
+    if (!requested.empty()) {
+      // A requested GPU that is not simulated is shown through its class's representative.
+      shown.assign(static_cast<std::size_t>(world), 0);
+      for (const int r : requested)
+        shown[representative.empty() ? static_cast<std::size_t>(r) : representative[static_cast<std::size_t>(r)]] = 1;
+    }
     for (int rank = 0; rank < world; ++rank) {
       if (!representative.empty() && representative[static_cast<std::size_t>(rank)] != static_cast<std::uint32_t>(rank))
         continue;
+      if (!shown.empty() && !shown[static_cast<std::size_t>(rank)]) continue;
       const auto coordinates = workload.layout.coordinates(rank);
       std::string label = "GPU " + std::to_string(rank) + " (node " +
                           std::to_string(rank / std::max(gpus_per_node, 1)) + ", pp " + std::to_string(coordinates.pp) +
@@ -99,9 +108,15 @@ struct TimelineWriter::State {
   }
 };
 
-TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node)
+TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
+                               std::vector<int> ranks)
     : state_(std::make_unique<State>(workload, path)) {
   state_->gpus_per_node = gpus_per_node;
+  for (const int r : ranks)
+    if (r < 0 || r >= workload.layout.world_size())
+      throw ModelError("timeline: GPU " + std::to_string(r) + " is not among the run's " +
+                       std::to_string(workload.layout.world_size()));
+  state_->requested = std::move(ranks);
   auto& json = state_->json;
   json.begin_object();
   json.field("displayTimeUnit", "ns");
@@ -117,6 +132,7 @@ TimelineWriter::~TimelineWriter() = default;
 void TimelineWriter::on_op_event(const OpEvent& event) {
   state_->describe({});  // every GPU, unless the classes came first
   if (!event.is_end) return;
+  if (!state_->shown.empty() && !state_->shown[event.rank]) return;
   auto& json = state_->json;
   const Op& op = op_of(state_->workload, event);
   if (op.kind == OpKind::delay) return;  // host gaps of replayed traces: the empty space between kernels
@@ -152,6 +168,7 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
 
 void TimelineWriter::on_telemetry(const TelemetrySample& sample) {
   state_->describe({});
+  if (!state_->shown.empty() && !state_->shown[sample.gpu]) return;
   auto& counters = state_->counters;
   if (sample.gpu >= counters.size()) counters.resize(sample.gpu + 1);
   auto& last = counters[sample.gpu];

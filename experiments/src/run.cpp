@@ -118,7 +118,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     std::unique_ptr<detail::OpsTableWriter> ops_table;
     if (write_files) {
       timeline = std::make_unique<detail::TimelineWriter>(workload, outputs.stage(options.output_dir / "timeline.json"),
-                                                          run.cluster.gpus_per_node);
+                                                          run.cluster.gpus_per_node, options.timeline_ranks);
       ops_table =
           std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
       if (power.enabled())

@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "chopsim/common/error.hpp"
@@ -37,8 +39,8 @@ TEST(RunOutputs, SameInputsGiveByteIdenticalFiles) {
   const RunSpec run = quickstart_run(registries);
   const auto first = fresh_directory("first");
   const auto second = fresh_directory("second");
-  (void)run_simulation(run, registries, RunOptions{first, false});
-  (void)run_simulation(run, registries, RunOptions{second, false});
+  (void)run_simulation(run, registries, RunOptions{first, false, nullptr, {}});
+  (void)run_simulation(run, registries, RunOptions{second, false, nullptr, {}});
   for (const char* file : {"summary.json", "timeline.json", "ops.h5"}) {
     const std::string a = read_bytes(first / file);
     ASSERT_FALSE(a.empty()) << file;
@@ -64,7 +66,7 @@ TEST(RunOutputs, OpsTableHasOneRowPerExecutedOp) {
   const auto registries = ModelRegistries::with_builtins();
   const RunSpec run = quickstart_run(registries);
   const auto dir = fresh_directory("rows");
-  const RunReport report = run_simulation(run, registries, RunOptions{dir, false});
+  const RunReport report = run_simulation(run, registries, RunOptions{dir, false, nullptr, {}});
   H5::H5File file((dir / "ops.h5").string(), H5F_ACC_RDONLY);
   const H5::DataSet ops = file.openDataSet("ops");
   hsize_t rows = 0;
@@ -94,7 +96,7 @@ TEST(RunOutputs, FailedRunLeavesNoFiles) {
   // summary.json is written last; a directory in its way makes the run fail after the timeline and the op
   // table were written under temporary names.
   std::filesystem::create_directories(dir / "summary.json");
-  EXPECT_THROW((void)run_simulation(run, registries, RunOptions{dir, false}), OutputError);
+  EXPECT_THROW((void)run_simulation(run, registries, RunOptions{dir, false, nullptr, {}}), OutputError);
   std::vector<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) left.push_back(entry.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"summary.json"}) << "a failed run must not leave partial output files";
@@ -106,13 +108,77 @@ TEST(RunOutputs, OutOfMemoryRunWritesOnlyTheSummary) {
   run.training.micro_batch = 16;  // 8 x 8192-token sequences per GPU: far beyond 192 GB of activations
   run.training.global_batch = 128;
   const auto dir = fresh_directory("oom");
-  const RunReport report = run_simulation(run, registries, RunOptions{dir, false});
+  const RunReport report = run_simulation(run, registries, RunOptions{dir, false, nullptr, {}});
   EXPECT_TRUE(report.out_of_memory);
   EXPECT_FALSE(report.simulated);
   EXPECT_GT(report.memory.total_bytes, report.memory.capacity_bytes);
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "timeline.json"));
   EXPECT_NE(read_bytes(dir / "summary.json").find("\"status\": \"out_of_memory\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chopsim
+
+namespace chopsim {
+namespace {
+
+/// The "pid" of every complete event and the label of every named process in a timeline.json, read by scanning the
+/// writer's compact output (a JSON parser takes seconds on a file this size).
+std::pair<std::set<int>, std::map<int, std::string>> timeline_processes(const std::filesystem::path& file) {
+  const std::string text = read_bytes(file);
+  std::set<int> with_events;
+  std::map<int, std::string> labels;
+  auto number_after = [&](std::size_t at, const std::string& key) {
+    const std::size_t k = text.find(key, at);
+    return k == std::string::npos ? -1 : std::stoi(text.substr(k + key.size(), 12));
+  };
+  for (std::size_t at = text.find(R"("ph":"X")"); at != std::string::npos; at = text.find(R"("ph":"X")", at + 1))
+    with_events.insert(number_after(at, R"("pid":)"));
+  const std::string process = R"("name":"process_name","ph":"M")";
+  for (std::size_t at = text.find(process); at != std::string::npos; at = text.find(process, at + 1)) {
+    const int pid = number_after(at, R"("pid":)");
+    const std::string key = R"("args":{"name":")";
+    const std::size_t begin = text.find(key, at) + key.size();
+    labels[pid] = text.substr(begin, text.find('"', begin) - begin);
+  }
+  return {with_events, labels};
+}
+
+TEST(RunOutputs, TimelineShowsTheChosenGpusThroughTheirClasses) {
+  // Llama-3-8B TP2 PP2 DP8 on 32 MI250 GCDs (4 nodes, rear slots warmer): the fast engine simulates one GCD per
+  // class of data-parallel replicas in the same slot. The timeline shows the representatives, each saying what it
+  // stands for, or only the GPUs asked for.
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "llama3-8b-mi250-3d.yaml";
+  const RunSpec run = load_run_config(config, default_search_path(config), registries);
+  const auto dir = fresh_directory("timeline_ranks");
+  RunOptions options;
+  options.output_dir = dir / "all";
+  const RunReport all = run_simulation(run, registries, options);
+  ASSERT_LT(static_cast<int>(all.stats.simulated_ranks), all.gpus);
+  const auto [simulated, labels] = timeline_processes(dir / "all" / "timeline.json");
+  EXPECT_EQ(simulated.size(), all.stats.simulated_ranks);
+  const int class_size = all.gpus / static_cast<int>(all.stats.simulated_ranks);
+  for (const int pid : simulated)
+    EXPECT_NE(labels.at(pid).find("stands for " + std::to_string(class_size) + " GPUs"), std::string::npos);
+  // GPU 31 (the last data-parallel replica's last GCD) is shown through its representative: the same tp and pp,
+  // its dp coordinate modulo the classes' shift.
+  const RankLayout layout(run.parallelism);
+  RankCoordinates c = layout.coordinates(31);
+  c.dp %= run.parallelism.dp / class_size;
+  options.output_dir = dir / "chosen";
+  options.timeline_ranks = {0, 31};
+  (void)run_simulation(run, registries, options);
+  const auto [chosen, chosen_labels] = timeline_processes(dir / "chosen" / "timeline.json");
+  EXPECT_EQ(chosen, (std::set<int>{0, layout.rank_of(c)}));
+  EXPECT_EQ(chosen_labels.size(), 2u);
+  // A GPU outside the run is refused before anything is written.
+  options.output_dir = dir / "bad";
+  options.timeline_ranks = {32};
+  EXPECT_THROW((void)run_simulation(run, registries, options), ModelError);
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad" / "timeline.json"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ TEST(PowerOutputs, EnergyPowerAndTelemetryTableAgree) {
   RunSpec run = fsdp_8b(registries);
   run.power.telemetry_interval_s = 5e-3;
   const auto dir = fresh_directory("table");
-  const RunReport report = run_simulation(run, registries, RunOptions{dir, false});
+  const RunReport report = run_simulation(run, registries, RunOptions{dir, false, nullptr, {}});
   const PowerReport& p = report.power;
   ASSERT_TRUE(p.available);
   const double makespan = report.stats.makespan_s;

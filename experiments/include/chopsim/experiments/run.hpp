@@ -74,6 +74,9 @@ struct RunOptions {
   bool simulate_when_out_of_memory = false;
   /// Also told every op event and telemetry sample (validation probes); not owned.
   SimulationObserver* observer = nullptr;
+  /// GPUs the timeline shows (empty: every GPU simulated, i.e. one per symmetry class). Under symmetry a GPU that
+  /// is not simulated is shown through the representative of its class.
+  std::vector<int> timeline_ranks;
 };
 
 struct RunReport {
