@@ -99,13 +99,15 @@ void WindowedExtreme::add(double time_s, double power_w) {
     points_.push_back({time_s, 0.0, power_w});
   } else {
     const Point& last = points_.back();
-    const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
-    if (time_s == last.time_s)
+    if (time_s == last.time_s) {
+      // A second change at the same instant (a kernel ends and the next starts): E up to time_s is unchanged, and
+      // this breakpoint's candidates are queued already; only the power from here on changes.
       points_.back().power_w = power_w;
-    else
-      points_.push_back({time_s, energy, power_w});
+      return;
+    }
+    const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
+    points_.push_back({time_s, energy, power_w});
   }
-  evaluate_until(time_s);
   for (std::size_t j = 0; j < offsets_.size(); ++j) pending_[j].push_back(time_s + offsets_[j]);
   evaluate_until(time_s);
   // Keep the point covering time_s - span (lookups never go further back).

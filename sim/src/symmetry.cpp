@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "chopsim/models/collective.hpp"
 #include "chopsim/models/workload.hpp"
@@ -19,8 +20,9 @@ int shifted(const RankLayout& layout, int rank, int k) {
   return layout.rank_of(c);
 }
 
-/// Largest group whose permuted members' plans are compared (all members' plans are computed).
-constexpr std::size_t kLargestPermutedGroup = 1024;
+/// Largest group whose permuted members' plans are compared (all members' plans are computed, in time linear in
+/// the group's size: CollectiveModel::plan_all).
+constexpr std::size_t kLargestPermutedGroup = 65536;
 
 /// True when the member that `permutation` sends member i to plans what member i plans with every peer p replaced by
 /// permutation[p]: the same steps, sizes, channels, latencies and synchronisation counts.
@@ -100,9 +102,11 @@ std::string breaks_symmetry(const SimulationInput& input, int k) {
       if (members.size() > kLargestPermutedGroup)
         return std::string(to_string(role)) + " groups of " + std::to_string(members.size()) +
                " ranks are too large to check";
+      std::unordered_map<int, int> index_of;
+      index_of.reserve(members.size());
+      for (std::size_t i = 0; i < members.size(); ++i) index_of.emplace(members[i], static_cast<int>(i));
       std::vector<int> permutation(members.size());  // member i's image is member permutation[i]
-      for (std::size_t i = 0; i < members.size(); ++i)
-        permutation[i] = static_cast<int>(std::find(members.begin(), members.end(), images[i]) - members.begin());
+      for (std::size_t i = 0; i < members.size(); ++i) permutation[i] = index_of.at(images[i]);
       for (const auto& [kind, bytes] : calls)
         if (!equivariant(input, CollectiveCall{kind, bytes, members}, permutation))
           return "the " + std::string(to_string(kind)) + " plans of " + std::string(to_string(role)) +
