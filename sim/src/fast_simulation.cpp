@@ -369,31 +369,26 @@ class FastSimulation final : private TelemetrySink {
   void create_power_domains() {
     if (power_ == nullptr) return;
     const SimulationInput& input = prepared_.input();
-    const int world = prepared_.world_size();
-    const int per = power_->dies_per_package;
-    const int count = (world + per - 1) / per;
-    domain_ranks_.resize(static_cast<std::size_t>(count));
-    domain_kernels_.assign(static_cast<std::size_t>(count), 0);
-    domain_timer_version_.assign(static_cast<std::size_t>(count), 0);
-    domain_timer_s_.assign(static_cast<std::size_t>(count), kInfinity);
-    for (int d = 0; d < count; ++d) {
-      if (!classes_.is_representative(d * per)) {  // a package of representatives holds representatives only
+    std::vector<PowerDomainSettings> packages = power_packages(*power_, prepared_.world_size(), slowdown_);
+    const std::size_t count = packages.size();
+    domain_ranks_.resize(count);
+    domain_kernels_.assign(count, 0);
+    domain_timer_version_.assign(count, 0);
+    domain_timer_s_.assign(count, kInfinity);
+    for (int d = 0; d < static_cast<int>(count); ++d) {
+      PowerDomainSettings& settings = packages[static_cast<std::size_t>(d)];
+      // A package of representatives holds representatives only (RankClasses); the others are not simulated.
+      if (!classes_.is_representative(static_cast<int>(settings.dies.front().gpu))) {
         domains_.push_back(nullptr);
         listeners_.push_back(nullptr);
         continue;
       }
-      PowerDomainSettings settings;
-      settings.ceiling_hz = power_->ceiling_hz;
-      settings.floor_hz = power_->floor_hz;
-      settings.comm_compute_slowdown = slowdown_;
-      for (int r = d * per; r < std::min(world, (d + 1) * per); ++r) {
-        const auto i = static_cast<std::size_t>(r);
-        settings.dies.push_back({static_cast<std::uint32_t>(r), power_->inlet_c[i], power_->initial_c[i]});
-        ranks_[i].domain = d;
-        ranks_[i].die = r - d * per;
+      for (std::size_t die = 0; die < settings.dies.size(); ++die) {
+        const int r = static_cast<int>(settings.dies[die].gpu);
+        ranks_[static_cast<std::size_t>(r)].domain = d;
+        ranks_[static_cast<std::size_t>(r)].die = static_cast<int>(die);
         domain_ranks_[static_cast<std::size_t>(d)].push_back(r);
       }
-      settings.cap_w = power_->cap_w_per_gpu * static_cast<double>(settings.dies.size());
       listeners_.push_back(std::make_unique<DomainListener>(*this, d));
       domains_.push_back(std::make_unique<PowerDomain>(
           *input.compute, *power_->power, *power_->thermal, *power_->governor, std::move(settings),

@@ -192,6 +192,24 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
   std::sort(pairs_.begin(), pairs_.end());
 }
 
+std::vector<PowerDomainSettings> power_packages(const PowerInput& power, int world_size, double comm_compute_slowdown) {
+  const int per = power.dies_per_package;
+  std::vector<PowerDomainSettings> packages(static_cast<std::size_t>((world_size + per - 1) / per));
+  for (std::size_t k = 0; k < packages.size(); ++k) {
+    PowerDomainSettings& settings = packages[k];
+    settings.ceiling_hz = power.ceiling_hz;
+    settings.floor_hz = power.floor_hz;
+    settings.comm_compute_slowdown = comm_compute_slowdown;
+    const int first = static_cast<int>(k) * per;
+    for (int r = first; r < std::min(world_size, first + per); ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      settings.dies.push_back({static_cast<std::uint32_t>(r), power.inlet_c[i], power.initial_c[i]});
+    }
+    settings.cap_w = power.cap_w_per_gpu * static_cast<double>(settings.dies.size());
+  }
+  return packages;
+}
+
 RankCollective PreparedWorkload::collective(int rank, std::size_t stream, std::size_t op) const {
   const std::uint32_t p = input_.workload->program_of_rank[static_cast<std::size_t>(rank)];
   const std::int32_t sig = signature_[p][stream][op];

@@ -31,6 +31,11 @@ struct RankCollective {
   int group = -1;                             ///< index of the group, equal for all its members
 };
 
+/// The power packages of a run (docs/design.md, "Power dynamics"): `dies_per_package` consecutive ranks share one
+/// power limit, the per-GPU cap times their count. Element k is package k, its dies the ranks k*n ... k*n+n-1 in order.
+[[nodiscard]] std::vector<PowerDomainSettings> power_packages(const PowerInput& power, int world_size,
+                                                              double comm_compute_slowdown);
+
 class PreparedWorkload {
  public:
   /// Validates the input (throws EngineError naming the problem) and computes plans; plans are cached by

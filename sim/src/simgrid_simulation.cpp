@@ -343,25 +343,18 @@ class Simulation final : private TelemetrySink {
   void create_power_domains() {
     if (power_ == nullptr) return;
     const SimulationInput& input = prepared_.input();
-    const int world = prepared_.world_size();
-    const int per = power_->dies_per_package;
-    const int count = (world + per - 1) / per;
-    domain_ranks_.resize(static_cast<std::size_t>(count));
-    for (int d = 0; d < count; ++d) {
-      PowerDomainSettings settings;
-      settings.ceiling_hz = power_->ceiling_hz;
-      settings.floor_hz = power_->floor_hz;
-      settings.comm_compute_slowdown = slowdown_;
-      for (int r = d * per; r < std::min(world, (d + 1) * per); ++r) {
-        const auto i = static_cast<std::size_t>(r);
-        settings.dies.push_back({static_cast<std::uint32_t>(r), power_->inlet_c[i], power_->initial_c[i]});
-        RankState& rank = ranks_[i];
+    std::vector<PowerDomainSettings> packages = power_packages(*power_, prepared_.world_size(), slowdown_);
+    domain_ranks_.resize(packages.size());
+    for (int d = 0; d < static_cast<int>(packages.size()); ++d) {
+      PowerDomainSettings& settings = packages[static_cast<std::size_t>(d)];
+      for (std::size_t die = 0; die < settings.dies.size(); ++die) {
+        const int r = static_cast<int>(settings.dies[die].gpu);
+        RankState& rank = ranks_[static_cast<std::size_t>(r)];
         rank.domain = d;
-        rank.die = r - d * per;
+        rank.die = static_cast<int>(die);
         if (dynamic_clocks_) rank.kernel_signal = sg4::ConditionVariable::create();
         domain_ranks_[static_cast<std::size_t>(d)].push_back(r);
       }
-      settings.cap_w = power_->cap_w_per_gpu * static_cast<double>(settings.dies.size());
       listeners_.push_back(std::make_unique<DomainListener>(*this, d));
       domains_.push_back(std::make_unique<PowerDomain>(
           *input.compute, *power_->power, *power_->thermal, *power_->governor, std::move(settings),
