@@ -53,6 +53,17 @@ for entry in "${scenarios[@]}"; do
     echo "bench: $label ($engine): ${wall}s, $((rss_kb / 1024)) MiB, $simulated of $gpus GPUs simulated"
   done
 done
+# Sweep throughput: points per minute of one process running points in parallel (TBB), 70B on 64 H100.
+[ -x build/bench/chopsim_sweep_throughput ] || cmake --build build --target chopsim_sweep_throughput >/dev/null
+{
+  echo
+  echo "Sweep throughput (\`build/bench/chopsim_sweep_throughput\`, Llama-3-70B TP8 PP4 DP2 on 64 H100, micro-batch 1/2/4/8 in"
+  echo "turn, in one process):"
+  echo
+  for threads in 1 2; do
+    echo "- $(./build/bench/chopsim_sweep_throughput configs/llama3-70b-h100-3d.yaml --threads "$threads" --points 8)"
+  done
+} >> "$tmp"
 mv "$tmp" "$results"
 trap - EXIT
 cat "$results"
