@@ -136,6 +136,9 @@ class OpsTableWriter final : public SimulationObserver {
  public:
   OpsTableWriter(const Workload& workload, const std::filesystem::path& path, const std::string& run_name);
   ~OpsTableWriter() override;
+  /// Under symmetry the tables hold the representatives' rows; finish() adds `/representative`: per GPU, the GPU whose
+  /// rows stand for it.
+  void on_rank_classes(const std::vector<std::uint32_t>& representative) override;
   void on_op_event(const OpEvent& event) override;
   /// Adds the table `/telemetry`: per GPU and interval of `interval_s`, mean power and clock, the temperature at the
   /// end of the interval (from the thermal model between samples) and the throttled fraction.

@@ -301,7 +301,12 @@ struct OpsTableWriter::State {
   const ThermalModel* thermal = nullptr;
   hdf5::AppendTable<TelemetryRow> telemetry;
   std::vector<TelemetryBin> bins;
+  std::vector<std::uint32_t> representative;  ///< under symmetry, per GPU (empty: every GPU has its own rows)
 };
+
+void OpsTableWriter::on_rank_classes(const std::vector<std::uint32_t>& representative) {
+  state_->representative = representative;
+}
 
 OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::path& path,
                                const std::string& run_name) {
@@ -317,6 +322,7 @@ OpsTableWriter::OpsTableWriter(const Workload& workload, const std::filesystem::
                                            0.0,
                                            {},
                                            nullptr,
+                                           {},
                                            {},
                                            {}});
     state_->ops = hdf5::AppendTable<OpRow>(state_->file, "ops", op_row_type(), kChunkRows);
@@ -453,6 +459,15 @@ void OpsTableWriter::finish(double end_s) {
       st.telemetry.close();
     }
     st.ops.close();
+    if (!st.representative.empty()) {
+      const hsize_t gpus = st.representative.size();
+      const H5::DataSpace space(1, &gpus);
+      H5::DataSet classes = st.file.createDataSet("representative", H5::PredType::STD_U32LE, space);
+      classes.write(st.representative.data(), H5::PredType::NATIVE_UINT32);
+      hdf5::write_string_attribute(classes.getId(), "description",
+                                   "per GPU: the GPU whose rows in /ops and /telemetry stand for it (chopsim simulated "
+                                   "one GPU per symmetry class of data-parallel replicas; docs/design.md, Symmetry)");
+    }
     st.file.close();
   } catch (const H5::Exception& error) {
     throw OutputError("cannot write " + st.path.string() + ": " + error.getDetailMsg());

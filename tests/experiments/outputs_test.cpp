@@ -172,6 +172,18 @@ TEST(RunOutputs, TimelineShowsTheChosenGpusThroughTheirClasses) {
   (void)run_simulation(run, registries, options);
   const auto [chosen, chosen_labels] = timeline_processes(dir / "chosen" / "timeline.json");
   EXPECT_EQ(chosen, (std::set<int>{0, layout.rank_of(c)}));
+  // ops.h5 holds the representatives' rows and says, per GPU, whose rows stand for it.
+  {
+    H5::H5File ops((dir / "all" / "ops.h5").string(), H5F_ACC_RDONLY);
+    const H5::DataSet classes = ops.openDataSet("representative");
+    hsize_t gpus = 0;
+    classes.getSpace().getSimpleExtentDims(&gpus);
+    ASSERT_EQ(static_cast<int>(gpus), all.gpus);
+    std::vector<std::uint32_t> representative(gpus);
+    classes.read(representative.data(), H5::PredType::NATIVE_UINT32);
+    EXPECT_EQ(representative[31], static_cast<std::uint32_t>(layout.rank_of(c)));
+    EXPECT_EQ(representative[0], 0u);
+  }
   EXPECT_EQ(chosen_labels.size(), 2u);
   // A GPU outside the run is refused before anything is written.
   options.output_dir = dir / "bad";
