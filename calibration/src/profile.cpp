@@ -445,8 +445,8 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   if (options.output.empty())
     throw InputError(SourceLocation{"command line"}, "-o", "no output file named",
                      "write -o calibration/profiles/NAME.yaml");
-  check_output_file(options.output, "-o");
-  if (options.report) check_output_file(*options.report, "--report");
+  check_output_file(options.output, "-o", options.inputs);
+  if (options.report) check_output_file(*options.report, "--report", options.inputs);
   if (options.min_kernel_s < 0.0)
     throw InputError(SourceLocation{"command line"}, "--min-kernel-us", "must not be negative", "write e.g. 10");
   if (!(options.max_gap_s > 0.0))

@@ -47,8 +47,16 @@ void AtomicOutputSet::commit() {
   committed_ = true;
 }
 
-void check_output_file(const std::filesystem::path& file, std::string_view option) {
+void check_output_file(const std::filesystem::path& file, std::string_view option,
+                       const std::vector<std::filesystem::path>& inputs) {
   const SourceLocation command_line{"command line"};
+  std::error_code error;
+  for (const auto& input : inputs)
+    if (std::filesystem::exists(file, error) && std::filesystem::equivalent(file, input, error))
+      throw InputError(command_line, "",
+                       std::string(option) + " " + file.string() + " is the input " + input.string() +
+                           ": writing it would replace that input",
+                       "write the output to another file");
   if (std::filesystem::is_directory(file))
     throw InputError(command_line, "", std::string(option) + " " + file.string() + " is a directory, not a file",
                      "name a file inside it, e.g. " + (file / "out").string());

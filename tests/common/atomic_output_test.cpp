@@ -93,6 +93,22 @@ TEST(CheckOutputFile, AcceptsAFileInAnExistingFolderAndNamesTheOptionOtherwise) 
   EXPECT_TRUE(std::filesystem::is_empty(dir));  // checking writes nothing
 }
 
+TEST(CheckOutputFile, RefusesAnOutputThatIsAnInputUnderAnyName) {
+  // `chopsim ingest T -o T` used to replace the trace T with the store (issue 16): the output may be no input, by
+  // the same name, a link to it, or another spelling of its path.
+  const auto dir = fresh_directory("input");
+  write_file_atomically(dir / "trace.json", "{}");
+  std::filesystem::create_symlink(dir / "trace.json", dir / "link.json");
+  const std::vector<std::filesystem::path> inputs{dir / "other.json", dir / "trace.json"};
+  for (const auto& output : {dir / "trace.json", dir / "link.json", dir / "." / "trace.json"}) {
+    const std::string message = input_error_message([&] { check_output_file(output, "-o", inputs); });
+    EXPECT_NE(message.find("is the input " + (dir / "trace.json").string()), std::string::npos) << message;
+    EXPECT_NE(message.find("Fix: write the output to another file"), std::string::npos) << message;
+  }
+  EXPECT_NO_THROW(check_output_file(dir / "store.h5", "-o", inputs));
+  EXPECT_EQ(read(dir / "trace.json"), "{}");
+}
+
 TEST(CreateOutputDirectory, CreatesParentsAndRejectsAPathThroughAFile) {
   const auto dir = fresh_directory("mkdir");
   create_output_directory(dir / "a" / "b", "--out");

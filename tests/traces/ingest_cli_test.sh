@@ -66,6 +66,19 @@ if [ -n "$(ls -A "$work/out")" ]; then
   fail "files left behind after failed ingests: $(ls -A "$work/out")"
 fi
 
+# The output may not be an input (issue 16: `ingest T -o T` replaced the trace with the store): exit 2, the trace
+# unchanged, for the same name and through a link; calibrate likewise.
+cp "$nccl" "$work/trace.json.gz"
+ln -s "$work/trace.json.gz" "$work/link.json.gz"
+before=$(sha256sum "$work/trace.json.gz" | cut -d' ' -f1)
+expect_exit 2 "output is the input" ingest "$work/trace.json.gz" -o "$work/trace.json.gz"
+grep -q "is the input" "$work/err.txt" || fail "output is the input: unexpected message"
+expect_exit 2 "output is a link to the input" ingest "$work/trace.json.gz" -o "$work/link.json.gz"
+expect_exit 2 "calibrate output is the input" calibrate "$work/trace.json.gz" --hardware A100-SXM4-80GB \
+  --configs "$project/configs" -o "$work/trace.json.gz"
+grep -q "is the input" "$work/err.txt" || fail "calibrate output is the input: unexpected message"
+[ "$(sha256sum "$work/trace.json.gz" | cut -d' ' -f1)" = "$before" ] || fail "the input trace was changed"
+
 if [ $failures -eq 0 ]; then
   echo "PASS: chopsim ingest command line"
   exit 0

@@ -94,7 +94,7 @@ IngestResult ingest_traces(const IngestOptions& options, const TraceFormatRegist
   AtomicOutputSet output;
   std::unique_ptr<KernelStoreWriter> writer;
   if (options.output) {
-    check_output_file(*options.output, "-o");
+    check_output_file(*options.output, "-o", options.inputs);
     writer = std::make_unique<KernelStoreWriter>(output.stage(*options.output));
   }
   IngestSink sink(writer.get());

@@ -38,9 +38,11 @@ class AtomicOutputSet {
 /// Writes `content` to `path` through a temporary file and a rename.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
 
-/// Before any work is done: `file` can be written where the user asked, i.e. its folder exists and `file` is not a
-/// directory. Throws InputError naming the command-line `option` that gave the path, and the fix.
-void check_output_file(const std::filesystem::path& file, std::string_view option);
+/// Before any work is done: `file` can be written where the user asked, i.e. its folder exists, `file` is not a
+/// directory, and it is none of `inputs` (under any name: a link or another path to the same file), which writing
+/// it would destroy. Throws InputError naming the command-line `option` that gave the path, and the fix.
+void check_output_file(const std::filesystem::path& file, std::string_view option,
+                       const std::vector<std::filesystem::path>& inputs = {});
 
 /// Creates the output directory `directory` given by the command-line `option` (with its parents), or throws
 /// InputError naming the option, the reason and the fix.
