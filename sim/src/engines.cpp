@@ -28,14 +28,8 @@ class FastEngine final : public Engine {
     if (input.workload == nullptr) throw EngineError("simulation input is incomplete: no workload");
     const RankClasses classes =
         use_symmetry_ ? RankClasses::of(input) : RankClasses(static_cast<int>(input.workload->program_of_rank.size()));
-    SimulationStats stats;
-    if (!classes.reduced()) {
-      const PreparedWorkload prepared(input);
-      stats = run_fast(prepared, classes, sink);
-    } else {
-      const PreparedWorkload prepared(input, classes.representatives());
-      stats = run_fast(prepared, classes, sink);
-    }
+    const PreparedWorkload prepared(input, classes.representatives());  // every rank when there are no classes
+    SimulationStats stats = run_fast(prepared, classes, sink);
     stats.simulated_ranks = static_cast<std::uint32_t>(classes.representatives().size());
     stats.symmetry_limit = use_symmetry_ ? classes.limit() : "symmetry off";
     return stats;

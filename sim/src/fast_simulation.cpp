@@ -109,7 +109,6 @@ struct StreamRun {
 
 struct RankRun {
   std::uint32_t program = 0;
-  std::uint32_t first_run = 0;  ///< StreamRun of stream 0
   bool host = false;
   std::vector<std::uint64_t> completed;  ///< ops completed per stream, all iterations
   std::vector<std::uint64_t> lengths;    ///< ops per stream
@@ -341,7 +340,6 @@ class FastSimulation final : private TelemetrySink {
       RankRun& rank = ranks_[static_cast<std::size_t>(r)];
       rank.program = workload_.program_of_rank[static_cast<std::size_t>(r)];
       const Program& program = workload_.programs[rank.program];
-      rank.first_run = static_cast<std::uint32_t>(runs_.size());
       rank.host = host_launch_s_ > 0.0 && !program.issue_order.empty();
       rank.completed.assign(program.streams.size(), 0);
       rank.waiters.resize(program.streams.size());
@@ -372,7 +370,6 @@ class FastSimulation final : private TelemetrySink {
     std::vector<PowerDomainSettings> packages = power_packages(*power_, prepared_.world_size(), slowdown_);
     const std::size_t count = packages.size();
     domain_ranks_.resize(count);
-    domain_kernels_.assign(count, 0);
     domain_timer_version_.assign(count, 0);
     domain_timer_s_.assign(count, kInfinity);
     for (int d = 0; d < static_cast<int>(count); ++d) {
@@ -652,8 +649,7 @@ class FastSimulation final : private TelemetrySink {
       case OpKind::send:
       case OpKind::recv: {
         comm_begin(rank);
-        const int peer = prepared_.pipeline_peer(static_cast<int>(run.rank), op.peer_offset);
-        run.peer = peer;
+        const int peer = run.peer;  // found by match_pipeline_peer
         run.phase = Phase::p2p_done;
         run.pending = 1;
         const auto me = run.rank;
@@ -732,11 +728,11 @@ class FastSimulation final : private TelemetrySink {
 
   /// Data of a pipeline send or receive flows once its peer is posted too: true when it is.
   bool match_pipeline_peer(StreamRun& run, std::uint32_t id, const Op& op) {
-    const int peer = prepared_.pipeline_peer(static_cast<int>(run.rank), op.peer_offset);
+    // The peer is found once per op: start_op reuses it.
+    if (!run.posted) run.peer = prepared_.pipeline_peer(static_cast<int>(run.rank), op.peer_offset);
     const bool send = op.kind == OpKind::send;
     const auto me = run.rank;
-    const auto other = static_cast<std::uint32_t>(peer);
-    const std::uint32_t other_class = classes_.representative(static_cast<int>(other));
+    const std::uint32_t other_class = classes_.representative(run.peer);
     PipeChannel& channel =
         pipe_channels_[send ? mailbox_key(me, other_class, 0, op.tag) : mailbox_key(other_class, me, 0, op.tag)];
     if (!run.posted) {
@@ -750,7 +746,6 @@ class FastSimulation final : private TelemetrySink {
       run.posted = false;
       return true;
     }
-    run.peer = peer;
     run.wait = send ? Wait::send : Wait::recv;
     ++stats_.activities;
     channel.waiters.push_back(id);
@@ -961,7 +956,6 @@ class FastSimulation final : private TelemetrySink {
       k.remaining = 1.0;
       k.rate = domain.kernel_rate(rank.die, handle);
       rank.kernels.push_back(id);
-      ++domain_kernels_[static_cast<std::size_t>(rank.domain)];
       schedule_kernel_end(id);
       update_domain_timer(rank.domain);
       return;
@@ -1008,7 +1002,6 @@ class FastSimulation final : private TelemetrySink {
     free_kernels_.push_back(id);
     ready_.push_back(k.run);
     if (dynamic_clocks_) {
-      --domain_kernels_[static_cast<std::size_t>(rank.domain)];
       domains_[static_cast<std::size_t>(rank.domain)]->kernel_end(now_, rank.die, k.handle);
       update_domain_timer(rank.domain);
       return;
@@ -1056,7 +1049,7 @@ class FastSimulation final : private TelemetrySink {
   /// While a kernel runs on a domain, its governor's timed decisions are taken when they are due.
   void update_domain_timer(int domain) {
     const auto d = static_cast<std::size_t>(domain);
-    const double next = domain_kernels_[d] > 0 ? domains_[d]->next_event_s() : kInfinity;
+    const double next = domains_[d]->computing() ? domains_[d]->next_event_s() : kInfinity;
     if (next == domain_timer_s_[d]) return;
     ++domain_timer_version_[d];
     domain_timer_s_[d] = next;
@@ -1168,7 +1161,6 @@ class FastSimulation final : private TelemetrySink {
   std::vector<std::unique_ptr<PowerDomain>> domains_;
   std::vector<std::unique_ptr<DomainListener>> listeners_;
   std::vector<std::vector<int>> domain_ranks_;
-  std::vector<int> domain_kernels_;  ///< running modelled kernels per domain (moving clocks)
   std::vector<std::uint32_t> domain_timer_version_;
   std::vector<double> domain_timer_s_;
 };

@@ -52,8 +52,20 @@ bool equivariant(const SimulationInput& input, const CollectiveCall& call, const
   return true;
 }
 
-/// Why sigma_k does not leave `input` invariant, or "" if it does.
-std::string breaks_symmetry(const SimulationInput& input, int k) {
+/// The (kind, size) of every collective of the workload, by the role of its group.
+using Signatures = std::map<GroupRole, std::set<std::pair<CollectiveKind, double>>>;
+
+Signatures collective_signatures(const Workload& workload) {
+  Signatures signatures;
+  for (const Program& program : workload.programs)
+    for (const Stream& stream : program.streams)
+      for (const Op& op : stream.ops)
+        if (op.kind == OpKind::collective) signatures[op.group].emplace(op.collective, op.bytes);
+  return signatures;
+}
+
+/// Why sigma_k does not leave `input` (whose collectives are `signatures`) invariant, or "" if it does.
+std::string breaks_symmetry(const SimulationInput& input, const Signatures& signatures, int k) {
   const Workload& workload = *input.workload;
   const RankLayout& layout = workload.layout;
   const int world = layout.world_size();
@@ -77,11 +89,6 @@ std::string breaks_symmetry(const SimulationInput& input, int k) {
   // Groups map onto groups of the same role: member by member, or (a group of one class, such as the data-parallel
   // group) onto itself with its members permuted, which needs every collective on it to be planned alike by the
   // permuted members (rings and pairwise all-to-all are; a tree rooted at member 0 is not).
-  std::map<GroupRole, std::set<std::pair<CollectiveKind, double>>> signatures;
-  for (const Program& program : workload.programs)
-    for (const Stream& stream : program.streams)
-      for (const Op& op : stream.ops)
-        if (op.kind == OpKind::collective) signatures[op.group].emplace(op.collective, op.bytes);
   for (const auto& [role, calls] : signatures) {
     std::vector<char> seen(static_cast<std::size_t>(world), 0);
     for (int r = 0; r < world; ++r) {
@@ -145,9 +152,10 @@ RankClasses RankClasses::of(const SimulationInput& input) {
     classes.limit_ = dp < 2 ? "no data parallelism" : "the workload's ranks are not its layout's";
     return classes;
   }
+  const Signatures signatures = collective_signatures(workload);
   for (int k = 1; k < dp; ++k) {
     if (dp % k != 0) continue;
-    const std::string problem = breaks_symmetry(input, k);
+    const std::string problem = breaks_symmetry(input, signatures, k);
     if (!problem.empty()) {
       if (classes.limit_.empty()) classes.limit_ = problem;
       continue;
@@ -158,9 +166,9 @@ RankClasses RankClasses::of(const SimulationInput& input) {
     classes.representatives_.clear();
     for (int r = 0; r < world; ++r) {
       RankCoordinates c = layout.coordinates(r);
+      if (c.dp < k) classes.representatives_.push_back(r);
       c.dp %= k;
       classes.representative_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(layout.rank_of(c));
-      if (layout.coordinates(r).dp < k) classes.representatives_.push_back(r);
     }
     if (k == 1) classes.limit_.clear();
     return classes;

@@ -107,6 +107,7 @@ TEST(CheckOutputFile, RefusesAnOutputThatIsAnInputUnderAnyName) {
   }
   EXPECT_NO_THROW(check_output_file(dir / "store.h5", "-o", inputs));
   EXPECT_EQ(read(dir / "trace.json"), "{}");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CreateOutputDirectory, CreatesParentsAndRejectsAPathThroughAFile) {

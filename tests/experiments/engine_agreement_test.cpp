@@ -64,6 +64,21 @@ std::vector<AgreementCase> agreement_cases() {
   return cases;
 }
 
+/// The run of `c`: its config loaded and changed.
+RunSpec load_case(const AgreementCase& c, const ModelRegistries& registries) {
+  RunSpec run = load_run_config(c.config, default_search_path(c.config), registries);
+  if (c.change) c.change(run);
+  return run;
+}
+
+/// A GoogleTest name for a case: its name with every character that is not a letter or digit as '_'.
+std::string case_name(const ::testing::TestParamInfo<AgreementCase>& info) {
+  std::string name = info.param.name;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
 class EngineAgreement : public ::testing::TestWithParam<AgreementCase> {};
 
 void expect_close(const char* what, double fast, double reference, double tolerance, double floor = 0.0) {
@@ -118,10 +133,8 @@ void expect_agreement(const RunReport& fast, const RunReport& reference, double 
 }
 
 TEST_P(EngineAgreement, FastEngineAgreesWithSimGrid) {
-  const AgreementCase& c = GetParam();
   const auto registries = ModelRegistries::with_builtins();
-  RunSpec run = load_run_config(c.config, default_search_path(c.config), registries);
-  if (c.change) c.change(run);
+  RunSpec run = load_case(GetParam(), registries);
   run.engine = "simgrid";
   const RunReport reference = run_simulation(run, registries);
   run.engine = "fast";
@@ -130,21 +143,13 @@ TEST_P(EngineAgreement, FastEngineAgreesWithSimGrid) {
   expect_agreement(fast, reference, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, EngineAgreement, ::testing::ValuesIn(agreement_cases()),
-                         [](const ::testing::TestParamInfo<AgreementCase>& info) {
-                           std::string name = info.param.name;
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Configs, EngineAgreement, ::testing::ValuesIn(agreement_cases()), case_name);
 
 class Symmetry : public ::testing::TestWithParam<AgreementCase> {};
 
 TEST_P(Symmetry, OneGpuPerClassGivesTheFiguresOfEveryGpuSimulated) {
-  const AgreementCase& c = GetParam();
   const auto registries = ModelRegistries::with_builtins();
-  RunSpec run = load_run_config(c.config, default_search_path(c.config), registries);
-  if (c.change) c.change(run);
+  RunSpec run = load_case(GetParam(), registries);
   run.engine = "fast";
   run.engine_options.use_symmetry = false;
   const RunReport full = run_simulation(run, registries);
@@ -169,13 +174,7 @@ std::vector<AgreementCase> symmetric_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, Symmetry, ::testing::ValuesIn(symmetric_cases()),
-                         [](const ::testing::TestParamInfo<AgreementCase>& info) {
-                           std::string name = info.param.name;
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Configs, Symmetry, ::testing::ValuesIn(symmetric_cases()), case_name);
 
 }  // namespace
 }  // namespace chopsim
