@@ -2,6 +2,7 @@
 # Regenerates the shipped calibration profiles and their fit reports from the measurements in ../shared/data:
 #   calibration/profiles/h100.yaml    + docs/calibration/h100.md
 #   calibration/profiles/mi300x.yaml  + docs/calibration/mi300x.md
+#   calibration/profiles/h200.yaml    + docs/calibration/h200.md
 # Usage: scripts/calibrate-shipped.sh [--check] [CHOPSIM]
 #   CHOPSIM  the chopsim binary (default: build/app/chopsim, then build-calib/app/chopsim)
 #   --check  write to a temporary folder and compare the values (not the comments) with the shipped profiles
@@ -59,9 +60,18 @@ smi=$data/power/mi300x_rocm_smi_inference
   --hardware MI300X --configs configs \
   -o "$profiles/mi300x.yaml" --report "$reports/mi300x.md"
 
+# H200: the Kineto trace (record_shapes) of two eager PyTorch steps of the Llama-3.2-1B probe at micro-batch 4
+# (../shared/data/measured/h200_llama32_1b): FLOPs of its GEMM and attention kernels and bytes of its elementwise,
+# norm, reduction and copy kernels from the ops' shapes; and nvidia-smi's CSV of the same run, whose SM clock while
+# the traced kernels ran is the clock the compute efficiencies are fitted at (the GPU was at its 700 W limit).
+m=$data/measured/h200_llama32_1b
+"$chopsim" calibrate "$m/kineto_mb4.json.gz" "$m/nvidia-smi.csv" \
+  --hardware H200-SXM-141GB --configs configs \
+  -o "$profiles/h200.yaml" --report "$reports/h200.md"
+
 if [ $check -eq 1 ]; then
   status=0
-  for name in h100 mi300x; do
+  for name in h100 mi300x h200; do
     # Compare the values only: comments name the temporary report path and quote hardware-file values that other
     # work may change (thermal, power) without changing any fit.
     strip() { sed -e 's/ *#.*$//' -e '/^$/d' "$1"; }

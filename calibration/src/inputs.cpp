@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -97,15 +98,27 @@ bool is_hdf5(const std::filesystem::path& path) {
   return in.gcount() == 8 && std::string(magic.data(), 8) == "\x89HDF\r\n\x1a\n";
 }
 
+/// The memory-bound classes whose efficiency a trace's byte counts fit.
+bool is_fitted_memory_class(KernelClass c) {
+  return c == KernelClass::elementwise || c == KernelClass::norm || c == KernelClass::reduction ||
+         c == KernelClass::memcpy || c == KernelClass::optimizer;
+}
+
 /// Turns one trace's records into samples, gaps and telemetry readings.
 class RecordCollector {
  public:
   RecordCollector(std::size_t input, const LoadOptions& options, MeasurementSet& set)
       : input_(input), options_(options), set_(set) {}
 
-  void kernels(std::span<const KernelRecord> records, const StringTable& strings) {
+  void kernels(std::span<const KernelRecord> records, const StringTable& strings,
+               const std::vector<SourceInfo>& sources) {
     for (const KernelRecord& k : records) {
       if (!(k.duration_s > 0.0)) continue;
+      if (k.source < sources.size() && sources[k.source].time_origin_clock == "unix_epoch") {
+        const double origin = static_cast<double>(sources[k.source].time_origin_ns) * 1e-9;
+        span_start_ = std::min(span_start_, origin + k.start_s);
+        span_end_ = std::max(span_end_, origin + k.start_s + k.duration_s);
+      }
       streams_[{k.source, k.rank, k.device, k.stream}].push_back({k.start_s, k.start_s + k.duration_s});
       if (std::isfinite(k.launch_start_s) && std::isfinite(k.launch_end_s))
         launch_threads_[{k.source, k.launch_thread}].push_back(
@@ -132,20 +145,23 @@ class RecordCollector {
         continue;
       }
       const bool compute = k.kernel_class == KernelClass::gemm || k.kernel_class == KernelClass::attention;
-      if (!compute || !std::isfinite(k.flops) || k.flops <= 0.0) {
-        // Memory-bound kernels carry no byte count in traces (and memcpys may cross PCIe): not fitted.
+      // Memory-bound kernels count when the trace gave their bytes (a Kineto trace with shapes: op_traffic.hpp in
+      // traces/); memcpy and memset records run on copy engines (and may cross PCIe): not fitted.
+      const bool memory_bound = !compute && k.kind == ActivityKind::kernel && is_fitted_memory_class(k.kernel_class) &&
+                                std::isfinite(k.bytes) && k.bytes > 0.0;
+      if (!memory_bound && (!compute || !std::isfinite(k.flops) || k.flops <= 0.0)) {
         ++unfitted_;
         continue;
       }
       KernelSample s;
       s.kernel_class = k.kernel_class;
-      s.flops = k.flops;
+      s.flops = compute ? k.flops : 0.0;
       s.bytes = std::isfinite(k.bytes) && k.bytes > 0.0 ? k.bytes : 0.0;
       s.duration_s = k.duration_s;
       s.input = input_;
       s.label = strings.at(k.name).substr(0, 60);
-      s.dtype = dtype_from_kernel_name(strings.at(k.name));
-      if (s.dtype.empty()) {
+      s.dtype = compute ? dtype_from_kernel_name(strings.at(k.name)) : std::string();
+      if (compute && s.dtype.empty()) {
         s.dtype = options_.default_dtype;
         ++assumed_dtype_;
       }
@@ -171,6 +187,7 @@ class RecordCollector {
 
   /// Gaps per stream, in stream order of (source, rank, device, stream).
   void finish(InputFile& file, const StringTable& strings) {
+    if (span_end_ > span_start_) set_.kernel_spans.push_back({input_, span_start_, span_end_});
     overlap_groups(file, strings);
     host_launches(file);
     for (const auto& [key, sample] : fastest_) set_.collectives.push_back(sample);
@@ -199,8 +216,9 @@ class RecordCollector {
                            options_.default_dtype);
     if (unfitted_ > 0)
       file.notes.push_back(std::to_string(unfitted_) +
-                           " records without FLOPs or collective sizes (elementwise, "
-                           "norm, copies: traces give no byte counts) are used for gaps only");
+                           " records without FLOPs, bytes or collective sizes (memory-bound kernels of a trace "
+                           "without shapes, copy-engine transfers, ops whose traffic the shapes do not give) are used "
+                           "for gaps only");
   }
 
  private:
@@ -317,6 +335,8 @@ class RecordCollector {
   };
   std::map<std::tuple<std::uint32_t, std::int64_t>, std::vector<LaunchCall>> launch_threads_;  // (source, thread)
   std::size_t collective_calls_ = 0;
+  double span_start_ = std::numeric_limits<double>::infinity();
+  double span_end_ = -std::numeric_limits<double>::infinity();
   std::size_t assumed_dtype_ = 0;
   std::size_t unfitted_ = 0;
 };
@@ -324,7 +344,8 @@ class RecordCollector {
 void read_store(const std::filesystem::path& path, std::size_t input, const LoadOptions& options, MeasurementSet& set) {
   const KernelStore store = KernelStore::open(path);
   RecordCollector collector(input, options, set);
-  store.for_each_kernel([&](std::span<const KernelRecord> chunk) { collector.kernels(chunk, store.strings()); });
+  store.for_each_kernel(
+      [&](std::span<const KernelRecord> chunk) { collector.kernels(chunk, store.strings(), store.sources()); });
   collector.telemetry(store.telemetry(), store.sources());
   InputFile& file = set.inputs[input];
   for (const SourceInfo& source : store.sources())
@@ -338,9 +359,10 @@ void read_trace(const std::filesystem::path& path, const TraceFormat& format, st
   VectorSink sink;
   SourceInfo info = format.create()->read(path, sink);
   RecordCollector collector(input, options, set);
-  collector.kernels(sink.kernels, sink.strings);
   // A trace read alone is source 0; its time origin puts telemetry logs of one run on one clock.
-  collector.telemetry(sink.telemetry, std::vector<SourceInfo>{info});
+  const std::vector<SourceInfo> sources{info};
+  collector.kernels(sink.kernels, sink.strings, sources);
+  collector.telemetry(sink.telemetry, sources);
   InputFile& file = set.inputs[input];
   if (!info.gpu_name.empty()) file.notes.push_back("GPU: " + info.gpu_name);
   collector.finish(file, sink.strings);

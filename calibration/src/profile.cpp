@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "chopsim/common/atomic_output.hpp"
@@ -232,7 +233,10 @@ std::string render_fit_report(const CalibrationResult& result) {
     }
   out << "\n## Roofline constants\n\n"
       << "Peaks (dense) at the measurement clock " << num(clock / units::kMega) << " MHz (rated "
-      << num(hw.rated_clock_hz / units::kMega) << " MHz): ";
+      << num(hw.rated_clock_hz / units::kMega) << " MHz"
+      << (result.kernel_options.clock_source.empty() ? std::string()
+                                                     : "; measurement clock: " + result.kernel_options.clock_source)
+      << "): ";
   bool first = true;
   for (const auto& [dtype, peak] : hw.peak_flops_per_s) {
     if (peak <= 0.0) continue;
@@ -280,6 +284,26 @@ std::string render_fit_report(const CalibrationResult& result) {
     notes = true;
     out << "* " << kernel_class_name(fit.kernel_class) << (fit.dtype_group.empty() ? "" : " " + fit.dtype_group) << " "
         << input_refs(fit.inputs) << ": " << text << "\n";
+  }
+
+  // Where a step's time goes, class by class, before and after: the fitted kernels' measured total against the
+  // roofline's total for the same kernels with the hardware file's values and with the profile's.
+  double all_measured = 0.0;
+  for (const auto& fit : result.kernels)
+    if (fit.in_profile) all_measured += fit.measured_s;
+  if (all_measured > 0.0) {
+    out << "\nTime by class, over the fitted kernels of the profile's rows: measured, and the roofline's time for the "
+           "same kernels with the hardware file's values and with the fitted ones.\n\n"
+           "| class | measured (ms) | share | hardware file (ms) | error | fitted (ms) | error |\n"
+           "|---|---|---|---|---|---|---|\n";
+    for (const auto& fit : result.kernels) {
+      if (!fit.in_profile || !(fit.measured_s > 0.0)) continue;
+      const auto error = [&](double predicted) { return percent((predicted - fit.measured_s) / fit.measured_s); };
+      out << "| " << kernel_class_name(fit.kernel_class) << " | " << num(fit.measured_s * 1e3) << " | "
+          << percent(fit.measured_s / all_measured) << " | " << num(fit.default_predicted_s * 1e3) << " | "
+          << error(fit.default_predicted_s) << " | " << num(fit.predicted_s * 1e3) << " | " << error(fit.predicted_s)
+          << " |\n";
+    }
   }
 
   out << "\n## Launch overhead\n\n";
@@ -441,6 +465,32 @@ std::string render_fit_report(const CalibrationResult& result) {
   return out.str();
 }
 
+void measurement_clock_from_telemetry(const MeasurementSet& measurements, KernelFitOptions& options) {
+  double sum = 0.0;
+  std::size_t readings = 0;
+  std::set<std::size_t> telemetry_inputs, kernel_inputs;
+  for (const TelemetryReading& r : measurements.telemetry) {
+    if (!(r.gfx_clock_hz > 0.0)) continue;
+    for (const KernelSpan& span : measurements.kernel_spans) {
+      if (r.time_s < span.start_s || r.time_s > span.end_s) continue;
+      sum += r.gfx_clock_hz;
+      ++readings;
+      telemetry_inputs.insert(r.input);
+      kernel_inputs.insert(span.input);
+      break;
+    }
+  }
+  if (readings == 0) return;
+  options.clock_hz = sum / static_cast<double>(readings);
+  const auto refs = [](const std::set<std::size_t>& inputs) {
+    std::string text;
+    for (const std::size_t i : inputs) text += (text.empty() ? "[" : ",") + std::to_string(i + 1);
+    return text + "]";
+  };
+  options.clock_source = "the mean of " + std::to_string(readings) + " telemetry readings " + refs(telemetry_inputs) +
+                         " taken while the kernels of " + refs(kernel_inputs) + " ran";
+}
+
 CalibrationResult run_calibration(const CalibrateOptions& options) {
   if (options.output.empty())
     throw InputError(SourceLocation{"command line"}, "-o", "no output file named",
@@ -457,6 +507,7 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   const MeasurementSet measurements = load_measurements(options.inputs, load);
   KernelFitOptions kernel_options;
   kernel_options.clock_hz = options.clock_hz;
+  if (!(options.clock_hz > 0.0)) measurement_clock_from_telemetry(measurements, kernel_options);
   kernel_options.min_duration_s = options.min_kernel_s;
   kernel_options.max_gap_s = options.max_gap_s;
   CalibrationResult result =

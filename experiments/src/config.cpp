@@ -191,6 +191,8 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par) {
 }
 
 void decode_training(Mapping& t, TrainingSpec& train) {
+  t.read_choice<Framework>("framework", train.framework,
+                           {{"megatron-te", Framework::megatron_te}, {"pytorch-eager", Framework::pytorch_eager}});
   t.read("global_batch", train.global_batch, kPositiveInt);
   t.read("micro_batch", train.micro_batch, kPositiveInt);
   t.read("seq_len", train.seq_len, kPositiveInt);

@@ -236,6 +236,18 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
                    " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
                "use a precision the GPU supports (bf16 everywhere)");
+  if (train.framework == Framework::pytorch_eager) {
+    if (par.tp > 1 || par.pp > 1 || par.cp > 1 || par.ep > 1)
+      rules.fail("training.framework",
+                 "pytorch-eager models Hugging Face modules without model parallelism, but the run has tp " +
+                     str(par.tp) + ", pp " + str(par.pp) + ", cp " + str(par.cp) + ", ep " + str(par.ep),
+                 "use data parallelism only (DDP: zero_stage 0, FSDP: zero_stage 3), or framework: megatron-te");
+    if (run.model.is_moe())
+      rules.fail("training.framework",
+                 "pytorch-eager does not model mixture-of-experts layers (model '" + run.model.name + "' has " +
+                     str(run.model.experts) + " experts)",
+                 "use framework: megatron-te");
+  }
   if (train.attention == kEagerAttention && par.cp > 1)
     rules.fail("training.attention",
                "eager attention is not modelled with context parallelism (cp " + str(par.cp) + ")",

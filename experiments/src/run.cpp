@@ -272,6 +272,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   const auto& memory = report.memory;
   json.key("memory").begin_object();
   json.field("peak_bytes_per_gpu", memory.total_bytes);
+  json.field("allocated_bytes_per_gpu", memory.allocated_bytes());
   json.field("capacity_bytes", memory.capacity_bytes);
   json.field("fits", memory.fits());
   json.field("peak_stage", memory.pp_stage);

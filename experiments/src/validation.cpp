@@ -275,6 +275,98 @@ double number(const std::map<std::string, std::string>& row, const std::string& 
   return std::stod(it->second);
 }
 
+/// The H200 measurement made for this project (../shared/data/measured/h200_llama32_1b, probe.py there): eager PyTorch
+/// training of a Llama-3.2-1B shape at micro-batch 1, 2, 4, 8. Per micro-batch: the median step and the allocator
+/// peak (steps.json), and from NVML (nvml.csv, sampled every ~10 ms, refreshed every ~100 ms) over the second half of
+/// the phase's window: the mean instantaneous power and the mean SM clock, and over the whole window the largest
+/// instantaneous power reading. The second half because the phase starts from the previous phase's state (from idle
+/// for micro-batch 1, whose board 1-second power average is still climbing through the first half of its 1.9 s
+/// window: 371 W over the whole window, 684 W instantaneous in its second half).
+void add_h200_eager_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                          const ModelRegistries& registries, std::vector<ValidationCase>& cases) {
+  const auto folder = data_dir / "measured" / "h200_llama32_1b";
+  const auto steps_file = folder / "steps.json";
+  const auto nvml_file = folder / "nvml.csv";
+  if (!std::filesystem::exists(steps_file) || !std::filesystem::exists(nvml_file)) return;
+  const YAML::Node steps = load_yaml_data(steps_file);
+  const auto nvml = read_csv(nvml_file);
+  const std::string source = "../shared/data/measured/h200_llama32_1b/";
+  for (const int micro_batch : {1, 2, 4, 8}) {
+    const std::string key = "mb" + std::to_string(micro_batch);
+    const YAML::Node phase = steps["runs"][key];
+    const auto config = configs_dir / "validation" / ("h200-llama3.2-1b-eager-" + key + ".yaml");
+    if (!phase || !phase["window_s"] || !std::filesystem::exists(config)) continue;
+    const double from = phase["window_s"][0].as<double>();
+    const double to = phase["window_s"][1].as<double>();
+    const double half = from + 0.5 * (to - from);
+    double power = 0.0, clock = 0.0, peak = 0.0;
+    int readings = 0;
+    for (const auto& row : nvml) {
+      const double t = number(row, "t_s", nvml_file);
+      if (t < from || t > to) continue;
+      peak = std::max(peak, number(row, "power_instant_w", nvml_file));
+      if (t < half) continue;
+      power += number(row, "power_instant_w", nvml_file);
+      clock += number(row, "sm_clock_mhz", nvml_file) * units::kMega;
+      ++readings;
+    }
+    if (readings == 0) continue;
+    ValidationCase base;
+    base.group = "h200_eager";
+    base.run = load_run_config(config, default_search_path(config), registries);
+    base.shared_run = "h200 eager " + key;
+    const std::string id = "Llama-3.2-1B eager, micro-batch " + std::to_string(micro_batch);
+
+    ValidationCase step = base;
+    step.id = id + ", step";
+    step.source = source + "steps.json runs." + key + ".median_step_s";
+    step.metric = ValidationMetric::iteration_time_s;
+    step.probe = "iteration_time";
+    step.measured = phase["median_step_s"].as<double>();
+    step.notes = "median of ten timed steps after three warm-up steps";
+    cases.push_back(step);
+
+    ValidationCase memory = base;
+    memory.shared_run.clear();
+    memory.id = id + ", peak allocated";
+    memory.source = source + "steps.json runs." + key + ".peak_mem_gib";
+    memory.metric = ValidationMetric::peak_memory_bytes;
+    memory.measured = phase["peak_mem_gib"].as<double>() * units::kGiB;
+    memory.notes = "torch.cuda.max_memory_allocated";
+    cases.push_back(memory);
+
+    const std::string window = "nvml.csv over the second half of runs." + key + ".window_s";
+    ValidationCase mean_power = base;
+    mean_power.id = id + ", mean power";
+    mean_power.source = source + window;
+    mean_power.metric = ValidationMetric::average_power_w;
+    mean_power.probe = "average_power";
+    mean_power.measured = power / readings;
+    mean_power.notes = "mean of " + std::to_string(readings) + " instantaneous readings (700 W limit)";
+    cases.push_back(mean_power);
+
+    ValidationCase mean_clock = base;
+    mean_clock.id = id + ", mean SM clock";
+    mean_clock.source = source + window;
+    mean_clock.metric = ValidationMetric::mean_clock_hz;
+    mean_clock.probe = "clock_mean";
+    mean_clock.measured = clock / readings;
+    mean_clock.notes = "measured: every reading; predicted: while kernels run (the GPU is busy 98 % of a step)";
+    cases.push_back(mean_clock);
+
+    ValidationCase peak_power = base;
+    peak_power.id = id + ", largest instantaneous power";
+    peak_power.source = source + "nvml.csv over runs." + key + ".window_s";
+    peak_power.metric = ValidationMetric::peak_power_w;
+    peak_power.probe = "peak_power_1ms";
+    peak_power.measured = peak;
+    peak_power.notes =
+        "largest NVML instantaneous reading (refreshed every ~100 ms: it cannot show 1 ms peaks) vs "
+        "the predicted largest 1 ms average";
+    cases.push_back(peak_power);
+  }
+}
+
 constexpr const char* kPerseusSource =
     "ml-energy/zeus@38cb3f9 sosp24_data/emulation/stage_profile/gpt3-175b+a100_sxm_bf16.csv (Perseus, SOSP'24)";
 
@@ -590,6 +682,10 @@ std::string metric_unit(ValidationMetric metric) {
       return "time ratio";
     case ValidationMetric::average_power_w:
       return "W/GPU";
+    case ValidationMetric::mean_clock_hz:
+      return "MHz";
+    case ValidationMetric::peak_power_w:
+      return "peak W/GPU";
     case ValidationMetric::finding:
       return "finding";
   }
@@ -597,7 +693,9 @@ std::string metric_unit(ValidationMetric metric) {
 }
 
 double display_value(ValidationMetric metric, double value) {
-  return metric == ValidationMetric::peak_memory_bytes ? value / units::kGiB : value;
+  if (metric == ValidationMetric::peak_memory_bytes) return value / units::kGiB;
+  if (metric == ValidationMetric::mean_clock_hz) return value / units::kMega;
+  return value;
 }
 
 std::string format(double value, int decimals) {
@@ -628,6 +726,7 @@ std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& d
                                                   const std::filesystem::path& profiles_dir) {
   std::vector<ValidationCase> cases;
   add_megatron_cases(data_dir, configs_dir, registries, cases);
+  add_h200_eager_cases(data_dir, configs_dir, registries, cases);
   add_llm_foundry_cases(data_dir, configs_dir, cases);
   add_perseus_cases(data_dir, configs_dir, cases);
   add_zeus_cases(data_dir, configs_dir, cases);
@@ -745,6 +844,8 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
   const std::string& p = c.probe;
   if (p == "iteration_time") return r.report.iteration_time_s;
   if (p == "average_power") return r.report.power.mean_w;
+  if (p == "clock_mean") return r.report.power.clock_mean_hz;
+  if (p == "peak_power_1ms") return r.report.power.peak_1ms_w;
   if (p == "relative_time") return r.report.iteration_time_s / baseline->report.iteration_time_s;
   for (const auto& [rank, times] : r.rank_pass_time_s)
     for (int pass = 0; pass < 2; ++pass)
@@ -1188,7 +1289,10 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
     for (const auto* r : rows) {
       const auto& c = r->validation_case;
       const int decimals =
-          c.metric == ValidationMetric::tokens_per_s_per_gpu || c.metric == ValidationMetric::average_power_w ? 0 : 3;
+          c.metric == ValidationMetric::tokens_per_s_per_gpu || c.metric == ValidationMetric::average_power_w ||
+                  c.metric == ValidationMetric::mean_clock_hz || c.metric == ValidationMetric::peak_power_w
+              ? 0
+              : 3;
       out << "| " << c.id << " | " << metric_unit(c.metric) << " | "
           << format(display_value(c.metric, c.measured), decimals) << " | "
           << predicted_cell(r->uncalibrated, c.metric, decimals) << " | " << error_cell(r->uncalibrated) << " | ";

@@ -86,6 +86,77 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   return result;
 }
 
+/// Eager PyTorch under autocast (Framework::pytorch_eager), per token of one layer, as autograd saves it for the
+/// Hugging Face Llama modules (workload_eager.cpp), checked tensor by tensor against the H200 measurement's peaks
+/// (../shared/data/measured/h200_llama32_1b: 13.83 GiB per 4,096-token sequence):
+///  * each LlamaRMSNorm keeps its fp32 input (the residual stream), its fp32 normalised output (for the weight's
+///    gradient) and the fp32 rsqrt per token; a LayerNorm its fp32 input and the mean and rstd;
+///  * every linear keeps its autocast-cast bf16 input: q, k and v each cast the first norm's output, gate and up
+///    (or fc1) the second's; o_proj and down_proj read bf16 tensors that are kept anyway;
+///  * SDPA keeps its bf16 q, k, v, the output and the fp32 log-sum-exp;
+///  * SwiGLU keeps the gate output (SiLU's input), SiLU's output and the up output (the product's inputs) and the
+///    product (down_proj's input); GELU its input and output.
+double eager_layer_bytes_per_token(const TransformerSpec& model, const detail::LocalParameters& local,
+                                   double compute_element_bytes) {
+  const double h = model.hidden;
+  const double d = model.head_dim();
+  const double e = compute_element_bytes;
+  const bool rms = model.norm == NormKind::rmsnorm;
+  const bool swiglu = model.mlp == MlpKind::swiglu;
+  const double norms = 2.0 * (rms ? 4.0 * h + 4.0 * h + 4.0 : 4.0 * h + 8.0);
+  const double linear_inputs = (3.0 + (swiglu ? 2.0 : 1.0)) * h * e;
+  const double attention = (2.0 * local.query_heads + 2.0 * local.kv_heads) * d * e + 4.0 * local.query_heads;
+  const double mlp = (swiglu ? 4.0 : 2.0) * model.ffn_hidden * e;
+  return norms + linear_inputs + attention + mlp;
+}
+
+/// The eager peak. Static: the fp32 parameters, Adam's two fp32 moments, and autocast's compute-precision copy of
+/// every weight (cached during the forward, held by autograd until each linear's backward). The gradients are set to
+/// None between steps, so they are allocated while the backward frees activations: the peak is the larger of the
+/// start of the backward (every activation, the last layer's norm and the head's input cast, and the loss's fp32
+/// tensors: log_softmax's output, its zero-filled gradient and the logits' fp32 gradient, 3 x 4 bytes per logit)
+/// and the end of the backward (every gradient).
+MemoryBreakdown eager_stage_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                   const TrainingSpec& training, const HardwareSpec& hardware) {
+  const RankLayout layout(parallelism);
+  const detail::StageParameters params = detail::stage_parameters(model, parallelism, 0);
+  const detail::LocalParameters local = detail::local_parameters(model, parallelism);
+  const bool mixed = training.precision != Precision::fp32 && training.precision != Precision::tf32;
+  const double compute_bytes = mixed ? 2.0 : 4.0;
+  const double shards = layout.group_size(GroupRole::shard);
+  const int zero = parallelism.zero_stage;
+  const double parameters = params.dense;
+
+  MemoryBreakdown m;
+  m.weights_bytes = parameters / (zero >= 3 ? shards : 1.0) * 4.0;
+  m.optimizer_bytes = parameters / (zero >= 1 ? shards : 1.0) * 8.0;
+  m.gathered_weights_bytes = mixed ? parameters * compute_bytes : 0.0;
+  if (zero >= 3) m.gathered_weights_bytes = (1.0 + training.fsdp_prefetch) * params.largest_unit * compute_bytes;
+  const double tokens = static_cast<double>(training.micro_batch) * training.seq_len;
+  const double layers = model.layers;
+  const double final_norm = model.norm == NormKind::rmsnorm ? 8.0 * model.hidden + 4.0 : 4.0 * model.hidden + 8.0;
+  const double per_layer = eager_layer_bytes_per_token(model, local, compute_bytes);
+  double activations = tokens * (layers * per_layer + final_norm + model.hidden * compute_bytes);
+  if (training.recompute == RecomputePolicy::full)  // HF gradient checkpointing keeps each layer's fp32 input
+    activations = tokens * (layers * 4.0 * model.hidden + per_layer + final_norm + model.hidden * compute_bytes);
+  const double loss = 3.0 * 4.0 * tokens * model.vocab_per_tp_rank(1);
+  const double gradients = parameters / (zero >= 2 ? shards : 1.0) * 4.0;
+  if (activations + loss >= gradients) {
+    m.activations_bytes = activations;
+    m.transient_bytes = loss;
+  } else {
+    m.gradients_bytes = gradients;
+    m.gathered_weights_bytes = 0.0;  // freed by then: every linear's backward has run
+  }
+  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                           m.activations_bytes + m.transient_bytes;
+  m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
+  m.reserved_bytes = hardware.memory_reserved_bytes;
+  m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
+  m.capacity_bytes = hardware.hbm_capacity_bytes;
+  return m;
+}
+
 }  // namespace
 
 MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
@@ -94,6 +165,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   if (pp_stage < 0 || pp_stage >= parallelism.pp)
     throw ModelError("memory: pp_stage " + std::to_string(pp_stage) + " outside [0, " + std::to_string(parallelism.pp) +
                      ")");
+  if (training.framework == Framework::pytorch_eager) return eager_stage_memory(model, parallelism, training, hardware);
   const RankLayout layout(parallelism);
   const detail::StageParameters params = detail::stage_parameters(model, parallelism, pp_stage);
   const detail::LocalParameters local = detail::local_parameters(model, parallelism);

@@ -6,6 +6,16 @@
 
 namespace chopsim {
 
+std::string_view to_string(Framework framework) {
+  switch (framework) {
+    case Framework::megatron_te:
+      return "megatron-te";
+    case Framework::pytorch_eager:
+      return "pytorch-eager";
+  }
+  return "?";
+}
+
 std::string_view to_string(GroupRole role) {
   switch (role) {
     case GroupRole::tp:

@@ -42,6 +42,14 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   } else if (model.layers % (p.pp * chunks) != 0) {
     fail("layers=" + str(model.layers) + " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
   }
+  if (training.framework == Framework::pytorch_eager) {
+    if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1)
+      fail(
+          "framework pytorch-eager models Hugging Face modules without model parallelism: tp, pp, cp and ep must be 1 "
+          "(found tp=" +
+          str(p.tp) + ", pp=" + str(p.pp) + ", cp=" + str(p.cp) + ", ep=" + str(p.ep) + ")");
+    if (model.is_moe()) fail("framework pytorch-eager does not model mixture-of-experts layers");
+  }
   if (training.attention == kEagerAttention && p.cp > 1)
     fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)

@@ -201,19 +201,19 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
   if (virtual_stage == 0 || virtual_stage == last_virtual_stage) load_attention_mask();
   if (virtual_stage == 0) {
     begin_unit(embedding_unit(), false);
-    embedding_forward();
+    eager() ? eager_embedding_forward() : embedding_forward();
     end_unit(false);
   }
   const int first = shape_.first_layer(stage_, chunk);
   for (int layer = first; layer < first + shape_.layers_in(stage_, chunk); ++layer) {
     begin_unit(layer_unit(layer), false);
-    layer_forward(layer);
+    eager() ? eager_layer_forward(layer) : layer_forward(layer);
     end_unit(false);
   }
   layer_ = -1;
   if (virtual_stage == last_virtual_stage) {
     begin_unit(head_unit(), false);
-    head_forward();
+    eager() ? eager_head_forward() : head_forward();
     end_unit(false);
   } else {
     const OpRef send = pipeline_send(false, virtual_stage);
@@ -250,7 +250,7 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
     await(pipeline_recv(true, virtual_stage + 1));
   } else {
     begin_unit(head_unit(), true);
-    head_backward();
+    eager() ? eager_head_backward() : head_backward();
     end_unit(true);
   }
   const int first = shape_.first_layer(stage_, chunk);
@@ -260,16 +260,16 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
       // Full recomputation re-runs the layer's forward from its stored input right before its backward
       // (Megatron --recompute-granularity full --recompute-method uniform --recompute-num-layers 1).
       pass_ = Pass::recompute;
-      layer_forward(layer);
+      eager() ? eager_layer_forward(layer) : layer_forward(layer);
       pass_ = Pass::backward;
     }
-    layer_backward(layer);
+    eager() ? eager_layer_backward(layer) : layer_backward(layer);
     end_unit(true);
   }
   layer_ = -1;
   if (virtual_stage == 0) {
     begin_unit(embedding_unit(), true);
-    embedding_backward();
+    eager() ? eager_embedding_backward() : embedding_backward();
     end_unit(true);
   } else {
     const OpRef send = pipeline_send(true, virtual_stage);
@@ -354,7 +354,8 @@ void StageGenerator::end_unit(bool backward) {
 // by the distributed optimizer) and zeroes it at the start of each step (train_step: zero_grad_buffer(), a memset of
 // the whole buffer), since the backward accumulates into it. FSDP (ZeRO-3) sets its gradients to None instead.
 void StageGenerator::zero_gradient_buffer() {
-  if (parallelism_.zero_stage == 3) return;
+  // Eager PyTorch sets .grad to None between steps (optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default).
+  if (parallelism_.zero_stage == 3 || eager()) return;
   const StageParameters params = stage_parameters(model_, parallelism_, stage_);
   const double elements = params.dense + params.expert;
   pass_ = Pass::other;
@@ -445,8 +446,11 @@ void StageGenerator::optimizer_step() {
   // write master weight, m, v and, in mixed precision, the bf16 working copy: 12 + 4 + 12 + 2 = 30 bytes per
   // parameter with Megatron's fp32 gradients, 28 with FSDP's bf16 ones. About 14 FLOPs per parameter
   // (moment updates 7, sqrt/eps/divide 3, decay and step 4).
+  // Eager PyTorch under autocast updates its fp32 parameters in place and keeps no low-precision copy.
   const double weight_copy_bytes =
-      training_.precision == Precision::fp32 || training_.precision == Precision::tf32 ? 0.0 : sizes_.activation_bytes;
+      training_.precision == Precision::fp32 || training_.precision == Precision::tf32 || eager()
+          ? 0.0
+          : sizes_.activation_bytes;
   const double bytes_per_parameter = 12.0 + sizes_.gradient_bytes + 12.0 + weight_copy_bytes;
   // Per-step passes over this rank's gradient or master-parameter shard (multi_tensor_l2norm and friends, memory-
   // bound; the scalar all-reduces that follow are latency only and not modelled): the global gradient norm for

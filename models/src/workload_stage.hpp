@@ -157,6 +157,27 @@ class StageGenerator {
   void head_forward();
   void head_backward();
 
+  // --- eager PyTorch (Framework::pytorch_eager; workload_eager.cpp) --------------------------------
+  OpRef eager_elementwise(std::string_view name, double elements, double bytes_per_element,
+                          KernelClass kernel_class = KernelClass::elementwise);
+  /// An nn.Linear under autocast: the weight's cast, the input's cast if it is fp32, the GEMM.
+  OpRef eager_linear(std::string_view name, const Gemm& shape, bool fp32_input);
+  /// Its backward: wgrad, dgrad, the input gradient's cast (and its addition to an earlier reader's), the weight
+  /// gradient's cast into fp32 .grad (and accumulation after the first micro-batch).
+  void eager_linear_backward(std::string_view name, const Gemm& shape, bool fp32_input,
+                             bool input_gradient_accumulates);
+  void eager_norm_forward(std::string_view name);
+  OpRef eager_norm_backward(std::string_view name, bool on_residual_stream);
+  void eager_rotary_forward(std::string_view name, double elements);
+  void eager_rotary_backward(std::string_view name, double elements);
+  void eager_layer_forward(int layer);
+  void eager_layer_backward(int layer);
+  void eager_embedding_forward();
+  void eager_embedding_backward();
+  void eager_head_forward();
+  void eager_head_backward();
+  [[nodiscard]] bool eager() const { return training_.framework == Framework::pytorch_eager; }
+
   // --- pipeline, data parallelism, FSDP, optimizer (workload_stage.cpp) ---------------------------
   void forward_pass(int micro_batch, int chunk);
   void backward_pass(int micro_batch, int chunk);

@@ -142,6 +142,33 @@ TEST(KernelRoundTrip, MemoryBoundClassWithNoise) {
   EXPECT_EQ(fit.memory_bound, samples.size());
 }
 
+// Two kinds of memory-bound kernel, vectorised casts at 0.9 of the HBM peak and broadcasting products at 0.3: the
+// class's efficiency is the one at which the kernels take their measured total time, sum(B) / (BW sum(d)), not the
+// geometric mean of the two (0.52) that a fit of log times gives, which would under-predict the class's time.
+TEST(KernelRoundTrip, MemoryBoundClassReproducesTheTotalTimeOfMixedKernels) {
+  const auto hw = test::round_hardware();
+  std::vector<KernelSample> samples;
+  double bytes = 0.0, seconds = 0.0;
+  for (int i = 0; i < 10; ++i)
+    for (const double eta : {0.9, 0.3}) {
+      KernelSample s;
+      s.kernel_class = KernelClass::elementwise;
+      s.bytes = 1e8 * (1 + i);
+      s.duration_s = s.bytes / (hw.hbm_bandwidth_bytes_per_s * eta);
+      bytes += s.bytes;
+      seconds += s.duration_s;
+      samples.push_back(s);
+    }
+  const KernelClassFit fit = fit_kernel_class(KernelClass::elementwise, "", samples, hw, no_cutoff());
+  ASSERT_TRUE(fit.memory_fitted);
+  EXPECT_NEAR(fit.memory, bytes / (hw.hbm_bandwidth_bytes_per_s * seconds), 1e-12);
+  EXPECT_NEAR(fit.memory, 2.0 / (1.0 / 0.9 + 1.0 / 0.3), 1e-12);  // equal bytes: the harmonic mean, 0.45
+  EXPECT_NEAR(fit.predicted_s, fit.measured_s, 1e-12 * fit.measured_s);
+  EXPECT_NEAR(fit.measured_s, seconds, 1e-12 * seconds);
+  // The same kernels at the hardware file's efficiency.
+  EXPECT_NEAR(fit.default_predicted_s, bytes / (hw.hbm_bandwidth_bytes_per_s * fit.defaults.memory), 1e-12 * seconds);
+}
+
 TEST(KernelRoundTrip, ClassesPooledAndMarkedForTheProfile) {
   const auto hw = test::round_hardware();
   MeasurementSet set;

@@ -181,5 +181,35 @@ TEST(RealData, LaunchOverheadFromTheH100Trace) {
   EXPECT_NEAR(gemm->compute * (51.58 / (51.58 + gemm->half_efficiency_flops * 1e-9)), 0.62, 0.05);
 }
 
+// The H200 eager trace with nvidia-smi's log of the same run: the compute efficiencies are fitted at the SM clock the
+// log shows while the traced kernels ran (the GPU sat at its 700 W limit: 1,776 MHz from nvidia-smi, 1,777 from
+// NVML's 72 readings of the same 0.73 s, ../shared/data/measured/h200_llama32_1b/nvml.csv), and the memory-bound
+// classes from the bytes of their ops' shapes reproduce the trace's time in them.
+TEST(RealData, H200EagerTraceWithItsTelemetry) {
+  const std::string folder = "measured/h200_llama32_1b/";
+  CHOPSIM_REQUIRE_SHARED_DATA(folder + "kineto_mb4.json.gz");
+  const auto hw = load_hardware_reference("H200-SXM-141GB", test::configs_dir());
+  const auto set = load_measurements({data(folder + "kineto_mb4.json.gz"), data(folder + "nvidia-smi.csv")});
+  KernelFitOptions kernel_options;
+  ASSERT_EQ(set.kernel_spans.size(), 1u);
+  EXPECT_NEAR(set.kernel_spans[0].end_s - set.kernel_spans[0].start_s, 0.735, 0.001);
+  measurement_clock_from_telemetry(set, kernel_options);
+  EXPECT_NEAR(kernel_options.clock_hz, 1777e6, 5e6);
+  EXPECT_NE(kernel_options.clock_source.find("telemetry readings"), std::string::npos);
+  const auto fits = fit_kernel_classes(set, hw, kernel_options);
+  for (const KernelClass c : {KernelClass::elementwise, KernelClass::reduction}) {
+    const KernelClassFit* fit = profile_fit(fits, c);
+    ASSERT_NE(fit, nullptr) << kernel_class_name(c);
+    EXPECT_NEAR(fit->predicted_s, fit->measured_s, 1e-9);
+    EXPECT_GT(fit->memory, 0.4);  // between the slowest broadcasting kernels and the HBM peak
+    EXPECT_LT(fit->memory, 0.9);
+  }
+  // GEMMs: 678 kernels of 34 GFLOP to 8.6 TFLOP; the asymptote near the 0.80 of the best-shape bf16 matmul.
+  const KernelClassFit* gemm = profile_fit(fits, KernelClass::gemm);
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_GT(gemm->stats.r2, 0.98);
+  EXPECT_NEAR(gemm->compute, 0.8, 0.05);
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -477,6 +477,25 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
                   {"key 'model.position_embedding': expected one of rope, learned, none, found 'alibi'"});
 }
 
+TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {
+  EXPECT_EQ(load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"))).training.framework,
+            Framework::megatron_te);
+  const RunSpec eager =
+      load(write("eager.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  framework: pytorch-eager\n")));
+  EXPECT_EQ(eager.training.framework, Framework::pytorch_eager);
+  EXPECT_EQ(to_string(eager.training.framework), "pytorch-eager");
+  expect_contains(input_error([&] {
+                    (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  framework: deepspeed\n")));
+                  }),
+                  {"bad.yaml:", "training.framework", "expected one of megatron-te, pytorch-eager, found 'deepspeed'"});
+  expect_contains(input_error([&] {
+                    (void)load(write("tp.yaml", small_run("llama3-8b", "  tp: 2\n  dp: 4\n",
+                                                          "  global_batch: 8\n  framework: pytorch-eager\n")));
+                  }),
+                  {"tp.yaml", "training.framework", "model parallelism", "Fix:"});
+}
+
 TEST_F(ConfigTest, HostLaunchTimeIsMicrosecondsAndBounded) {
   const auto run_with = [&](const std::string& name, const std::string& value) {
     return write(name, small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  host_launch_us: " + value + "\n"));

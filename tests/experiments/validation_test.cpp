@@ -53,7 +53,7 @@ TEST(Validation, EveryCaseOnAProfiledGpuGetsTheCalibratedRun) {
   std::set<std::string> groups_with_profile;
   for (const ValidationCase& c : cases) {
     const std::string& gpu = c.run.hardware.name;
-    const bool profiled = gpu == "H100-SXM5-80GB" || gpu == "MI300X";
+    const bool profiled = gpu == "H100-SXM5-80GB" || gpu == "MI300X" || gpu == "H200-SXM-141GB";
     EXPECT_EQ(!c.profile.empty(), profiled) << c.id << " on " << gpu;
     if (!profiled) continue;
     groups_with_profile.insert(c.group);

@@ -2,6 +2,7 @@
 // independently (Python json module) and are stated next to each check.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "chopsim/common/error.hpp"
@@ -180,6 +181,56 @@ TEST(KinetoReader, JsonWithoutTraceEventsIsTheWrongSchema) {
     EXPECT_NE(std::string(error.what()).find("traceEvents"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("kineto_no_trace_events.json"), std::string::npos) << error.what();
   }
+}
+
+// The H200 eager trace (../shared/data/measured/h200_llama32_1b, record_shapes=True): the memory-bound ops' bytes come
+// from their shapes, and no kernel then moves more than the HBM can (H200 datasheet: 4.8 TB/s).
+TEST(KinetoReader, MemoryBoundKernelsGetTheBytesOfTheirOpsShapes) {
+  const std::string file = "measured/h200_llama32_1b/kineto_mb4.json.gz";
+  CHOPSIM_REQUIRE_SHARED_DATA(file);
+  const auto r = read_trace(test::shared_data_dir() / file, "kineto");
+  double memory_bound_s = 0.0, with_bytes_s = 0.0;
+  for (const auto& k : r.sink.kernels) {
+    const bool memory_bound = k.kernel_class == KernelClass::elementwise || k.kernel_class == KernelClass::norm ||
+                              k.kernel_class == KernelClass::reduction;
+    if (k.kind != ActivityKind::kernel || !memory_bound) continue;
+    memory_bound_s += k.duration_s;
+    if (!std::isfinite(k.bytes)) continue;
+    with_bytes_s += k.duration_s;
+    // Kernels of 20 µs and more stream from HBM (shorter ones may hit in the 50 MB L2).
+    if (k.duration_s >= 20e-6) {
+      EXPECT_LE(k.bytes / k.duration_s, 4.8e12) << r.sink.strings.at(k.op);
+    }
+  }
+  // Elementwise, norm and reduction kernels are 35 % of the GPU time; 96.6 % of that has bytes (the rest:
+  // embedding's gather and backward, indexing, cat of tensor lists whose dtypes are not recorded).
+  EXPECT_GT(with_bytes_s / memory_bound_s, 0.95);
+  // A tensor of more than 2^31 elements is split over several kernels, which share its op's bytes: the four casts of
+  // logits.float() at micro-batch 4 (4 x 4096 x 128256 elements, 2 + 4 bytes each) carry a quarter each, as do the
+  // four casts of its gradient back to bf16.
+  int casts = 0;
+  for (const auto& k : r.sink.kernels)
+    if (r.sink.strings.at(k.op) == "aten::copy_" && std::abs(k.bytes - 4.0 * 4096 * 128256 * 6 / 4) < 1.0) ++casts;
+  EXPECT_EQ(casts, 16);  // two steps
+}
+
+// cuDNN's attention backward launches a dO·O pre-pass, the main kernel and reductions: the op's FLOPs go to the
+// longest of them, the main kernel.
+TEST(KinetoReader, AnAttentionOpsFlopsGoToItsMainKernel) {
+  const std::string file = "measured/h200_llama32_1b/kineto_mb4.json.gz";
+  CHOPSIM_REQUIRE_SHARED_DATA(file);
+  const auto r = read_trace(test::shared_data_dir() / file, "kineto");
+  int backward = 0;
+  for (const auto& k : r.sink.kernels) {
+    if (k.kernel_class != KernelClass::attention || !std::isfinite(k.flops)) continue;
+    const std::string& name = r.sink.strings.at(k.name);
+    EXPECT_NE(name.find("flash"), std::string::npos) << name;
+    if (name.find("bprop") == std::string::npos) continue;
+    ++backward;
+    // 2.5 x the causal forward: 2.5 x 4 x 4 x 32 x 4096^2 x 64 / 2.
+    EXPECT_DOUBLE_EQ(k.flops, 2.5 * 4.0 * 4 * 32 * 4096.0 * 4096 * 64 / 2);
+  }
+  EXPECT_EQ(backward, 32);  // 16 layers, two steps
 }
 
 // record_param_comms writes a process group as "[0, 1, 2]"; replay and calibration both read it through this.

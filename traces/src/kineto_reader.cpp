@@ -27,6 +27,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/traces/classifier.hpp"
 #include "json_stream.hpp"
+#include "op_traffic.hpp"
 #include "reader_util.hpp"
 
 namespace chopsim::detail {
@@ -37,7 +38,8 @@ using simdjson::ondemand::array;
 using simdjson::ondemand::object;
 using simdjson::ondemand::value;
 
-enum class OpFamily : std::uint8_t { none, gemm, attention, collective };
+/// memory_bound: an op whose bytes come from memory_bound_op_bytes (op_traffic.hpp).
+enum class OpFamily : std::uint8_t { none, gemm, attention, collective, memory_bound };
 
 /// What a CPU op contributes to the kernels it launches.
 struct OpInfo {
@@ -46,6 +48,13 @@ struct OpInfo {
   double flops = kUnknown;
   double bytes = kUnknown;
   bool given = false;  // FLOPs already attributed to one kernel
+  /// Launch calls linked to the op (pass 1): a memory-bound op's bytes are shared among its kernels (PyTorch splits
+  /// a tensor of more than 2^31 elements into several kernels; a fused optimizer launches one per chunk of tensors).
+  std::uint32_t launches = 0;
+  /// A GEMM or attention op's longest kernel (pass 1), which gets its FLOPs and bytes: cuDNN's attention backward
+  /// launches a short dO.O pre-pass before the main kernel, and split-K GEMMs a short reduction after theirs.
+  std::int64_t main_correlation = -1;
+  std::int64_t main_duration_ns = -1;
   std::optional<CollectiveKind> collective;
   double collective_bytes = kUnknown;
   StringId group = kNoString;
@@ -63,10 +72,7 @@ struct CollectiveArgs {
   bool present() const { return !name.empty(); }
 };
 
-struct Tensor {
-  std::vector<std::int64_t> dims;
-  double element_bytes = kUnknown;
-};
+using Tensor = OpTensor;
 
 double numel(const std::vector<std::int64_t>& dims) {
   double n = 1.0;
@@ -84,7 +90,7 @@ struct AttentionSignature {
   int causal_index;
   bool backward;
 };
-constexpr std::array<AttentionSignature, 10> kAttentionOps = {{
+constexpr std::array<AttentionSignature, 12> kAttentionOps = {{
     {"aten::_flash_attention_forward", Layout::bshd, 8, false},
     {"aten::_flash_attention_backward", Layout::bshd, 11, true},
     {"aten::_scaled_dot_product_flash_attention", Layout::bhsd, 4, false},
@@ -95,12 +101,23 @@ constexpr std::array<AttentionSignature, 10> kAttentionOps = {{
     {"aten::_efficient_attention_backward", Layout::bshd, 14, true},
     {"aten::_scaled_dot_product_cudnn_attention", Layout::bhsd, 6, false},
     {"aten::_scaled_dot_product_cudnn_attention_backward", Layout::bhsd, 11, true},
+    // The ops PyTorch >= 2.9 records inside the cuDNN SDPA ones (and that launch its kernels): is_causal is the 11th
+    // input forward (after compute_log_sumexp and dropout_p) and the 15th backward, as in the H200 trace of
+    // ../shared/data/measured/h200_llama32_1b (Concrete Inputs "True" there).
+    {"aten::_cudnn_attention_forward", Layout::bhsd, 10, false},
+    {"aten::_cudnn_attention_backward", Layout::bhsd, 14, true},
 }};
 
 const AttentionSignature* attention_signature(std::string_view name) {
   for (const auto& signature : kAttentionOps)
     if (signature.op == name) return &signature;
   return nullptr;
+}
+
+/// Kernel classes whose time is set by the bytes they move.
+bool is_memory_bound_class(KernelClass c) {
+  return c == KernelClass::elementwise || c == KernelClass::norm || c == KernelClass::reduction ||
+         c == KernelClass::memcpy || c == KernelClass::optimizer || c == KernelClass::other;
 }
 
 bool is_gemm_op(std::string_view name) {
@@ -304,10 +321,19 @@ void read_dims(value v, std::vector<Tensor>& inputs) {
     if (i >= inputs.size()) inputs.emplace_back();
     Tensor& tensor = inputs[i++];
     tensor.dims.clear();
+    tensor.list_elements = 0.0;
     if (element.type() != simdjson::ondemand::json_type::array) continue;
     for (value d : element.get_array()) {
+      if (d.type() == simdjson::ondemand::json_type::array) {  // TensorList: nested dims, not one tensor
+        tensor.dims.clear();
+        double elements = 1.0;
+        for (value n : d.get_array())
+          if (n.type() == simdjson::ondemand::json_type::number) elements *= static_cast<double>(n.get_int64());
+        tensor.list_elements += elements;
+        continue;
+      }
       if (d.type() != simdjson::ondemand::json_type::number) {
-        tensor.dims.clear();  // TensorList: nested dims, not one tensor
+        tensor.dims.clear();
         break;
       }
       tensor.dims.push_back(d.get_int64());
@@ -319,6 +345,7 @@ void read_types(value v, std::vector<Tensor>& inputs) {
   std::size_t i = 0;
   for (value element : v.get_array()) {
     if (i >= inputs.size()) inputs.emplace_back();
+    inputs[i].element_bytes = kUnknown;
     if (auto text = json_string(element)) inputs[i].element_bytes = dtype_bytes(*text).value_or(kUnknown);
     ++i;
   }
@@ -390,7 +417,8 @@ class Indexer final : public JsonStreamHandler {
     if (is_gpu_category(*cat) || is_launch_category(*cat)) return true;
     if (*cat != "cpu_op") return false;
     const auto name = peek_string_field(element, "\"name\"", 512);
-    return !name || *name == "record_param_comms" || is_gemm_op(*name) || attention_signature(*name) != nullptr;
+    return !name || *name == "record_param_comms" || is_gemm_op(*name) || attention_signature(*name) != nullptr ||
+           has_memory_bound_rule(*name);
   }
 
   void batch(const JsonPath&, array events) override {
@@ -409,7 +437,10 @@ class Indexer final : public JsonStreamHandler {
         if (!e.ts_ns) missing_ts(e);
         ++gpu_events;
         min_gpu_ts = std::min(min_gpu_ts, *e.ts_ns);
-        if (has_args) note_device(event);
+        if (has_args) {
+          note_device(event);
+          note_main_kernel(event, e);
+        }
       } else if (has_args && e.cat == "cpu_op") {
         index_op(event, event_name(event, e));
       } else if (has_args && is_launch_category(e.cat)) {
@@ -450,6 +481,28 @@ class Indexer final : public JsonStreamHandler {
   std::unordered_map<std::int64_t, Launch> launches;  // correlation -> launch
 
  private:
+  /// Records the longest GPU record of each GEMM or attention op (see OpInfo::main_correlation).
+  void note_main_kernel(object& event, const Event& e) {
+    std::int64_t external = -1, correlation = -1;
+    for (auto field : event.find_field_unordered("args").get_object()) {
+      const std::string_view key = raw_key(field);
+      if (key == "External id") external = text_int(scalar_text(field.value())).value_or(-1);
+      if (key == "correlation") correlation = text_int(scalar_text(field.value())).value_or(-1);
+    }
+    if (correlation < 0) return;
+    if (external < 0) {
+      const auto launch = launches.find(correlation);
+      if (launch != launches.end()) external = launch->second.op;
+    }
+    const auto op = ops.find(external);
+    if (op == ops.end() || (op->second.family != OpFamily::gemm && op->second.family != OpFamily::attention)) return;
+    const std::int64_t duration = e.dur_ns.value_or(0);
+    if (duration > op->second.main_duration_ns) {
+      op->second.main_duration_ns = duration;
+      op->second.main_correlation = correlation;
+    }
+  }
+
   void note_device(object& event) {
     if (first_device >= 0) return;
     for (auto field : event.find_field_unordered("args").get_object()) {
@@ -464,7 +517,9 @@ class Indexer final : public JsonStreamHandler {
     const bool comms = name == "record_param_comms";
     const AttentionSignature* attention = attention_signature(name);
     const bool gemm = is_gemm_op(name);
-    if (!comms && !attention && !gemm) return;
+    // Every other op that records shapes may be a memory-bound one (op_traffic.hpp decides once its inputs are read).
+    const bool other = !comms && !attention && !gemm;
+    if (other && !has_memory_bound_rule(name)) return;
     std::int64_t external = -1;
     std::vector<Tensor> inputs;
     std::vector<std::string> concrete;
@@ -496,9 +551,14 @@ class Indexer final : public JsonStreamHandler {
       if (gemm) {
         info.family = OpFamily::gemm;
         gemm_cost(name, inputs, info);
-      } else {
+      } else if (attention) {
         info.family = OpFamily::attention;
         attention_cost(*attention, inputs, concrete, info);
+      } else {
+        const std::optional<double> bytes = other ? memory_bound_op_bytes(name, inputs) : std::nullopt;
+        if (!bytes) return;
+        info.family = OpFamily::memory_bound;
+        info.bytes = *bytes;
       }
     }
     ops[external] = info;
@@ -515,7 +575,13 @@ class Indexer final : public JsonStreamHandler {
     Launch launch;
     // Kineto writes every CPU op before the GPU section, so the op index is complete here; kernels that carry their
     // own External id do not need the link.
-    if (external >= 0 && ops.count(external)) launch.op = external;
+    if (external >= 0) {
+      const auto op = ops.find(external);
+      if (op != ops.end()) {
+        launch.op = external;
+        ++op->second.launches;
+      }
+    }
     // Launch calls usually precede the GPU events that decide the trace's time unit: decide it the same way here.
     if (!e.ts.empty()) {
       const bool ns = units_decided ? ns_units : nanosecond_timestamps(e.ts);
@@ -663,13 +729,18 @@ class Emitter final : public JsonStreamHandler {
       }
       const bool matches = (op->family == OpFamily::gemm && r.kernel_class == KernelClass::gemm) ||
                            (op->family == OpFamily::attention && r.kernel_class == KernelClass::attention);
-      // One op may launch several kernels (a memset, the GEMM, a split-K reduction): its FLOPs and bytes go to the
-      // first kernel of the op's own class.
-      if (matches && !op->given) {
+      // One op may launch several kernels (a memset, the GEMM, a split-K reduction): its FLOPs and bytes go to its
+      // longest kernel (pass 1), or to the first of the op's own class when the trace gives no correlation ids.
+      const bool main = op->main_correlation >= 0 ? r.correlation == op->main_correlation : !op->given;
+      if (matches && main && !op->given) {
         r.flops = op->flops;
         r.bytes = op->bytes;
         op->given = true;
       }
+      // A memory-bound op's kernels share its bytes evenly (the chunks of a split tensor are equal).
+      if (op->family == OpFamily::memory_bound && r.kind == ActivityKind::kernel &&
+          is_memory_bound_class(r.kernel_class))
+        r.bytes = op->bytes / static_cast<double>(std::max<std::uint32_t>(op->launches, 1));
     }
     if (r.kernel_class == KernelClass::communication) {
       if (collective.present()) {  // args on the kernel itself (PyTorch >= 2.4)

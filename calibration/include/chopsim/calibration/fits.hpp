@@ -30,6 +30,8 @@ struct KernelFitOptions {
   double min_duration_s = 10e-6;
   /// Core clock the measurements ran at; 0 = the hardware's rated clock (the clock its peak figures hold at).
   double clock_hz = 0.0;
+  /// Where clock_hz comes from, for the report ("" = the command line or the rated clock).
+  std::string clock_source;
   /// Gaps between kernels longer than this are host stalls (data loading, synchronisation, Python), not launch
   /// overhead, and are left out of launch_overhead.
   double max_gap_s = 100e-6;
@@ -57,6 +59,11 @@ struct KernelClassFit {
   std::size_t memory_bound = 0;
   std::size_t excluded_short = 0;  ///< points shorter than KernelFitOptions::min_duration_s
   FitStats stats;
+  /// Sums over the fitted points: measured time, and the roofline's time for the same kernels with the fitted
+  /// values (what a step made of these kernels spends in the class before and after calibration).
+  double measured_s = 0.0;
+  double predicted_s = 0.0;
+  double default_predicted_s = 0.0;  ///< the same with the hardware file's values
   double min_flops = 0.0, max_flops = 0.0, min_bytes = 0.0, max_bytes = 0.0;
   std::vector<std::size_t> inputs;  ///< indices into MeasurementSet::inputs
   std::vector<std::string> notes;

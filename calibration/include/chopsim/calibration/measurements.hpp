@@ -91,8 +91,16 @@ struct InputFile {
   std::size_t kernels = 0, collectives = 0, gaps = 0, telemetry = 0;
 };
 
+/// When an input's kernels ran, on the clock its telemetry uses (seconds since the Unix epoch where the trace says).
+struct KernelSpan {
+  std::size_t input = 0;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
 struct MeasurementSet {
   std::vector<InputFile> inputs;
+  std::vector<KernelSpan> kernel_spans;
   std::vector<KernelSample> kernels;
   std::vector<CollectiveSample> collectives;
   std::vector<LaunchGaps> gaps;

@@ -27,6 +27,12 @@ struct CalibrationResult {
   std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)
 };
 
+/// Sets options.clock_hz (and clock_source) to the mean SM/GFX clock of the telemetry readings taken while the
+/// measurements' kernels ran, when telemetry of the same run covers them (Unix-epoch clocks on both); leaves the
+/// options alone otherwise. A power-capped GPU runs below its rated clock: an efficiency fitted at the rated clock
+/// would count that loss twice, once in the efficiency and once in the simulated clock.
+void measurement_clock_from_telemetry(const MeasurementSet& measurements, KernelFitOptions& options);
+
 /// Runs every fit on `measurements`.
 [[nodiscard]] CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareReference& hardware,
                                           const KernelFitOptions& kernel_options, NodeLinks node_links);

@@ -23,6 +23,8 @@ enum class ValidationMetric {
   stage_energy_j,   ///< energy of one pipeline-stage pass, one GPU
   relative_time,    ///< iteration time over that of a baseline run (Zeus power-limit sweeps)
   average_power_w,  ///< mean power per GPU over the run
+  mean_clock_hz,    ///< mean SM/GFX clock per GPU while kernels run
+  peak_power_w,     ///< largest short-window power per GPU
   finding,          ///< a published qualitative finding: measured 1 (it holds), predicted 1 or 0
 };
 

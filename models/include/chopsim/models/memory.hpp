@@ -13,9 +13,11 @@ namespace chopsim {
 
 /// Bytes on one GPU at its peak.
 struct MemoryBreakdown {
-  int pp_stage = 0;                     ///< the stage this breakdown is for
-  double weights_bytes = 0.0;           ///< resident (sharded) weights, compute precision
-  double gathered_weights_bytes = 0.0;  ///< FSDP: unsharded units in flight (current + prefetched)
+  int pp_stage = 0;            ///< the stage this breakdown is for
+  double weights_bytes = 0.0;  ///< resident (sharded) weights, compute precision
+  /// Compute-precision weight copies in flight: FSDP's unsharded units (current + prefetched); eager PyTorch's
+  /// autocast casts of the fp32 weights, kept from the forward until their backward.
+  double gathered_weights_bytes = 0.0;
   double gradients_bytes = 0.0;
   double optimizer_bytes = 0.0;      ///< fp32 master weights + Adam moments
   double activations_bytes = 0.0;    ///< stored for backward, all in-flight micro-batches
@@ -26,6 +28,9 @@ struct MemoryBreakdown {
   double capacity_bytes = 0.0;
 
   [[nodiscard]] bool fits() const { return total_bytes <= capacity_bytes; }
+  /// What the framework's allocator hands out at the peak (torch.cuda.max_memory_allocated): the total without the
+  /// runtime's reserve and the allocator's fragmentation allowance.
+  [[nodiscard]] double allocated_bytes() const { return total_bytes - reserved_bytes - fragmentation_bytes; }
 };
 
 /// Peak memory of a GPU in pipeline stage `pp_stage`.

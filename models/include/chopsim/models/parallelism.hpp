@@ -70,7 +70,24 @@ struct OverlapSpec {
 /// GEMMs, and the probabilities are kept for backward.
 inline constexpr std::string_view kEagerAttention = "eager";
 
+/// How a step is implemented, which decides the kernels it launches besides the GEMMs and attention
+/// (StageGenerator) and what it keeps in memory (memory.cpp).
+enum class Framework : std::uint8_t {
+  /// Megatron-Core with Transformer Engine (and NeMo, Megatron-Bridge on top of it): fused norms, fused
+  /// bias-activation and bias-dropout-add kernels, bf16 weights with fp32 main gradients and main parameters
+  /// inside the (distributed) optimizer. The inventory every validation row before issue 20 used.
+  megatron_te,
+  /// Eager PyTorch with Hugging Face transformers' Llama-family modules under torch.autocast(bf16/fp16): fp32 master
+  /// weights cast to the autocast dtype at every use, the fp32 residual stream, LlamaRMSNorm as six unfused fp32
+  /// kernels, rotary embeddings by elementwise ops, SiLU and the product as two kernels, the logits upcast to fp32
+  /// for the loss, fused AdamW, gradients set to None (not zeroed) between steps. Measured kernel by kernel in
+  /// ../shared/data/measured/h200_llama32_1b (PyTorch 2.11, transformers 5.17): docs/frameworks.md.
+  pytorch_eager,
+};
+[[nodiscard]] std::string_view to_string(Framework framework);
+
 struct TrainingSpec {
+  Framework framework = Framework::megatron_te;
   int global_batch = 1;                   ///< sequences per iteration (optimizer step)
   int micro_batch = 1;                    ///< sequences per micro-batch on one data-parallel rank
   int seq_len = 2048;                     ///< tokens per sequence

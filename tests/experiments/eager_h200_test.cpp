@@ -1,0 +1,121 @@
+// The eager-PyTorch framework (training.framework: pytorch-eager) against the real H200 measurement of
+// ../shared/data/measured/h200_llama32_1b: the kernel inventory against the Kineto trace's kernels, the memory model
+// against the allocator peaks, and the step times with and without the H200 profile. Skipped without ../shared/data.
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <map>
+
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/validation.hpp"
+#include "chopsim/models/memory.hpp"
+#include "chopsim/models/transformer.hpp"
+#include "chopsim_test_paths.hpp"
+#include "eager_h200_trace.hpp"
+
+namespace chopsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFolder = "measured/h200_llama32_1b/";
+
+RunSpec eager_run(int micro_batch) {
+  const fs::path config =
+      test::configs_dir() / "validation" / ("h200-llama3.2-1b-eager-mb" + std::to_string(micro_batch) + ".yaml");
+  return load_run_config(config, default_search_path(config), ModelRegistries::with_builtins());
+}
+
+// Per class, the kernels and bytes of one training step. The trace holds two steps at micro-batch 4 (its
+// record_shapes give the bytes of the memory-bound ops, traces/src/op_traffic.hpp); the workload is the generated
+// program of one iteration.
+TEST(EagerH200, TheKernelInventoryMatchesTheTraceClassByClass) {
+  CHOPSIM_REQUIRE_SHARED_DATA(kFolder + "kineto_mb4.json.gz");
+  auto measured = test::kineto_class_totals(test::shared_data_dir() / kFolder / "kineto_mb4.json.gz", 2.0);
+  const RunSpec run = eager_run(4);
+  const Workload workload = build_run_workload(run);
+  std::map<KernelClass, test::TraceClassTotals> modelled;
+  for (const Op& op : workload.program(0).streams[0].ops) {
+    if (op.kind != OpKind::compute) continue;
+    auto& totals = modelled[op.kernel_class];
+    totals.kernels += 1.0;
+    totals.bytes += op.bytes;
+  }
+  // GEMMs: the trace's 340 per step are 339 matmuls and a split-K reduction; the workload's count them as 339.
+  EXPECT_NEAR(modelled[KernelClass::gemm].kernels, measured[KernelClass::gemm].kernels, 2.0);
+  // Elementwise (casts, norms' pieces, rotary, residuals, activations, the loss's upcast): 1,874 kernels and 375 GB
+  // per step in the trace; the inventory within 3 % on both.
+  EXPECT_NEAR(modelled[KernelClass::elementwise].kernels / measured[KernelClass::elementwise].kernels, 1.0, 0.03);
+  EXPECT_NEAR(modelled[KernelClass::elementwise].bytes / measured[KernelClass::elementwise].bytes, 1.0, 0.03);
+  // Reductions (norms' means and sums, log-softmax and its gradient): bytes within 5 %.
+  EXPECT_NEAR(modelled[KernelClass::reduction].bytes / measured[KernelClass::reduction].bytes, 1.0, 0.05);
+}
+
+// Eager PyTorch runs the same matmuls as any other framework: 6 N FLOPs per token (N = the matmul parameters, the
+// tied head counted once), plus attention.
+TEST(EagerH200, GemmFlopsAreSixNPerToken) {
+  const RunSpec run = eager_run(2);
+  const Workload workload = build_run_workload(run);
+  double gemm_flops = 0.0;
+  for (const Op& op : workload.program(0).streams[0].ops)
+    if (op.kind == OpKind::compute && op.kernel_class == KernelClass::gemm) gemm_flops += op.flops;
+  const double tokens = 2.0 * 4096.0;
+  EXPECT_NEAR(gemm_flops / (6.0 * count_parameters(run.model).active_matmul * tokens), 1.0, 1e-9);
+}
+
+// torch.cuda.max_memory_allocated at micro-batch 1, 2, 4, 8 (steps.json): the eager memory model within 1 %.
+TEST(EagerH200, PeakAllocatedMemoryMatchesTheMeasuredPeaks) {
+  CHOPSIM_REQUIRE_SHARED_DATA(kFolder + "steps.json");
+  const YAML::Node steps = YAML::LoadFile((test::shared_data_dir() / kFolder / "steps.json").string());
+  for (const int micro_batch : {1, 2, 4, 8}) {
+    SCOPED_TRACE(micro_batch);
+    const RunSpec run = eager_run(micro_batch);
+    const MemoryBreakdown m = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
+    const double measured =
+        steps["runs"]["mb" + std::to_string(micro_batch)]["peak_mem_gib"].as<double>() * 1073741824.0;
+    EXPECT_NEAR(m.allocated_bytes() / measured, 1.0, 0.01);
+    EXPECT_TRUE(m.fits());
+  }
+  // Twice micro-batch 8 does not fit the 140 GiB: the prediction says so.
+  RunSpec big = eager_run(8);
+  big.training.micro_batch = 16;
+  big.training.global_batch = 16;
+  EXPECT_FALSE(estimate_peak_memory(big.model, big.parallelism, big.training, big.hardware).fits());
+}
+
+// The four step times: within 15 % with the hardware file alone, within 8 % with calibration/profiles/h200.yaml.
+TEST(EagerH200, StepTimesWithAndWithoutTheProfile) {
+  CHOPSIM_REQUIRE_SHARED_DATA(kFolder + "steps.json");
+  const auto registries = ModelRegistries::with_builtins();
+  std::vector<ValidationCase> chosen;
+  for (ValidationCase& c : load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries,
+                                                 test::source_dir() / "calibration" / "profiles"))
+    if (c.group == "h200_eager" && c.metric == ValidationMetric::iteration_time_s) chosen.push_back(std::move(c));
+  ASSERT_EQ(chosen.size(), 4u);
+  for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
+    SCOPED_TRACE(r.validation_case.id);
+    ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
+    ASSERT_TRUE(r.calibrated.ok) << r.calibrated.failure;
+    EXPECT_LT(std::abs(r.uncalibrated.relative_error), 0.15);
+    EXPECT_LT(std::abs(r.calibrated.relative_error), 0.08);
+  }
+}
+
+TEST(EagerH200, ModelParallelismIsRejectedWithTheFix) {
+  RunSpec run = eager_run(1);
+  run.parallelism.tp = 2;
+  run.cluster.gpus_per_node = 2;
+  try {
+    validate_run(run, SourceLocation{"test"});
+    FAIL() << "tp 2 accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("training.framework"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("megatron-te"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace chopsim
