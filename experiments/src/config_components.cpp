@@ -272,6 +272,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("heads", model.heads, kPositiveInt, need);
   m.read("kv_heads", model.kv_heads, kPositiveInt, need);
   m.read("vocab", model.vocab, kPositiveInt, need);
+  m.read("head_dim", model.head_dim_override, kPositiveInt);
   m.read("make_vocab_size_divisible_by", model.make_vocab_size_divisible_by,
          IntRule{1, 65536, "an integer from 1 to 65536"});
   m.read("experts", model.experts, kPositiveInt);
@@ -290,11 +291,11 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
 
 void check_model(const TransformerSpec& model, const Locator& locate, std::string_view prefix) {
   const std::string p(prefix);
-  if (model.hidden % model.heads != 0)
+  if (model.head_dim_override == 0 && model.hidden % model.heads != 0)
     fail_at(locate, p + "heads",
             "hidden (" + std::to_string(model.hidden) + ") is not divisible by heads (" + std::to_string(model.heads) +
                 "), so the head dimension is not an integer",
-            "use a head count that divides hidden");
+            "use a head count that divides hidden, or give head_dim (the width of one head)");
   if (model.kv_heads > model.heads || model.heads % model.kv_heads != 0)
     fail_at(locate, p + "kv_heads",
             "kv_heads (" + std::to_string(model.kv_heads) + ") must divide heads (" + std::to_string(model.heads) +

@@ -208,11 +208,201 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       const std::string recompute = record["recompute"].as<std::string>();
       run.training.recompute =
           recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
+      const std::string band = gpus <= 8 ? "1-8" : gpus <= 64 ? "9-64" : gpus <= 256 ? "65-256" : "257-1024";
+      c.categories = {{"source", "llm-foundry"},
+                      {"GPU", "H100"},
+                      {"model", "dense"},
+                      {"precision", std::string(to_string(run.training.precision))},
+                      {"GPUs", band}};
       c.notes = record["model"].as<std::string>() + ", " + std::to_string(gpus) + " GPUs, seq " +
                 std::to_string(run.training.seq_len) + ", mbs " + std::to_string(run.training.micro_batch) +
                 (run.training.recompute == RecomputePolicy::full ? ", full recompute" : "") + ", " +
                 std::string(to_string(run.training.precision));
       validate_run(run, where);
+      cases.push_back(std::move(c));
+    } catch (const YAML::Exception& error) {
+      throw InputError(where, "", "malformed record: " + error.msg, "restore the file from ../shared/data");
+    }
+  }
+}
+
+/// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
+/// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
+/// is mapped to a run by one rule, no per-record tuning:
+///  * the model: configs/models/<name>.yaml for Llama 3 and Qwen3 MoE; the README's GPT rows from the sizes their
+///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
+///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
+///  * the parallelism as printed (tp, pp, cp, dp, ep; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
+///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
+///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
+///    the fused cross entropy, no recomputation (the tables do not state any);
+///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
+/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
+/// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
+void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                               std::vector<ValidationCase>& cases) {
+  const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
+  if (!std::filesystem::exists(records_path)) return;
+  const YAML::Node records = load_yaml_data(records_path);
+  const auto text = [](const YAML::Node& n) { return n && !n.IsNull() ? n.as<std::string>() : std::string(); };
+  // Fields a record leaves open are null or prose ("96 -> 4608"): those read as `fallback`.
+  const auto integer = [](const YAML::Node& n, int fallback) {
+    if (!n || n.IsNull()) return fallback;
+    try {
+      return n.as<int>();
+    } catch (const YAML::Exception&) {
+      return fallback;
+    }
+  };
+  std::map<std::string, TransformerSpec> models;
+  const auto model_file = [&](const std::string& name) -> const TransformerSpec& {
+    if (!models.count(name)) models.emplace(name, load_model_config(configs_dir / "models" / (name + ".yaml")));
+    return models.at(name);
+  };
+  // "GPT 16B (heads=48, hidden=6144, layers=32, vocab=131072)": the sizes a README row prints; 0 when absent.
+  const auto printed = [](const std::string& name, const std::string& key) {
+    const auto at = name.find(key + "=");
+    return at == std::string::npos ? 0 : std::atoi(name.c_str() + at + key.size() + 1);
+  };
+
+  for (const auto& record : records) {
+    const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
+    try {
+      ValidationCase c;
+      c.id = text(record["id"]);
+      c.group = "megatron_records";
+      c.source = text(record["source"]);
+      const std::string model = text(record["model"]);
+      const std::string gpu = text(record["gpu"]);
+      const std::string precision = text(record["precision"]);
+      const std::string task = text(record["task"]);
+      const int gpus = integer(record["num_gpus"], 0);
+      const bool readme = c.id.starts_with("megatronlm");
+      const bool moe = model.find("Qwen3") != std::string::npos || model.find("DeepSeek") != std::string::npos ||
+                       model.find("OSS") != std::string::npos || model.find("Nemotron") != std::string::npos;
+      const std::string band = gpus <= 0      ? "unknown"
+                               : gpus <= 8    ? "1-8"
+                               : gpus <= 64   ? "9-64"
+                               : gpus <= 256  ? "65-256"
+                               : gpus <= 1024 ? "257-1024"
+                                              : "over 1024";
+      const std::string machine = gpu.find("B200") != std::string::npos   ? "B200"
+                                  : gpu.find("A100") != std::string::npos ? "A100"
+                                                                          : "H100";
+      const std::string lower = to_lower(precision);
+      const std::string precision_name = lower.find("fp8") != std::string::npos    ? "fp8"
+                                         : lower.find("bf16") != std::string::npos ? "bf16"
+                                                                                   : "not given";
+      c.categories = {{"source", readme ? "Megatron-LM README" : "Megatron-Bridge"},
+                      {"GPU", machine},
+                      {"model", moe ? "MoE" : "dense"},
+                      {"precision", precision_name},
+                      {"GPUs", band}};
+      const auto real = [](const YAML::Node& n) {
+        if (!n || n.IsNull()) return 0.0;
+        try {
+          return n.as<double>();
+        } catch (const YAML::Exception&) {
+          return 0.0;
+        }
+      };
+      const double tokens = real(record["tokens_per_s_per_gpu"]);
+      const double tflops = real(record["tflops_per_gpu"]);
+      c.metric = tokens > 0.0 ? ValidationMetric::tokens_per_s_per_gpu : ValidationMetric::model_tflops_per_gpu;
+      c.measured = tokens > 0.0 ? tokens : tflops * 1e12;
+      c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name + ", " + task;
+      const auto skip = [&](const std::string& why) {
+        c.not_modelled = why;
+        cases.push_back(c);
+      };
+      if (!(c.measured > 0.0)) {
+        skip("the record gives no per-GPU throughput at one GPU count");
+        continue;
+      }
+      if (task.find("LoRA") != std::string::npos) {
+        skip("LoRA fine-tuning (frozen base weights, low-rank adapters) is not modelled");
+        continue;
+      }
+      std::string name;
+      if (model.starts_with("LLAMA3_8B")) name = "llama3-8b";
+      if (model.starts_with("LLAMA3_70B")) name = "llama3-70b";
+      if (model.starts_with("LLAMA3.1_405B")) name = "llama3-405b";
+      if (model.starts_with("Qwen3_30B_a3B")) name = "qwen3-30b-a3b";
+      if (model.starts_with("Qwen3_235B_a22B")) name = "qwen3-235b-a22b";
+      RunSpec& run = c.run;
+      run.name = c.id;
+      if (!name.empty()) {
+        run.model = model_file(name);
+      } else if (model.starts_with("GPT") && printed(model, "hidden") > 0 && printed(model, "heads") > 0) {
+        run.model.name = model;
+        run.model.layers = printed(model, "layers");
+        run.model.hidden = printed(model, "hidden");
+        run.model.heads = printed(model, "heads");
+        run.model.kv_heads = run.model.heads;
+        run.model.ffn_hidden = 4 * run.model.hidden;
+        run.model.vocab = printed(model, "vocab");
+        run.model.mlp = MlpKind::gelu;
+        run.model.norm = NormKind::layernorm;
+        run.model.position_embedding = PositionEmbedding::learned;
+      } else if (model.find("DeepSeek") != std::string::npos) {
+        skip("DeepSeek-V3's multi-latent attention, shared expert and dense first layers are not modelled");
+        continue;
+      } else if (model.find("OSS") != std::string::npos) {
+        skip("GPT-OSS's sliding-window attention, attention sinks and biased experts are not modelled");
+        continue;
+      } else if (model.find("Nemotron") != std::string::npos) {
+        skip("Nemotron 3's hybrid Mamba-2 layers are not modelled");
+        continue;
+      } else {
+        skip("the record does not give the model's head count (" + model + ")");
+        continue;
+      }
+      if (precision_name == "not given") {
+        skip("the record does not give the precision");
+        continue;
+      }
+      if (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1) {
+        skip("the record does not give tp, pp and dp");
+        continue;
+      }
+      const std::string hardware = machine == "B200" ? "B200" : machine == "A100" ? "A100-SXM4-80GB" : "H100-SXM5-80GB";
+      const std::string cluster = machine == "B200" ? "dgx-b200" : machine == "A100" ? "dgx-a100" : "dgx-h100";
+      run.hardware = load_hardware_config(configs_dir / "hardware" / (hardware + ".yaml"));
+      run.cluster = load_cluster_config(configs_dir / "clusters" / (cluster + ".yaml"));
+      run.cluster.nodes = std::max(1, gpus / run.cluster.gpus_per_node);
+      if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
+      ParallelismSpec& par = run.parallelism;
+      par.tp = integer(record["tp"], 1);
+      par.pp = integer(record["pp"], 1);
+      par.cp = integer(record["cp"], 1);
+      par.dp = integer(record["dp"], 1);
+      par.ep = std::max(1, integer(record["ep"], 1));
+      const int vp = integer(record["vp"], 1);
+      if (vp > 1) {
+        par.pp_schedule = PipelineSchedule::interleaved;
+        par.virtual_stages = vp;
+      }
+      par.sequence_parallel = par.tp > 1;
+      par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
+      TrainingSpec& train = run.training;
+      train.global_batch = integer(record["global_batch"], 1);
+      train.micro_batch = integer(record["micro_batch"], 1);
+      train.seq_len = integer(record["seq_len"], 2048);
+      train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
+      train.overlap.dp = true;
+      train.cross_entropy_fusion = true;
+      train.attention = "cudnn";
+      if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
+      try {
+        validate_run(run, where);
+      } catch (const std::exception& error) {
+        // The rule that rejects it, without the record's file position.
+        std::string why = error.what();
+        if (const auto key = why.find("key '"); key != std::string::npos) why = why.substr(key);
+        if (const auto fix = why.find(". Fix:"); fix != std::string::npos) why.resize(fix);
+        skip("chopsim rejects the run: " + why);
+        continue;
+      }
       cases.push_back(std::move(c));
     } catch (const YAML::Exception& error) {
       throw InputError(where, "", "malformed record: " + error.msg, "restore the file from ../shared/data");
@@ -682,6 +872,8 @@ std::string metric_unit(ValidationMetric metric) {
       return "time ratio";
     case ValidationMetric::average_power_w:
       return "W/GPU";
+    case ValidationMetric::model_tflops_per_gpu:
+      return "TFLOP/s/GPU";
     case ValidationMetric::mean_clock_hz:
       return "MHz";
     case ValidationMetric::peak_power_w:
@@ -695,6 +887,7 @@ std::string metric_unit(ValidationMetric metric) {
 double display_value(ValidationMetric metric, double value) {
   if (metric == ValidationMetric::peak_memory_bytes) return value / units::kGiB;
   if (metric == ValidationMetric::mean_clock_hz) return value / units::kMega;
+  if (metric == ValidationMetric::model_tflops_per_gpu) return value / units::kTera;
   return value;
 }
 
@@ -728,6 +921,7 @@ std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& d
   add_megatron_cases(data_dir, configs_dir, registries, cases);
   add_h200_eager_cases(data_dir, configs_dir, registries, cases);
   add_llm_foundry_cases(data_dir, configs_dir, cases);
+  add_megatron_record_cases(data_dir, configs_dir, cases);
   add_perseus_cases(data_dir, configs_dir, cases);
   add_zeus_cases(data_dir, configs_dir, cases);
   add_seed_findings(configs_dir, registries, cases);
@@ -934,6 +1128,10 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
   // One prediction of case `c` with `run` (the case's own or its calibrated copy).
   auto predict = [&](const ValidationCase& c, const RunSpec& run, bool calibrated) {
     ValidationPrediction result;
+    if (!c.not_modelled.empty()) {
+      result.failure = "not modelled: " + c.not_modelled;
+      return result;
+    }
     if (!c.probe.empty()) {
       const SharedResult* r = find_shared(shared_key(c.shared_run, calibrated));
       const SharedResult* base = c.baseline_run.empty() ? nullptr : find_shared(shared_key(c.baseline_run, calibrated));
@@ -965,8 +1163,11 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
         } else {
           result.ok = true;
           result.predicted_mfu = report.mfu;
+          const double tokens_per_gpu = report.tokens_per_s / report.gpus;
           result.predicted = c.metric == ValidationMetric::iteration_time_s ? report.iteration_time_s
-                                                                            : report.tokens_per_s / report.gpus;
+                             : c.metric == ValidationMetric::model_tflops_per_gpu
+                                 ? tokens_per_gpu * model_training_flops_per_token(run.model, run.training.seq_len)
+                                 : tokens_per_gpu;
         }
       }
       if (result.ok) result.relative_error = (result.predicted - c.measured) / c.measured;
@@ -1046,6 +1247,17 @@ std::string no_profile_line(const std::vector<const ValidationResult*>& rows) {
 
 /// What a group's runs use that chopsim models, and what it does not (printed under the group's heading).
 std::string group_notes(const std::string& group) {
+  if (group == "megatron_records")
+    return "NVIDIA's published Megatron-Core training throughput (../shared/data/validation/"
+           "published_megatron_records.yaml: Megatron-Bridge's performance tables on DGX-H100 and DGX-B200, the "
+           "Megatron-LM README's scaling tables), each record mapped to a run by one rule (experiments/src/"
+           "validation.cpp, add_megatron_record_cases): the model file of Llama 3 and Qwen3 MoE, the README's GPT rows "
+           "from the sizes their names print (GPT-3 style); DGX H100/B200/A100 nodes of 8 GPUs; tp, pp, cp, dp, ep as "
+           "printed, vp > 1 as the interleaved schedule, fsdp > 0 as FSDP, else the distributed optimizer; sequence "
+           "parallelism with tp > 1; overlapped gradient reduction; Transformer Engine's fused attention and the fused "
+           "cross entropy; no recomputation (not stated); FP8 in any scaling as fp8. Nothing is tuned per record. "
+           "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
+           "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))
     return "Megatron-LM functional tests gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer and "
            "gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader "
@@ -1240,6 +1452,50 @@ std::string statistics_cells(const Statistics& s, bool finding) {
 
 }  // namespace
 
+/// Errors of a group by each category its cases carry (ValidationCase::categories): rows, predicted, median
+/// absolute and median signed error, with the hardware files and with the profiles; and why rows are not predicted.
+void write_categories(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
+  struct Tally {
+    int rows = 0;
+    std::vector<double> plain, calibrated;
+  };
+  std::map<std::pair<std::string, std::string>, Tally> tallies;
+  std::map<std::string, int> reasons;
+  for (const auto* r : rows) {
+    for (const auto& category : r->validation_case.categories) {
+      Tally& t = tallies[category];
+      ++t.rows;
+      if (r->uncalibrated.ok) t.plain.push_back(r->uncalibrated.relative_error);
+      if (r->calibrated.ok) t.calibrated.push_back(r->calibrated.relative_error);
+    }
+    if (!r->uncalibrated.ok) {
+      std::string reason = r->uncalibrated.failure;
+      // One line per rule: without the model's name or the memory figure of the case.
+      if (const auto cut = reason.find(" ("); cut != std::string::npos) reason.resize(cut);
+      ++reasons[reason];
+    }
+  }
+  if (tallies.empty()) return;
+  const auto cells = [](const std::vector<double>& errors) {
+    if (errors.empty()) return std::string("- | -");
+    std::vector<double> absolute;
+    for (const double e : errors) absolute.push_back(std::abs(e));
+    return format(100.0 * median(absolute), 1) + " % | " + percent(median(errors));
+  };
+  out << "By category (signed error = (predicted - measured) / measured; for throughput, above 0 means chopsim is "
+         "too optimistic):\n\n"
+         "| dimension | value | rows | predicted | median abs. error | median signed error | calibrated | median abs. "
+         "error | median signed error |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [category, t] : tallies)
+    out << "| " << category.first << " | " << category.second << " | " << t.rows << " | " << t.plain.size() << " | "
+        << cells(t.plain) << " | " << t.calibrated.size() << " | " << cells(t.calibrated) << " |\n";
+  if (!reasons.empty()) {
+    out << "\nNot predicted:\n\n";
+    for (const auto& [reason, count] : reasons) out << "* " << count << " x " << reason << "\n";
+  }
+  out << "\n";
+}
+
 void write_validation_markdown(std::ostream& out, const std::vector<ValidationResult>& results) {
   out << "# Validation: predicted vs measured\n\n"
          "Generated by `chopsim validate` (see README). Do not edit by hand. Every measured case in "
@@ -1280,6 +1536,7 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
     if (write_power_group(out, group, rows)) continue;
     out << "\n## " << group << "\n\n";
     if (const std::string notes = group_notes(group); !notes.empty()) out << notes << "\n";
+    write_categories(out, rows);
     const bool calibrated = any_profile(rows);
     if (!calibrated) out << no_profile_line(rows) << "\n";
     out << "| case | metric | measured | predicted | error |" << (calibrated ? " calibrated | error |" : "")

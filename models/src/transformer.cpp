@@ -10,8 +10,9 @@ void require_valid(const TransformerSpec& model) {
   if (model.layers <= 0 || model.hidden <= 0 || model.ffn_hidden <= 0 || model.heads <= 0 || model.kv_heads <= 0 ||
       model.vocab <= 0 || model.experts <= 0 || model.top_k <= 0)
     throw ModelError("transformer '" + model.name + "': every dimension must be positive");
-  if (model.hidden % model.heads != 0)
-    throw ModelError("transformer '" + model.name + "': hidden must be a multiple of heads");
+  if (model.head_dim_override < 0) throw ModelError("transformer '" + model.name + "': head_dim must be positive");
+  if (model.head_dim_override == 0 && model.hidden % model.heads != 0)
+    throw ModelError("transformer '" + model.name + "': hidden must be a multiple of heads (or give head_dim)");
   if (model.heads % model.kv_heads != 0)
     throw ModelError("transformer '" + model.name + "': heads must be a multiple of kv_heads (GQA)");
   if (model.top_k > model.experts)
@@ -30,8 +31,9 @@ ParameterCount count_parameters(const TransformerSpec& model) {
 
   ParameterCount count;
   // Q has `heads` heads, K and V `kv_heads` heads each (GQA, Ainslie et al. 2023); the output projection
-  // maps heads*head_dim = h back to h. No linear biases (Llama, Mixtral; Megatron --disable-bias-linear).
-  count.attention_per_layer = h * head_dim * (model.heads + 2.0 * model.kv_heads) + h * h;
+  // maps heads*head_dim (= h unless head_dim is set apart) back to h. No linear biases (Llama, Mixtral; Megatron
+  // --disable-bias-linear).
+  count.attention_per_layer = h * head_dim * (model.heads + 2.0 * model.kv_heads) + model.attention_width() * h;
   // SwiGLU has gate, up and down matrices (Shazeer 2020), the GELU MLP up and down.
   const double one_mlp = (model.mlp == MlpKind::swiglu ? 3.0 : 2.0) * h * f;
   count.mlp_per_layer = experts * one_mlp;
@@ -58,9 +60,10 @@ double model_training_flops_per_token(const TransformerSpec& model, int seq_len)
   const ParameterCount count = count_parameters(model);
   // 2 FLOPs per multiply-add, forward + backward = 3x forward (Narayanan et al., SC'21, eq. 3 and appendix):
   // 6*N for the matmuls; scores Q*K^T and probabilities*V are 2*s*h each per token and layer forward,
-  // counted without causal masking: 3 * 4*s*h = 12*s*h per layer.
-  return 6.0 * count.active_matmul +
-         12.0 * static_cast<double>(model.layers) * static_cast<double>(model.hidden) * static_cast<double>(seq_len);
+  // counted without causal masking: 3 * 4*s*h = 12*s*h per layer, with h the attention's width heads*head_dim
+  // (Megatron's num_floating_point_operations uses kv_channels * num_attention_heads, its query projection size).
+  return 6.0 * count.active_matmul + 12.0 * static_cast<double>(model.layers) *
+                                         static_cast<double>(model.attention_width()) * static_cast<double>(seq_len);
 }
 
 }  // namespace chopsim

@@ -267,3 +267,68 @@ TEST(Validation, EitherEnginePredictsTheSameTable) {
 
 }  // namespace
 }  // namespace chopsim
+
+namespace chopsim {
+namespace {
+
+// NVIDIA's Megatron-Core tables (../shared/data/validation/published_megatron_records.yaml): every record is a case,
+// mapped by one rule; the ones chopsim cannot predict carry the reason.
+TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
+  const auto registries = ModelRegistries::with_builtins();
+  std::map<std::string, const ValidationCase*> by_id;
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  int modelled = 0;
+  for (const ValidationCase& c : cases) {
+    if (c.group != "megatron_records") continue;
+    by_id[c.id] = &c;
+    EXPECT_EQ(c.categories.size(), 5u) << c.id;
+    if (c.not_modelled.empty()) ++modelled;
+  }
+  const YAML::Node records =
+      YAML::LoadFile((test::shared_data_dir() / "validation" / "published_megatron_records.yaml").string());
+  ASSERT_EQ(by_id.size(), records.size());
+  EXPECT_GE(modelled, 20);
+
+  // Llama 3 8B on one DGX H100 with FSDP over its 8 GPUs, FP8 with current scaling.
+  const ValidationCase& llama = *by_id.at("mbridge-25.11-dgx-h100-llama3_8b-fp8-cs-g8-pre-training");
+  ASSERT_TRUE(llama.not_modelled.empty()) << llama.not_modelled;
+  EXPECT_EQ(llama.run.model.layers, 32);
+  EXPECT_EQ(llama.run.hardware.name, "H100-SXM5-80GB");
+  EXPECT_EQ(llama.run.parallelism.zero_stage, 3);
+  EXPECT_EQ(llama.run.parallelism.dp, 8);
+  EXPECT_EQ(llama.run.training.precision, Precision::fp8);
+  EXPECT_EQ(llama.run.cluster.fabric.kind, "none");
+  EXPECT_EQ(llama.metric, ValidationMetric::tokens_per_s_per_gpu);
+  EXPECT_DOUBLE_EQ(llama.measured, 14451.0);
+
+  // Qwen3-30B-A3B with its 128-wide heads, expert parallel over two nodes.
+  const ValidationCase& qwen = *by_id.at("mbridge-26.06-dgx-h100-qwen3_30b_a3b-fp8-g16-pre-training");
+  ASSERT_TRUE(qwen.not_modelled.empty()) << qwen.not_modelled;
+  EXPECT_EQ(qwen.run.model.head_dim(), 128);
+  EXPECT_EQ(qwen.run.parallelism.ep, 16);
+  EXPECT_EQ(qwen.run.cluster.nodes, 2);
+
+  // The README's GPT rows: the sizes printed in the model's name, model TFLOP/s per GPU.
+  const ValidationCase& gpt = *by_id.at("megatronlm-readme-h100-gpt16b-g192");
+  ASSERT_TRUE(gpt.not_modelled.empty()) << gpt.not_modelled;
+  EXPECT_EQ(gpt.run.model.heads, 48);
+  EXPECT_EQ(gpt.run.model.hidden, 6144);
+  EXPECT_EQ(gpt.run.model.layers, 32);
+  EXPECT_EQ(gpt.run.parallelism.tp, 4);
+  EXPECT_EQ(gpt.metric, ValidationMetric::model_tflops_per_gpu);
+  EXPECT_DOUBLE_EQ(gpt.measured, 489.1e12);
+
+  // Reasons: a model chopsim cannot describe, and a layer split Megatron accepts (126 layers over pp 8 x vp 8, the
+  // embedding and the loss counted as layers) that chopsim rejects, naming its rule.
+  EXPECT_NE(by_id.at("mbridge-26.06-dgx-h100-llama3.1_405b-fp8-g1024-pre-training")->not_modelled.find("layers"),
+            std::string::npos);
+  for (const auto& [id, c] : by_id) {
+    if (id.find("deepseek") != std::string::npos) {
+      EXPECT_NE(c->not_modelled.find("multi-latent attention"), std::string::npos) << id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chopsim

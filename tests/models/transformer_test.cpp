@@ -91,6 +91,42 @@ TEST(TransformerParameters, MixtralTotalAndActiveMatchPublishedSizes) {
   EXPECT_DOUBLE_EQ(count.mlp_active_per_layer, 2.0 * 3.0 * 4096.0 * 14336.0);
 }
 
+// Qwen3's heads are 128 wide whatever the hidden size (head_dim set apart from hidden / heads). Published sizes
+// (Qwen3 technical report, Table 2; the model cards): Qwen3-30B-A3B 30.5B total, 3.3B activated; Qwen3-235B-A22B
+// 235B total, 22B activated. Without head_dim (64-wide heads) the 30B model would count 29.9B.
+TEST(TransformerParameters, QwenMoeWithItsOwnHeadWidthMatchesPublishedSizes) {
+  TransformerSpec small;
+  small.name = "qwen3-30b-a3b";
+  small.layers = 48;
+  small.hidden = 2048;
+  small.head_dim_override = 128;
+  small.ffn_hidden = 768;
+  small.heads = 32;
+  small.kv_heads = 4;
+  small.vocab = 151936;
+  small.experts = 128;
+  small.top_k = 8;
+  const auto active = [](const TransformerSpec& m, const ParameterCount& c) {
+    return c.total - m.layers * (c.mlp_per_layer - c.mlp_active_per_layer);
+  };
+  const ParameterCount s = count_parameters(small);
+  EXPECT_NEAR(s.total, 30.5e9, 0.1e9);
+  EXPECT_NEAR(active(small, s), 3.3e9, 0.1e9);
+  EXPECT_EQ(small.attention_width(), 4096);
+  // q, k, v: 2048 x 128 x (32 + 2 x 4); the output projection 4096 -> 2048.
+  EXPECT_DOUBLE_EQ(s.attention_per_layer, 2048.0 * 128 * 40 + 4096.0 * 2048);
+  TransformerSpec big = small;
+  big.layers = 94;
+  big.hidden = 4096;
+  big.ffn_hidden = 1536;
+  big.heads = 64;
+  const ParameterCount b = count_parameters(big);
+  EXPECT_NEAR(b.total, 235e9, 1.5e9);
+  EXPECT_NEAR(active(big, b), 22e9, 0.5e9);
+  // Megatron's FLOPs formula takes the attention's width (kv_channels x heads), not hidden.
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(small, 4096) - 6.0 * s.active_matmul, 12.0 * 48 * 4096 * 4096);
+}
+
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
   const TransformerSpec model = llama3_8b();
   const ParameterCount count = count_parameters(model);

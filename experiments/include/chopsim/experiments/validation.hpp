@@ -19,13 +19,14 @@ enum class ValidationMetric {
   iteration_time_s,
   tokens_per_s_per_gpu,
   peak_memory_bytes,
-  stage_time_s,     ///< time of one pipeline-stage pass (Perseus stage profiles)
-  stage_energy_j,   ///< energy of one pipeline-stage pass, one GPU
-  relative_time,    ///< iteration time over that of a baseline run (Zeus power-limit sweeps)
-  average_power_w,  ///< mean power per GPU over the run
-  mean_clock_hz,    ///< mean SM/GFX clock per GPU while kernels run
-  peak_power_w,     ///< largest short-window power per GPU
-  finding,          ///< a published qualitative finding: measured 1 (it holds), predicted 1 or 0
+  stage_time_s,          ///< time of one pipeline-stage pass (Perseus stage profiles)
+  stage_energy_j,        ///< energy of one pipeline-stage pass, one GPU
+  relative_time,         ///< iteration time over that of a baseline run (Zeus power-limit sweeps)
+  average_power_w,       ///< mean power per GPU over the run
+  model_tflops_per_gpu,  ///< model FLOP/s per GPU in Megatron's convention (model_training_flops_per_token)
+  mean_clock_hz,         ///< mean SM/GFX clock per GPU while kernels run
+  peak_power_w,          ///< largest short-window power per GPU
+  finding,               ///< a published qualitative finding: measured 1 (it holds), predicted 1 or 0
 };
 
 struct ValidationCase {
@@ -37,6 +38,11 @@ struct ValidationCase {
   double measured_mfu = -1.0;  ///< as published, when the source prints one (its own convention)
   std::string notes;
   RunSpec run;
+  /// Why chopsim cannot predict this measured case (a model it cannot describe, a field the record lacks); empty when
+  /// it can. Such a case is listed with the reason and not run.
+  std::string not_modelled;
+  /// (dimension, value) pairs the validation page groups errors by: source, GPU, dense/MoE, precision, GPU count.
+  std::vector<std::pair<std::string, std::string>> categories;
   /// Power cases read a quantity from a simulation that several cases share: `probe` names the quantity (see
   /// validation.cpp), `shared_run` the simulation (cases with equal keys share one), `baseline_run` the simulation a
   /// relative_time divides by, `baseline` its RunSpec.

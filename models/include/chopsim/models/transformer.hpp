@@ -20,6 +20,9 @@ struct TransformerSpec {
   int heads = 0;       ///< query heads a
   int kv_heads = 0;    ///< key/value heads (GQA); == heads for multi-head attention
   int vocab = 0;       ///< tokens of the tokenizer (unpadded)
+  /// Width of one attention head (Megatron's kv_channels, Hugging Face's head_dim); 0 = hidden / heads. Qwen3 and
+  /// GPT-OSS set it apart from hidden / heads: the Q, K, V projections are then hidden x heads*head_dim wide.
+  int head_dim_override = 0;
   /// Megatron-LM's --make-vocab-size-divisible-by: the embedding and output head are padded to a multiple of this
   /// times tp rows (Megatron's default 128). 1 = no padding (Hugging Face models): each tensor-parallel rank then
   /// holds ceil(vocab / tp) rows, an odd count for GPT-2's 50,257.
@@ -39,7 +42,9 @@ struct TransformerSpec {
   bool linear_bias = false;
   PositionEmbedding position_embedding = PositionEmbedding::rope;
 
-  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
+  /// Width of the attention's output before the output projection: heads * head_dim (= hidden without an override).
+  [[nodiscard]] int attention_width() const { return heads * head_dim(); }
   /// Rows of the embedding and output head one of `tp` tensor-parallel ranks holds, padding included.
   [[nodiscard]] int vocab_per_tp_rank(int tp) const {
     const long long multiple = make_vocab_size_divisible_by;
