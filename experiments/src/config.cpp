@@ -159,6 +159,8 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par) {
       {{"1f1b", PipelineSchedule::one_f_one_b}, {"interleaved", PipelineSchedule::interleaved}});
   p.read("virtual_stages", par.virtual_stages, kPositiveInt);
   p.read("stage_layers", par.stage_layers, kPositiveInt);
+  p.read("account_for_embedding_in_split", par.account_for_embedding_in_split);
+  p.read("account_for_loss_in_split", par.account_for_loss_in_split);
   p.read("cp", par.cp, kPositiveInt);
   p.read("ep", par.ep, kPositiveInt);
   const bool has_zero = p.read("zero_stage", par.zero_stage, IntRule{0, 3, "an integer from 0 to 3"});
@@ -232,6 +234,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("log_params_norm", train.log_params_norm);
   t.read("host_launch_us", train.host_launch_s, units::kMicrosecond, kNonNegativeReal, "µs");
   t.read_choice<bool>("fsdp_reduce_dtype", train.fsdp_reduce_fp32, {{"bf16", false}, {"fp32", true}});
+  t.read_choice<bool>("grad_reduce_dtype", train.grad_reduce_fp32, {{"bf16", false}, {"fp32", true}});
 }
 
 }  // namespace

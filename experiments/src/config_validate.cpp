@@ -142,12 +142,36 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
       rules.fail("parallelism.stage_layers",
                  "an uneven split needs pp_schedule 1f1b (the interleaved schedule runs equal model chunks)",
                  "set pp_schedule: 1f1b, or remove stage_layers");
-  } else if (model.layers % chunks != 0)
-    rules.fail(
-        "parallelism.pp",
-        "model.layers (" + str(model.layers) + ") is not divisible by parallelism.pp x virtual_stages (" + str(par.pp) +
-            " x " + str(par.virtual_stages) + " = " + str(chunks) + ")",
-        "use pp x virtual_stages among the divisors of " + str(model.layers) + ": " + divisors_text(model.layers));
+    if (par.account_for_embedding_in_split || par.account_for_loss_in_split)
+      rules.fail("parallelism.stage_layers",
+                 "stage_layers gives every stage's layers; account_for_embedding_in_split and "
+                 "account_for_loss_in_split would change them",
+                 "remove one or the other");
+  } else {
+    const int extra = (par.account_for_embedding_in_split ? 1 : 0) + (par.account_for_loss_in_split ? 1 : 0);
+    const long long slots = model.layers + extra;
+    if (slots % chunks != 0) {
+      const std::string counted = extra == 0 ? "model.layers (" + str(model.layers) + ")"
+                                             : "model.layers + " + str(extra) + " (" + str(model.layers) +
+                                                   " layers, the embedding and loss "
+                                                   "counted as layers)";
+      const bool megatron_split = extra == 0 && (model.layers + 2) % chunks == 0 && (model.layers + 2) / chunks >= 2;
+      rules.fail("parallelism.pp",
+                 counted + " is not divisible by parallelism.pp x virtual_stages (" + str(par.pp) + " x " +
+                     str(par.virtual_stages) + " = " + str(chunks) + ")",
+                 megatron_split ? "count the embedding and the loss as layers, as Megatron's "
+                                  "--account-for-embedding-in-pipeline-split and "
+                                  "--account-for-loss-in-pipeline-split do: set "
+                                  "parallelism.account_for_embedding_in_split and account_for_loss_in_split: true"
+                                : "use pp x virtual_stages among the divisors of " + str(model.layers) + ": " +
+                                      divisors_text(model.layers));
+    } else if (slots / chunks <
+               1 + std::max(par.account_for_embedding_in_split ? 1 : 0, par.account_for_loss_in_split ? 1 : 0)) {
+      rules.fail("parallelism.pp",
+                 "with the embedding or the loss counted as a layer, a virtual stage would hold no transformer layer",
+                 "use fewer pipeline stages or virtual stages");
+    }
+  }
   if (par.pp_schedule == PipelineSchedule::one_f_one_b && par.virtual_stages != 1)
     rules.fail("parallelism.virtual_stages",
                "pp_schedule 1f1b runs one model chunk per stage, but virtual_stages is " + str(par.virtual_stages),

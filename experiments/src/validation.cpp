@@ -383,7 +383,19 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         par.virtual_stages = vp;
       }
       par.sequence_parallel = par.tp > 1;
+      // Layers that do not divide over the virtual stages: Megatron-Bridge's recipes count the embedding and the loss
+      // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split).
+      const int virtual_count = par.pp * std::max(vp, 1);
+      if (run.model.layers % virtual_count != 0 && (run.model.layers + 2) % virtual_count == 0) {
+        par.account_for_embedding_in_split = true;
+        par.account_for_loss_in_split = true;
+      }
       par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
+      if (par.ep > par.dp * par.cp) {
+        skip("expert parallelism across tensor-parallel ranks (Megatron-Core's MoE parallel folding: ep " +
+             std::to_string(par.ep) + " over tp x dp x cp, expert tensor parallelism 1) is not modelled");
+        continue;
+      }
       TrainingSpec& train = run.training;
       train.global_batch = integer(record["global_batch"], 1);
       train.micro_batch = integer(record["micro_batch"], 1);
@@ -391,6 +403,9 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
       train.overlap.dp = true;
       train.cross_entropy_fusion = true;
+      // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
+      // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
+      train.grad_reduce_fp32 = readme;
       train.attention = "cudnn";
       if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
       try {

@@ -170,8 +170,8 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   const detail::StageParameters params = detail::stage_parameters(model, parallelism, pp_stage);
   const detail::LocalParameters local = detail::local_parameters(model, parallelism);
   const double weight_bytes = detail::storage_bytes_per_element(training.precision);
-  const double gradient_bytes =
-      detail::gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32);
+  const double gradient_bytes = detail::gradient_bytes_per_element(
+      training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32, training.grad_reduce_fp32);
   const double optimizer_bytes = detail::optimizer_bytes_per_parameter(training.precision);
   const int zero = parallelism.zero_stage;
   const double dense_shards = layout.group_size(GroupRole::shard);
@@ -197,7 +197,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
   const LayerActivations layer = layer_activations(model, parallelism, training, local);
   const double layers_in_flight =
-      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.layers_in(pp_stage, 0);
+      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.max_layers_in_chunk(pp_stage);
   if (training.recompute == RecomputePolicy::full) {
     m.activations_bytes = layers_in_flight * layer.input_bytes + layer.stored_bytes + layer.attention_scores_bytes;
   } else if (training.recompute == RecomputePolicy::selective) {

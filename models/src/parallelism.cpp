@@ -1,10 +1,30 @@
 #include "chopsim/models/parallelism.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "chopsim/common/error.hpp"
 
 namespace chopsim {
+
+std::vector<int> ParallelismSpec::virtual_stage_layers(int layers) const {
+  if (!stage_layers.empty()) return stage_layers;
+  const int stages = std::max(pp, 1) * std::max(chunks(), 1);
+  const int embedding = account_for_embedding_in_split ? 1 : 0;
+  const int loss = account_for_loss_in_split ? 1 : 0;
+  std::vector<int> counts(static_cast<std::size_t>(stages), (layers + embedding + loss) / stages);
+  counts.front() -= embedding;
+  counts.back() -= loss;
+  return counts;
+}
+
+int ParallelismSpec::layers_of_stage(int layers, int stage) const {
+  const std::vector<int> counts = virtual_stage_layers(layers);
+  int sum = 0;
+  for (std::size_t v = static_cast<std::size_t>(stage); v < counts.size(); v += static_cast<std::size_t>(pp))
+    sum += counts[v];
+  return sum;
+}
 
 std::string_view to_string(Framework framework) {
   switch (framework) {

@@ -39,8 +39,18 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
       sum += layers;
     }
     if (sum != model.layers) fail("stage_layers sum to " + str(sum) + ", the model has " + str(model.layers));
-  } else if (model.layers % (p.pp * chunks) != 0) {
-    fail("layers=" + str(model.layers) + " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
+  } else {
+    const int embedding = p.account_for_embedding_in_split ? 1 : 0;
+    const int loss = p.account_for_loss_in_split ? 1 : 0;
+    const int slots = model.layers + embedding + loss;
+    if (slots % (p.pp * chunks) != 0)
+      fail("layers=" + str(model.layers) +
+           (embedding + loss > 0 ? " + " + str(embedding + loss) + " (embedding, loss)" : "") +
+           " must be a multiple of pp*virtual_stages=" + str(p.pp * chunks));
+    for (const int layers : p.virtual_stage_layers(model.layers))
+      if (layers < 1)
+        fail("every virtual pipeline stage needs at least one transformer layer (layers=" + str(model.layers) +
+             " over pp*virtual_stages=" + str(p.pp * chunks) + ")");
   }
   if (training.framework == Framework::pytorch_eager) {
     if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1)
@@ -83,13 +93,10 @@ PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec
   PipelineShape shape;
   shape.stages = parallelism.pp;
   shape.chunks = parallelism.pp_schedule == PipelineSchedule::interleaved ? parallelism.virtual_stages : 1;
-  shape.layers_per_chunk = model.layers / (shape.stages * shape.chunks);
   shape.micro_batches = training.micro_batches(parallelism);
-  if (!parallelism.stage_layers.empty()) {
-    shape.stage_first_layers.push_back(0);
-    for (const int layers : parallelism.stage_layers)
-      shape.stage_first_layers.push_back(shape.stage_first_layers.back() + layers);
-  }
+  shape.virtual_first_layers.push_back(0);
+  for (const int layers : parallelism.virtual_stage_layers(model.layers))
+    shape.virtual_first_layers.push_back(shape.virtual_first_layers.back() + layers);
   return shape;
 }
 
@@ -205,9 +212,9 @@ double storage_bytes_per_element(Precision precision) {
   return precision == Precision::fp32 || precision == Precision::tf32 ? 4.0 : 2.0;
 }
 
-double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32) {
+double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32, bool grad_reduce_fp32) {
   if (zero_stage == 3) return fsdp_reduce_fp32 ? 4.0 : storage_bytes_per_element(precision);
-  return 4.0;
+  return grad_reduce_fp32 ? 4.0 : storage_bytes_per_element(precision);
 }
 
 double optimizer_bytes_per_parameter(Precision precision) {

@@ -2,6 +2,7 @@
 // Private to chopsim_models: what the workload generator and the memory model must agree on —
 // the checks on a training setup, the pipeline schedule, and the parameters each rank holds.
 
+#include <algorithm>
 #include <vector>
 
 #include "chopsim/models/parallelism.hpp"
@@ -16,25 +17,30 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
 
 /// How the layers and micro-batches are laid out over the pipeline.
 struct PipelineShape {
-  int stages = 1;            ///< pp
-  int chunks = 1;            ///< model chunks per stage (virtual stages; 1 for plain 1F1B)
-  int layers_per_chunk = 0;  ///< layers / (pp * chunks) for an even split
-  int micro_batches = 1;     ///< per pipeline per iteration
-  /// An uneven split (ParallelismSpec::stage_layers, one chunk per stage): the first layer of each stage, then the
-  /// model's layer count (pp + 1 entries). Empty for an even split.
-  std::vector<int> stage_first_layers;
+  int stages = 1;         ///< pp
+  int chunks = 1;         ///< model chunks per stage (virtual stages; 1 for plain 1F1B)
+  int micro_batches = 1;  ///< per pipeline per iteration
+  /// The first layer of each virtual stage, then the model's layer count (pp * chunks + 1 entries): an even split,
+  /// ParallelismSpec::stage_layers, or a split that counts the embedding and the loss as layers.
+  std::vector<int> virtual_first_layers;
 
-  /// Megatron's virtual pipeline rank of (stage, chunk): chunk c of stage i runs layers
-  /// [(c*pp + i) * layers_per_chunk, +layers_per_chunk) (Narayanan et al., SC'21, Fig. 4).
+  /// Megatron's virtual pipeline rank of (stage, chunk): chunk c of stage i runs the layers of virtual stage c*pp + i,
+  /// which follow those of virtual stage c*pp + i - 1 (Narayanan et al., SC'21, Fig. 4).
   [[nodiscard]] int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
   [[nodiscard]] int virtual_stage_count() const { return stages * chunks; }
   [[nodiscard]] int first_layer(int stage, int chunk) const {
-    return stage_first_layers.empty() ? virtual_stage(stage, chunk) * layers_per_chunk
-                                      : stage_first_layers[static_cast<std::size_t>(stage)];
+    return virtual_first_layers[static_cast<std::size_t>(virtual_stage(stage, chunk))];
   }
   /// Layers of model chunk `chunk` of `stage`.
   [[nodiscard]] int layers_in(int stage, int chunk) const {
-    return stage_first_layers.empty() ? layers_per_chunk : first_layer(stage + 1, chunk) - first_layer(stage, chunk);
+    const auto v = static_cast<std::size_t>(virtual_stage(stage, chunk));
+    return virtual_first_layers[v + 1] - virtual_first_layers[v];
+  }
+  /// The most layers any chunk of `stage` holds.
+  [[nodiscard]] int max_layers_in_chunk(int stage) const {
+    int most = 0;
+    for (int chunk = 0; chunk < chunks; ++chunk) most = std::max(most, layers_in(stage, chunk));
+    return most;
   }
 };
 
@@ -107,10 +113,12 @@ struct StageParameters {
 /// distributed optimizer) accumulates and reduces bf16 runs' gradients in fp32 (--accumulate-allreduce-
 /// grads-in-fp32, forced for bf16; its distributed-optimizer docs count 6 + 12/d bytes per parameter:
 /// bf16 weight 2, fp32 gradient 4, fp32 master and Adam moments 12/d), which Megatron's measured memory in
-/// ../shared/data/validation/megatron_lm confirms. ZeRO-3/FSDP keeps the ZeRO accounting 2 + 2 + 12
-/// (Rajbhandari et al. 2020, Sec. 3.1; FSDP MixedPrecision with reduce_dtype bf16): 2 bytes, or 4 with
+/// ../shared/data/validation/megatron_lm confirms; with `grad_reduce_fp32` off (Megatron-Core's default,
+/// Megatron-Bridge's performance recipes) the buffer has the parameters' dtype. ZeRO-3/FSDP keeps the ZeRO accounting 2
+/// + 2 + 12 (Rajbhandari et al. 2020, Sec. 3.1; FSDP MixedPrecision with reduce_dtype bf16): 2 bytes, or 4 with
 /// `fsdp_reduce_fp32` (FSDP MixedPrecision(reduce_dtype=torch.float32): gradients reduced and kept sharded in fp32).
-[[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32 = false);
+[[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32 = false,
+                                                bool grad_reduce_fp32 = true);
 
 /// fp32 master weights + Adam first and second moments = 12 bytes per parameter (ZeRO Sec. 3.1);
 /// 8 for fp32 runs, whose weights are their own master copy.

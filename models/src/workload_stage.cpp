@@ -35,7 +35,8 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.routed_tokens = s.norm_tokens * copies;
   s.expert_tokens = s.tokens * copies;
   s.activation_bytes = storage_bytes_per_element(training.precision);
-  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32);
+  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32,
+                                                training.grad_reduce_fp32);
   s.weight_grad_bytes = parallelism.zero_stage == 3 ? storage_bytes_per_element(training.precision) : s.gradient_bytes;
   gemm_precision_ = training.precision;
   // Flash attention runs in bf16 even in fp8 runs (Transformer Engine's default DotProductAttention).

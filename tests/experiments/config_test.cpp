@@ -496,6 +496,40 @@ TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {
                   {"tp.yaml", "training.framework", "model parallelism", "Fix:"});
 }
 
+// 62 layers over pp 8 x vp 4 (as Llama 3.1 405B's 126 over pp 8 x vp 8): rejected as is, with Megatron's split flags
+// as the fix; accepted with them, two slots per virtual stage.
+TEST_F(ConfigTest, TheEmbeddingAndTheLossMayCountAsPipelineLayers) {
+  const std::string model =
+      "model: {name: llama3-8b, layers: 62}\nhardware: H100-SXM5-80GB\n"
+      "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n";
+  const std::string training = "training:\n  global_batch: 8\n";
+  const auto pipeline = [&](const std::string& extra) {
+    return model + "parallelism:\n  pp: 8\n  pp_schedule: interleaved\n  virtual_stages: 4\n" + extra + training;
+  };
+  expect_contains(input_error([&] { (void)load(write("plain.yaml", pipeline(""))); }),
+                  {"parallelism.pp", "model.layers (62) is not divisible by", "account_for_embedding_in_split"});
+  const RunSpec run = load(
+      write("split.yaml", pipeline("  account_for_embedding_in_split: true\n  account_for_loss_in_split: true\n")));
+  const std::vector<int> split = run.parallelism.virtual_stage_layers(62);
+  ASSERT_EQ(split.size(), 32u);
+  EXPECT_EQ(split.front(), 1);
+  EXPECT_EQ(split[1], 2);
+  EXPECT_EQ(split.back(), 1);
+  EXPECT_EQ(run.parallelism.layers_of_stage(62, 0), 7);  // virtual stages 0, 8, 16, 24: 1 + 2 + 2 + 2
+  EXPECT_EQ(run.parallelism.layers_of_stage(62, 7), 7);
+  // One slot per virtual stage leaves the first one no layer: rejected.
+  expect_contains(input_error([&] {
+                    (void)load(write("thin.yaml",
+                                     "model: {name: llama3-8b, layers: 30}\nhardware: H100-SXM5-80GB\n"
+                                     "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\n"
+                                     "parallelism:\n  pp: 8\n  pp_schedule: interleaved\n  "
+                                     "virtual_stages: 4\n  account_for_embedding_in_split: true\n  "
+                                     "account_for_loss_in_split: true\n" +
+                                         training));
+                  }),
+                  {"thin.yaml", "would hold no transformer layer"});
+}
+
 TEST_F(ConfigTest, HostLaunchTimeIsMicrosecondsAndBounded) {
   const auto run_with = [&](const std::string& name, const std::string& value) {
     return write(name, small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  host_launch_us: " + value + "\n"));

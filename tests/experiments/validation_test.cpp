@@ -240,8 +240,11 @@ TEST(Validation, EitherEnginePredictsTheSameTable) {
   std::vector<ValidationCase> chosen;
   std::set<std::string> groups;
   for (ValidationCase& c :
-       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir()))
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir())) {
+    // The first case of each group that the engines run on at most 64 GPUs (SimGrid takes minutes beyond).
+    if (!c.not_modelled.empty() || c.run.parallelism.world_size() > 64) continue;
     if (groups.insert(c.group).second) chosen.push_back(std::move(c));
+  }
   ASSERT_GE(chosen.size(), 5u);
   std::vector<ValidationCase> on_simgrid = chosen;
   for (ValidationCase& c : on_simgrid)
@@ -319,9 +322,12 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   EXPECT_EQ(gpt.metric, ValidationMetric::model_tflops_per_gpu);
   EXPECT_DOUBLE_EQ(gpt.measured, 489.1e12);
 
-  // Reasons: a model chopsim cannot describe, and a layer split Megatron accepts (126 layers over pp 8 x vp 8, the
-  // embedding and the loss counted as layers) that chopsim rejects, naming its rule.
-  EXPECT_NE(by_id.at("mbridge-26.06-dgx-h100-llama3.1_405b-fp8-g1024-pre-training")->not_modelled.find("layers"),
+  // 126 layers over pp 8 x vp 8: the embedding and the loss counted as layers, as Megatron-Bridge's recipe does.
+  const ValidationCase& big = *by_id.at("mbridge-26.06-dgx-h100-llama3.1_405b-fp8-g1024-pre-training");
+  ASSERT_TRUE(big.not_modelled.empty()) << big.not_modelled;
+  EXPECT_TRUE(big.run.parallelism.account_for_embedding_in_split && big.run.parallelism.account_for_loss_in_split);
+  // Reasons: expert parallelism folded over the tensor-parallel ranks, and models chopsim cannot describe.
+  EXPECT_NE(by_id.at("mbridge-26.04-dgx-h100-qwen3_235b_a22b-fp8-g256-pre-training")->not_modelled.find("folding"),
             std::string::npos);
   for (const auto& [id, c] : by_id) {
     if (id.find("deepseek") != std::string::npos) {

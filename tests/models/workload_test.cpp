@@ -1079,6 +1079,32 @@ TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
   EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
 }
 
+// Megatron's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: the embedding and the
+// loss take a layer's slot in the first and the last virtual stage. 6 layers over pp 2 x vp 2: (6 + 2) / 4 = 2 slots
+// per virtual stage, so virtual stages 0..3 hold 1, 2, 2, 1 layers: stage 0 runs chunks 0 and 2 (1 + 2 layers),
+// stage 1 chunks 1 and 3 (2 + 1).
+TEST(PipelineSchedule, TheEmbeddingAndTheLossCanCountAsLayers) {
+  RunSetup s = setup("accounted", 1, 1, 2, 4);
+  s.model.layers = 6;
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  s.parallelism.account_for_embedding_in_split = true;
+  s.parallelism.account_for_loss_in_split = true;
+  EXPECT_EQ(s.parallelism.virtual_stage_layers(6), (std::vector<int>{1, 2, 2, 1}));
+  EXPECT_EQ(s.parallelism.layers_of_stage(6, 0), 3);
+  EXPECT_EQ(s.parallelism.layers_of_stage(6, 1), 3);
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  for (int stage = 0; stage < 2; ++stage) EXPECT_EQ(count_of(workload, stage, "qkv_proj", Pass::forward), 3 * 4);
+  // Layer 0 (virtual stage 0) and layer 5 (virtual stage 3) are alone in their chunks, on stages 0 and 1.
+  std::set<int> stage_one_layers;
+  for (const Op& op : workload.program(1).streams[0].ops)
+    if (op.layer >= 0) stage_one_layers.insert(op.layer);
+  EXPECT_EQ(stage_one_layers, (std::set<int>{1, 2, 5}));
+  // Without the accounting the 6 layers do not divide over 4 virtual stages.
+  s.parallelism.account_for_loss_in_split = false;
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
 // Eager attention: the core becomes four GEMM-class kernels of 2*b*a*s^2*d FLOPs each per pass pair (S = QK^T and
 // PV forward; dV, dP, dQ, dK backward), over every query-key pair (no causal skipping), and no attention-class kernel.
 TEST(TrainingFeatures, EagerAttentionRunsTheCoreAsGemmsOverEveryQueryKeyPair) {

@@ -42,12 +42,22 @@ struct ParallelismSpec {
   /// (Megatron-LM's --decoder-last-pipeline-num-layers, Merak's custom partition). Empty: layers / pp each.
   /// 1F1B only: the interleaved schedule needs equal chunks.
   std::vector<int> stage_layers;
+  /// Megatron's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split: the split
+  /// counts the input embedding (and the output layer with the loss) as one more layer of the first (last) virtual
+  /// stage, which then holds one transformer layer less. Llama 3.1 405B's 126 layers over pp 8 x vp 8 and Qwen3
+  /// 235B's 94 over pp 8 run so in Megatron-Bridge's recipes.
+  bool account_for_embedding_in_split = false;
+  bool account_for_loss_in_split = false;
 
   [[nodiscard]] int world_size() const { return dp * tp * pp * cp; }
-  /// Transformer layers of pipeline stage `stage` of a model with `layers` layers.
-  [[nodiscard]] int layers_of_stage(int layers, int stage) const {
-    return stage_layers.empty() ? layers / pp : stage_layers[static_cast<std::size_t>(stage)];
-  }
+  /// Model chunks per pipeline stage: virtual_stages with the interleaved schedule, else 1.
+  [[nodiscard]] int chunks() const { return pp_schedule == PipelineSchedule::interleaved ? virtual_stages : 1; }
+  /// Transformer layers of each virtual pipeline stage (pp * chunks() entries, in Megatron's virtual rank order:
+  /// chunk c of stage i is entry c*pp + i), for a model of `layers` layers. Entries may be 0 or the split may not
+  /// cover the model when the configuration is invalid; validate_training_setup rejects those.
+  [[nodiscard]] std::vector<int> virtual_stage_layers(int layers) const;
+  /// Transformer layers of pipeline stage `stage` (all its chunks).
+  [[nodiscard]] int layers_of_stage(int layers, int stage) const;
 };
 
 /// Which communication may run concurrently with compute (false: compute waits for it).
@@ -130,6 +140,13 @@ struct TrainingSpec {
   /// FSDP/ZeRO-3 gradient reduction in fp32 (PyTorch FSDP MixedPrecision(reduce_dtype=torch.float32), Composer's
   /// mixed_precision DEFAULT): gradients are cast to fp32, reduce-scattered and kept sharded in fp32.
   bool fsdp_reduce_fp32 = false;
+  /// ZeRO 0-2: the data-parallel gradient buffer (Megatron's main_grad), its accumulation and its reduction in fp32.
+  /// Megatron-LM turns it on for bf16 training (arguments.py: accumulate_allreduce_grads_in_fp32 unless
+  /// --grad-reduce-in-bf16); Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32 defaults to off, and
+  /// Megatron-Bridge's and NeMo's performance recipes set it off (scripts/performance: cfg.ddp.grad_reduce_in_fp32 =
+  /// False; NeMo recipe.trainer.plugins.grad_reduce_in_fp32 = False): the buffer is then bf16, the reduce-scatter
+  /// half the bytes. fp32 and tf32 runs keep fp32 gradients either way.
+  bool grad_reduce_fp32 = true;
   /// Megatron-LM's --create-attention-mask-in-dataloader (its default; --no-create-attention-mask-in-dataloader turns
   /// it off): the data loader builds a [b, 1, s, s] boolean causal mask for every micro-batch, which get_batch copies
   /// to the GPU over PCIe and broadcasts over the tensor-parallel group, even when the fused attention kernel applies
