@@ -754,11 +754,11 @@ TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
 TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
   const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  tpp: 2\n", "  global_batch: 8\n"));
   const std::string message = input_error([&] { (void)load(run); });
-  expect_contains(
-      message,
-      {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
-       "sequence_parallel, pp, pp_schedule, virtual_stages, stage_layers, cp, ep, zero_stage, fsdp, shard_group_size",
-       "Fix: did you mean 'tp'?"});
+  expect_contains(message,
+                  {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
+                   "sequence_parallel, pp, pp_schedule, virtual_stages, stage_layers, account_for_embedding_in_split, "
+                   "account_for_loss_in_split, cp, ep, zero_stage, fsdp, shard_group_size",
+                   "Fix: did you mean 'tp'?"});
 
   const fs::path top = write("top.yaml", "modle: llama3-8b\nmodel: llama3-8b\nhardware: MI300X\ncluster: mi300x\n");
   expect_contains(input_error([&] { (void)load(top); }),
