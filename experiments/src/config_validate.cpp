@@ -307,6 +307,21 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "the power cap (" + std::to_string(power.cap_w) + " W) is not above the idle power of " + hw.name +
                    " (" + std::to_string(hw.idle_power_w) + " W): nothing could run",
                "set a cap above power_w.idle (typical caps: 50-100 % of the TDP, " + std::to_string(hw.tdp_w) + " W)");
+  // A board's power limit is bounded by its hardware (nvidia-smi -pl and rocm-smi refuse limits above the board's
+  // maximum, at most ~1.2x its TDP on the GPUs chopsim ships); ten times the TDP is beyond any board and would only
+  // give meaningless power and temperatures (issue 16: a cap of 1e308 W gave 6.75e306 °C).
+  if (power.cap_w > 10.0 * hw.tdp_w)
+    rules.fail("power.cap_w",
+               "the power cap (" + std::to_string(power.cap_w) + " W) is more than ten times the TDP of " + hw.name +
+                   " (" + std::to_string(hw.tdp_w) + " W)",
+               "set a cap up to the board's maximum power limit (typical caps: 50-100 % of the TDP), or remove cap_w");
+  // The governor searches the clock in steps: a step below 0.1 MHz (no GPU has one; NVIDIA's are 15 MHz, AMD's 1
+  // MHz) would make that search take millions of evaluations per decision.
+  if (hw.governor.clock_step_hz < 1e5)
+    rules.fail("hardware.governor.clock_step_mhz",
+               "the governor's clock step (" + std::to_string(hw.governor.clock_step_hz / 1e6) +
+                   " MHz) is below 0.1 MHz",
+               "use the GPU's clock step (NVIDIA 15 MHz, AMD 1 MHz)");
   if (!(power.telemetry_interval_s > 0.0)) rules.fail("power.telemetry_interval_ms", "must be > 0", "use e.g. 1 (ms)");
   if (power.cooling && power.cooling->profile == CoolingSpec::Profile::per_slot) {
     const auto n = static_cast<int>(power.cooling->slot_offsets_k.size());

@@ -20,7 +20,8 @@ constexpr double kTemperatureTolerance_k = 1e-9;
 void check(const GovernorParams& p) {
   if (!(p.window_s > 0.0)) throw ModelError("governor: window_s must be positive");
   if (p.response_s < 0.0) throw ModelError("governor: response_s must be >= 0");
-  if (!(p.clock_step_hz > 0.0)) throw ModelError("governor: clock_step_hz must be positive");
+  // No GPU steps its clock by less than 0.1 MHz; a tinier step would make every clock search millions of evaluations.
+  if (!(p.clock_step_hz >= 1e5)) throw ModelError("governor: clock_step_hz must be at least 0.1 MHz");
   if (p.hold_band < 0.0 || p.hold_band >= 1.0) throw ModelError("governor: hold_band must be in [0, 1)");
   if (p.thermal_hysteresis_k < 0.0) throw ModelError("governor: thermal_hysteresis_k must be >= 0");
 }

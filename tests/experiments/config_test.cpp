@@ -530,6 +530,21 @@ TEST_F(ConfigTest, TheEmbeddingAndTheLossMayCountAsPipelineLayers) {
                   {"thin.yaml", "would hold no transformer layer"});
 }
 
+// Issue 16: a power cap of 1e308 W gave a summary of 3.3e306 W and 6.75e306 °C; a clock step of 1e-9 MHz hung the
+// governor's search. Both are refused with the field and the fix.
+TEST_F(ConfigTest, PowerCapAndClockStepAreBounded) {
+  const auto run_with = [&](const std::string& name, const std::string& extra) {
+    return write(name, small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + extra);
+  };
+  expect_contains(input_error([&] { (void)load(run_with("cap.yaml", "power: {cap_w: 1e308}\n")); }),
+                  {"cap.yaml", "power.cap_w", "more than ten times the TDP", "Fix:"});
+  const fs::path step =
+      write("step.yaml", "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, governor: {clock_step_mhz: 1e-9}}\n"
+                         "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
+                         "training:\n  global_batch: 8\n");
+  expect_contains(input_error([&] { (void)load(step); }), {"step.yaml", "clock_step_mhz", "below 0.1 MHz"});
+}
+
 TEST_F(ConfigTest, HostLaunchTimeIsMicrosecondsAndBounded) {
   const auto run_with = [&](const std::string& name, const std::string& value) {
     return write(name, small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  host_launch_us: " + value + "\n"));
