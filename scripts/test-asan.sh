@@ -16,4 +16,10 @@ cmake --build build-asan -j "$(nproc)"
 export ASAN_OPTIONS="halt_on_error=1:detect_stack_use_after_return=0:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp"
-ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+# Left out here (they run in the normal build, scripts/test.sh): the SimGrid-against-fast-engine comparisons of the
+# 64-512-GPU configs and of the validation table (the same engine code as the small configs that stay in, 3-4
+# minutes each under ASan), the 16,384-GPU golden (2 minutes), and SimGrid's 16,385-actor test, whose ucontext stacks
+# exceed what ASan's shadow memory can map on a 24 GiB machine ("Failed to mmap").
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
+  -E 'FastEngineAgreesWithSimGrid/(gpt3_175b|llama3_70b)|EitherEnginePredictsTheSameTable|llama3_405b_16k|RunsMoreActorsThanStackGuardPagesAllow'
+

@@ -318,10 +318,10 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
   // The governor searches the clock in steps: a step below 0.1 MHz (no GPU has one; NVIDIA's are 15 MHz, AMD's 1
   // MHz) would make that search take millions of evaluations per decision.
   if (hw.governor.clock_step_hz < 1e5)
-    rules.fail("hardware.governor.clock_step_mhz",
-               "the governor's clock step (" + std::to_string(hw.governor.clock_step_hz / 1e6) +
-                   " MHz) is below 0.1 MHz",
-               "use the GPU's clock step (NVIDIA 15 MHz, AMD 1 MHz)");
+    rules.fail(
+        "hardware.governor.clock_step_mhz",
+        "the governor's clock step (" + std::to_string(hw.governor.clock_step_hz / 1e6) + " MHz) is below 0.1 MHz",
+        "use the GPU's clock step (NVIDIA 15 MHz, AMD 1 MHz)");
   if (!(power.telemetry_interval_s > 0.0)) rules.fail("power.telemetry_interval_ms", "must be > 0", "use e.g. 1 (ms)");
   if (power.cooling && power.cooling->profile == CoolingSpec::Profile::per_slot) {
     const auto n = static_cast<int>(power.cooling->slot_offsets_k.size());

@@ -538,10 +538,10 @@ TEST_F(ConfigTest, PowerCapAndClockStepAreBounded) {
   };
   expect_contains(input_error([&] { (void)load(run_with("cap.yaml", "power: {cap_w: 1e308}\n")); }),
                   {"cap.yaml", "power.cap_w", "more than ten times the TDP", "Fix:"});
-  const fs::path step =
-      write("step.yaml", "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, governor: {clock_step_mhz: 1e-9}}\n"
-                         "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
-                         "training:\n  global_batch: 8\n");
+  const fs::path step = write("step.yaml",
+                              "model: llama3-8b\nhardware: {name: H100-SXM5-80GB, governor: {clock_step_mhz: 1e-9}}\n"
+                              "cluster: {name: dgx-h100, nodes: 1, fabric: {kind: none}}\nparallelism:\n  dp: 8\n"
+                              "training:\n  global_batch: 8\n");
   expect_contains(input_error([&] { (void)load(step); }), {"step.yaml", "clock_step_mhz", "below 0.1 MHz"});
 }
 
