@@ -150,6 +150,16 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
   }
 }
 
+/// The GPU-count band a validation case is grouped in (ValidationCase::categories).
+std::string gpu_count_band(int gpus) {
+  return gpus <= 0      ? "unknown"
+         : gpus <= 8    ? "1-8"
+         : gpus <= 64   ? "9-64"
+         : gpus <= 256  ? "65-256"
+         : gpus <= 1024 ? "257-1024"
+                        : "over 1024";
+}
+
 /// llm-foundry's published H100 FSDP throughput tables (../shared/data/validation/published_dev_records.yaml).
 void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                            std::vector<ValidationCase>& cases) {
@@ -208,12 +218,11 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       const std::string recompute = record["recompute"].as<std::string>();
       run.training.recompute =
           recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
-      const std::string band = gpus <= 8 ? "1-8" : gpus <= 64 ? "9-64" : gpus <= 256 ? "65-256" : "257-1024";
       c.categories = {{"source", "llm-foundry"},
                       {"GPU", "H100"},
                       {"model", "dense"},
                       {"precision", std::string(to_string(run.training.precision))},
-                      {"GPUs", band}};
+                      {"GPUs", gpu_count_band(gpus)}};
       c.notes = record["model"].as<std::string>() + ", " + std::to_string(gpus) + " GPUs, seq " +
                 std::to_string(run.training.seq_len) + ", mbs " + std::to_string(run.training.micro_batch) +
                 (run.training.recompute == RecomputePolicy::full ? ", full recompute" : "") + ", " +
@@ -280,12 +289,6 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       const bool readme = c.id.starts_with("megatronlm");
       const bool moe = model.find("Qwen3") != std::string::npos || model.find("DeepSeek") != std::string::npos ||
                        model.find("OSS") != std::string::npos || model.find("Nemotron") != std::string::npos;
-      const std::string band = gpus <= 0      ? "unknown"
-                               : gpus <= 8    ? "1-8"
-                               : gpus <= 64   ? "9-64"
-                               : gpus <= 256  ? "65-256"
-                               : gpus <= 1024 ? "257-1024"
-                                              : "over 1024";
       const std::string machine = gpu.find("B200") != std::string::npos   ? "B200"
                                   : gpu.find("A100") != std::string::npos ? "A100"
                                                                           : "H100";
@@ -297,7 +300,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
                       {"GPU", machine},
                       {"model", moe ? "MoE" : "dense"},
                       {"precision", precision_name},
-                      {"GPUs", band}};
+                      {"GPUs", gpu_count_band(gpus)}};
       const auto real = [](const YAML::Node& n) {
         if (!n || n.IsNull()) return 0.0;
         try {
@@ -522,53 +525,31 @@ void add_h200_eager_cases(const std::filesystem::path& data_dir, const std::file
     base.shared_run = "h200 eager " + key;
     const std::string id = "Llama-3.2-1B eager, micro-batch " + std::to_string(micro_batch);
 
-    ValidationCase step = base;
-    step.id = id + ", step";
-    step.source = source + "steps.json runs." + key + ".median_step_s";
-    step.metric = ValidationMetric::iteration_time_s;
-    step.probe = "iteration_time";
-    step.measured = phase["median_step_s"].as<double>();
-    step.notes = "median of ten timed steps after three warm-up steps";
-    cases.push_back(step);
-
-    ValidationCase memory = base;
-    memory.shared_run.clear();
-    memory.id = id + ", peak allocated";
-    memory.source = source + "steps.json runs." + key + ".peak_mem_gib";
-    memory.metric = ValidationMetric::peak_memory_bytes;
-    memory.measured = phase["peak_mem_gib"].as<double>() * units::kGiB;
-    memory.notes = "torch.cuda.max_memory_allocated";
-    cases.push_back(memory);
-
+    const auto add = [&](const std::string& what, const std::string& file, ValidationMetric metric,
+                         const std::string& probe, double measured, const std::string& notes) {
+      ValidationCase c = base;
+      c.id = id + ", " + what;
+      c.source = source + file;
+      c.metric = metric;
+      c.probe = probe;
+      if (probe.empty()) c.shared_run.clear();  // memory: the model's estimate, no simulation
+      c.measured = measured;
+      c.notes = notes;
+      cases.push_back(std::move(c));
+    };
     const std::string window = "nvml.csv over the second half of runs." + key + ".window_s";
-    ValidationCase mean_power = base;
-    mean_power.id = id + ", mean power";
-    mean_power.source = source + window;
-    mean_power.metric = ValidationMetric::average_power_w;
-    mean_power.probe = "average_power";
-    mean_power.measured = power / readings;
-    mean_power.notes = "mean of " + std::to_string(readings) + " instantaneous readings (700 W limit)";
-    cases.push_back(mean_power);
-
-    ValidationCase mean_clock = base;
-    mean_clock.id = id + ", mean SM clock";
-    mean_clock.source = source + window;
-    mean_clock.metric = ValidationMetric::mean_clock_hz;
-    mean_clock.probe = "clock_mean";
-    mean_clock.measured = clock / readings;
-    mean_clock.notes = "measured: every reading; predicted: while kernels run (the GPU is busy 98 % of a step)";
-    cases.push_back(mean_clock);
-
-    ValidationCase peak_power = base;
-    peak_power.id = id + ", largest instantaneous power";
-    peak_power.source = source + "nvml.csv over runs." + key + ".window_s";
-    peak_power.metric = ValidationMetric::peak_power_w;
-    peak_power.probe = "peak_power_1ms";
-    peak_power.measured = peak;
-    peak_power.notes =
-        "largest NVML instantaneous reading (refreshed every ~100 ms: it cannot show 1 ms peaks) vs "
-        "the predicted largest 1 ms average";
-    cases.push_back(peak_power);
+    add("step", "steps.json runs." + key + ".median_step_s", ValidationMetric::iteration_time_s, "iteration_time",
+        phase["median_step_s"].as<double>(), "median of ten timed steps after three warm-up steps");
+    add("peak allocated", "steps.json runs." + key + ".peak_mem_gib", ValidationMetric::peak_memory_bytes, "",
+        phase["peak_mem_gib"].as<double>() * units::kGiB, "torch.cuda.max_memory_allocated");
+    add("mean power", window, ValidationMetric::average_power_w, "average_power", power / readings,
+        "mean of " + std::to_string(readings) + " instantaneous readings (700 W limit)");
+    add("mean SM clock", window, ValidationMetric::mean_clock_hz, "clock_mean", clock / readings,
+        "measured: every reading; predicted: while kernels run (the GPU is busy 98 % of a step)");
+    add("largest instantaneous power", "nvml.csv over runs." + key + ".window_s", ValidationMetric::peak_power_w,
+        "peak_power_1ms", peak,
+        "largest NVML instantaneous reading (refreshed every ~100 ms: it cannot show 1 ms peaks) vs the predicted "
+        "largest 1 ms average");
   }
 }
 

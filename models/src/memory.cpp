@@ -86,6 +86,17 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   return result;
 }
 
+/// Adds the hardware's allocator fragmentation allowance and runtime reserve to the allocated parts, and the total.
+MemoryBreakdown with_allowances(MemoryBreakdown m, const HardwareSpec& hardware) {
+  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                           m.activations_bytes + m.transient_bytes;
+  m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
+  m.reserved_bytes = hardware.memory_reserved_bytes;
+  m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
+  m.capacity_bytes = hardware.hbm_capacity_bytes;
+  return m;
+}
+
 /// Eager PyTorch under autocast (Framework::pytorch_eager), per token of one layer, as autograd saves it for the
 /// Hugging Face Llama modules (workload_eager.cpp), checked tensor by tensor against the H200 measurement's peaks
 /// (../shared/data/measured/h200_llama32_1b: 13.83 GiB per 4,096-token sequence):
@@ -148,13 +159,7 @@ MemoryBreakdown eager_stage_memory(const TransformerSpec& model, const Paralleli
     m.gradients_bytes = gradients;
     m.gathered_weights_bytes = 0.0;  // freed by then: every linear's backward has run
   }
-  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
-                           m.activations_bytes + m.transient_bytes;
-  m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
-  m.reserved_bytes = hardware.memory_reserved_bytes;
-  m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
-  m.capacity_bytes = hardware.hbm_capacity_bytes;
-  return m;
+  return with_allowances(m, hardware);
 }
 
 }  // namespace
@@ -223,13 +228,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     m.transient_bytes = std::max(m.transient_bytes, workspace);
   }
 
-  const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
-                           m.activations_bytes + m.transient_bytes;
-  m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
-  m.reserved_bytes = hardware.memory_reserved_bytes;
-  m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
-  m.capacity_bytes = hardware.hbm_capacity_bytes;
-  return m;
+  return with_allowances(m, hardware);
 }
 
 MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,

@@ -55,8 +55,7 @@ OpRef StageGenerator::eager_linear(std::string_view name, const Gemm& g, bool fp
 void StageGenerator::eager_linear_backward(std::string_view name, const Gemm& g, bool fp32_input,
                                            bool input_gradient_accumulates) {
   const std::string n(name);
-  const OpRef wgrad = gemm_wgrad(n + "_wgrad", g);
-  (void)wgrad;
+  (void)gemm_wgrad(n + "_wgrad", g);
   (void)gemm_dgrad(n + "_dgrad", g);
   if (fp32_input) (void)eager_elementwise(n + "_input_grad_cast", g.m * g.k, kCastBytes);
   // A second and third linear reading the same tensor add their input gradient to the first's (autograd's

@@ -437,10 +437,7 @@ class Indexer final : public JsonStreamHandler {
         if (!e.ts_ns) missing_ts(e);
         ++gpu_events;
         min_gpu_ts = std::min(min_gpu_ts, *e.ts_ns);
-        if (has_args) {
-          note_device(event);
-          note_main_kernel(event, e);
-        }
+        if (has_args) note_gpu_event(event, e);
       } else if (has_args && e.cat == "cpu_op") {
         index_op(event, event_name(event, e));
       } else if (has_args && is_launch_category(e.cat)) {
@@ -481,13 +478,15 @@ class Indexer final : public JsonStreamHandler {
   std::unordered_map<std::int64_t, Launch> launches;  // correlation -> launch
 
  private:
-  /// Records the longest GPU record of each GEMM or attention op (see OpInfo::main_correlation).
-  void note_main_kernel(object& event, const Event& e) {
+  /// From a GPU event's args: the trace's first device, and the longest GPU record of each GEMM or attention op (see
+  /// OpInfo::main_correlation).
+  void note_gpu_event(object& event, const Event& e) {
     std::int64_t external = -1, correlation = -1;
     for (auto field : event.find_field_unordered("args").get_object()) {
       const std::string_view key = raw_key(field);
       if (key == "External id") external = text_int(scalar_text(field.value())).value_or(-1);
       if (key == "correlation") correlation = text_int(scalar_text(field.value())).value_or(-1);
+      if (key == "device" && first_device < 0) first_device = json_int(field.value()).value_or(-1);
     }
     if (correlation < 0) return;
     if (external < 0) {
@@ -500,16 +499,6 @@ class Indexer final : public JsonStreamHandler {
     if (duration > op->second.main_duration_ns) {
       op->second.main_duration_ns = duration;
       op->second.main_correlation = correlation;
-    }
-  }
-
-  void note_device(object& event) {
-    if (first_device >= 0) return;
-    for (auto field : event.find_field_unordered("args").get_object()) {
-      if (raw_key(field) == "device") {
-        first_device = json_int(field.value()).value_or(-1);
-        return;
-      }
     }
   }
 
