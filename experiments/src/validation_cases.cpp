@@ -1,0 +1,895 @@
+// The measured cases `chopsim validate` predicts: one builder per source in ../shared/data (Megatron-LM goldens,
+// the H200 measurement, llm-foundry and NVIDIA's Megatron-Core tables, Perseus, Zeus/Merak, the seed papers' findings),
+// and load_validation_cases, which pairs each case with the calibration profile of its GPU.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
+#include "chopsim/common/units.hpp"
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/validation.hpp"
+#include "chopsim/models/workload.hpp"
+#include "validation_internal.hpp"
+
+namespace chopsim {
+
+namespace {
+
+using validation_detail::median;
+
+YAML::Node load_yaml_data(const std::filesystem::path& path) {
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& error) {
+    throw InputError(SourceLocation{path.string(), error.mark.line + 1, error.mark.column + 1}, "", error.msg,
+                     "the measured data file is malformed; restore it from ../shared/data");
+  }
+}
+
+/// Numeric values of a series of a Megatron-LM golden-values file (`root`, read from `path`: {"METRIC": {"values":
+/// {"1": 7.9, "2": "nan", ...}}}); empty when the file does not log the metric.
+std::vector<double> megatron_series(const YAML::Node& root, const std::filesystem::path& path,
+                                    const std::string& metric) {
+  if (!root[metric]) return {};  // not logged in this file (golden_values_lts_dgx_a100.json of tp4_pp1: loss only)
+  const YAML::Node values = root[metric]["values"];
+  if (!values || !values.IsMap())
+    throw InputError(SourceLocation{path.string(), 0, 0}, metric, "has no 'values' mapping",
+                     "use a Megatron-LM golden_values_*.json file");
+  std::vector<double> numbers;
+  for (const auto& entry : values) {
+    const std::string text = entry.second.as<std::string>();
+    if (text == "nan") continue;
+    numbers.push_back(std::stod(text));
+  }
+  return numbers;
+}
+
+/// A Megatron-LM golden-values file's machine, from its name: golden_values_{dev,lts}[_MACHINE][_2nd].json.
+struct MegatronMachine {
+  const char* tag;            ///< MACHINE in the file name
+  const char* config_suffix;  ///< configs/validation/<case>SUFFIX.yaml
+  const char* system;         ///< as the row names it
+  const char* group_suffix;   ///< megatron_lm<model>SUFFIX
+};
+constexpr std::array<MegatronMachine, 5> kMegatronMachines = {{
+    {"dgx_h100", "", "DGX H100", ""},
+    {"dgx_a100", "-a100", "DGX A100", "_a100"},
+    {"dgxa100_dracooci", "-a100", "DGX A100 dracooci", "_a100"},
+    {"dgxa100_dracooci-ord", "-a100", "DGX A100 dracooci-ord", "_a100"},
+    {"dgx_gb200", "-gb200", "GB200", "_gb200"},
+}};
+
+/// The Megatron-LM functional tests in ../shared/data/validation/megatron_lm (NVIDIA/Megatron-LM @ d98e8a6,
+/// tests/functional_tests/test_cases/gpt/...): every golden-values file whose name says the machine becomes a step
+/// time row and a peak-memory row, predicted with the case's run config for that machine. The H100 rows of the 7B
+/// runs are the first issue's target (group megatron_lm); the other machines and the small model are their own groups.
+/// A file without a machine in its name (golden_values_lts.json) cannot be placed and is left out.
+void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                        const ModelRegistries& registries, std::vector<ValidationCase>& cases) {
+  struct Entry {
+    const char* directory;
+    const char* config_stem;  ///< configs/validation/<stem><machine suffix>.yaml
+    const char* group;        ///< before the machine's suffix
+  };
+  constexpr std::array<Entry, 4> kEntries = {{
+      {"gpt3_7b_tp1_pp4_memory_speed", "megatron-gpt3-7b-tp1-pp4", "megatron_lm"},
+      {"gpt3_7b_tp4_pp1_memory_speed", "megatron-gpt3-7b-tp4-pp1", "megatron_lm"},
+      {"gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer", "megatron-gpt-tiny-tp1-pp1", "megatron_lm_tiny"},
+      {"gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader", "megatron-gpt-tiny-tp2-pp2",
+       "megatron_lm_tiny"},
+  }};
+  const std::string prefix = "golden_values_";
+  for (const auto& entry : kEntries) {
+    const auto directory = data_dir / "validation" / "megatron_lm" / entry.directory;
+    if (!std::filesystem::is_directory(directory)) continue;
+    std::vector<std::string> files;
+    for (const auto& file : std::filesystem::directory_iterator(directory)) {
+      const std::string name = file.path().filename().string();
+      if (name.starts_with(prefix) && file.path().extension() == ".json") files.push_back(name);
+    }
+    std::sort(files.begin(), files.end());  // directory order is not stable across file systems
+    for (const std::string& file : files) {
+      std::string rest = file.substr(prefix.size(), file.size() - prefix.size() - 5);  // without ".json"
+      const std::string branch = rest.substr(0, rest.find('_'));                       // dev or lts
+      rest = rest.size() > branch.size() ? rest.substr(branch.size() + 1) : std::string();
+      const bool second = rest.ends_with("_2nd");
+      if (second) rest.resize(rest.size() - 4);
+      const MegatronMachine* machine = nullptr;
+      for (const auto& m : kMegatronMachines)
+        if (rest == m.tag) machine = &m;
+      if (machine == nullptr) continue;
+      const auto golden = directory / file;
+      const YAML::Node values = load_yaml_data(golden);
+      const auto times = megatron_series(values, golden, "iteration-time");
+      const auto config =
+          configs_dir / "validation" / (std::string(entry.config_stem) + machine->config_suffix + ".yaml");
+      if (times.empty() || !std::filesystem::exists(config)) continue;
+      const RunSpec run = load_run_config(config, default_search_path(config), registries);
+
+      std::string qualifier = machine->system;
+      if (branch != "dev") qualifier += ", " + branch;
+      if (second) qualifier += ", after resume";
+      ValidationCase step_time;
+      step_time.id = std::string(entry.directory) + " (" + qualifier + ")";
+      step_time.group = std::string(entry.group) + machine->group_suffix;
+      step_time.source = "NVIDIA/Megatron-LM@d98e8a6 tests/functional_tests/test_cases/gpt/" +
+                         std::string(entry.directory) + "/" + file;
+      step_time.metric = ValidationMetric::iteration_time_s;
+      step_time.measured = median(times);  // two values: their mean
+      step_time.notes = times.size() > 2
+                            ? "median of the logged steps' iteration-time (first, warm-up step included as logged)"
+                            : "mean of the " + std::to_string(times.size()) + " logged iteration-time values";
+      step_time.run = run;
+      cases.push_back(step_time);
+
+      // mem-max-allocated-bytes is PyTorch's allocator peak: it excludes the CUDA context, NCCL buffers and
+      // fragmentation, which the prediction compares without (peak minus reserved minus fragmentation).
+      const auto peaks = megatron_series(values, golden, "mem-max-allocated-bytes");
+      if (peaks.empty()) continue;
+      ValidationCase memory = step_time;
+      memory.id = std::string(entry.directory) + " peak allocated (" + qualifier + ")";
+      memory.metric = ValidationMetric::peak_memory_bytes;
+      memory.measured = *std::max_element(peaks.begin(), peaks.end());
+      memory.notes = "max over steps of mem-max-allocated-bytes (rank 0: first pipeline stage)";
+      cases.push_back(memory);
+    }
+  }
+}
+
+/// The GPU-count band a validation case is grouped in (ValidationCase::categories).
+std::string gpu_count_band(int gpus) {
+  return gpus <= 0      ? "unknown"
+         : gpus <= 8    ? "1-8"
+         : gpus <= 64   ? "9-64"
+         : gpus <= 256  ? "65-256"
+         : gpus <= 1024 ? "257-1024"
+                        : "over 1024";
+}
+
+/// llm-foundry's published H100 FSDP throughput tables (../shared/data/validation/published_dev_records.yaml).
+void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                           std::vector<ValidationCase>& cases) {
+  const auto records_path = data_dir / "validation" / "published_dev_records.yaml";
+  if (!std::filesystem::exists(records_path)) return;
+  const YAML::Node records = load_yaml_data(records_path);
+  const HardwareSpec h100 = load_hardware_config(configs_dir / "hardware" / "H100-SXM5-80GB.yaml");
+  const ClusterSpec dgx = load_cluster_config(configs_dir / "clusters" / "dgx-h100.yaml");
+  std::map<std::string, TransformerSpec> models;
+
+  for (const auto& record : records) {
+    const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
+    try {
+      const std::string model_name = to_lower(record["model"].as<std::string>());
+      const auto model_file = configs_dir / "models" / (model_name + ".yaml");
+      if (!models.count(model_name)) models.emplace(model_name, load_model_config(model_file));
+
+      ValidationCase c;
+      c.id = record["id"].as<std::string>();
+      c.group = "llm_foundry";
+      c.source = record["source"].as<std::string>();
+      c.metric = ValidationMetric::tokens_per_s_per_gpu;
+      c.measured = record["tokens_per_s_per_gpu"].as<double>();
+      c.measured_mfu = record["mfu_pct"].as<double>() / 100.0;
+      const int gpus = record["num_gpus"].as<int>();
+
+      RunSpec& run = c.run;
+      run.name = c.id;
+      run.model = models.at(model_name);
+      run.hardware = h100;
+      run.cluster = dgx;
+      run.cluster.nodes = std::max(1, gpus / dgx.gpus_per_node);
+      if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
+      run.parallelism.dp = gpus;
+      // FSDP FULL_SHARD (ZeRO-3), or SHARD_GRAD_OP (ZeRO-2: parameters gathered once per step) where the table
+      // says so (the record's framework field).
+      const std::string framework = record["framework"] ? record["framework"].as<std::string>() : "";
+      run.parallelism.zero_stage = framework.find("sharding=SHARD_GRAD_OP") != std::string::npos ? 2 : 3;
+      // What the benchmark ran (mosaicml/llm-foundry, the commits that added the H100 tables): the 8..64-GPU tables
+      // (b2a43a1, scripts/train/benchmarking/sweep.sh) leave --attn_impl at its default 'triton'
+      // (llmfoundry/models/layers/flash_attn_triton.py, the FlashAttention Triton kernel); the large-scale table
+      // (5e85bd6, sweep.py) passes --attn_impl flash (flash-attn 2.4.2, the gpu-flash2 extra) for MPT-1b/3b/7b and
+      // triton for MPT-13b. FSDP mixed_precision DEFAULT (Composer: bf16 parameters, fp32 gradient reduction),
+      // gradient clipping by norm 1.0 (the mpt-*.yaml algorithms), the fused xentropy cross-entropy loss (loss_fn
+      // default fused_crossentropy), and limit_all_gathers with one unit prefetched (chopsim's default).
+      const bool large_scale_table = c.source.find("Large Scale") != std::string::npos;
+      run.training.attention = large_scale_table && model_name != "mpt-13b" ? "flash2" : "flash1_triton";
+      run.training.fsdp_reduce_fp32 = true;
+      run.training.grad_clip = true;
+      run.training.cross_entropy_fusion = true;
+      run.training.global_batch = record["global_batch"].as<int>();
+      run.training.micro_batch = record["micro_batch"].as<int>();
+      run.training.seq_len = record["seq_len"].as<int>();
+      const std::string precision = record["precision"].as<std::string>();
+      run.training.precision = precision.find("fp8") != std::string::npos ? Precision::fp8 : Precision::bf16;
+      const std::string recompute = record["recompute"].as<std::string>();
+      run.training.recompute =
+          recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
+      c.categories = {{"source", "llm-foundry"},
+                      {"GPU", "H100"},
+                      {"model", "dense"},
+                      {"precision", std::string(to_string(run.training.precision))},
+                      {"GPUs", gpu_count_band(gpus)}};
+      c.notes = record["model"].as<std::string>() + ", " + std::to_string(gpus) + " GPUs, seq " +
+                std::to_string(run.training.seq_len) + ", mbs " + std::to_string(run.training.micro_batch) +
+                (run.training.recompute == RecomputePolicy::full ? ", full recompute" : "") + ", " +
+                std::string(to_string(run.training.precision));
+      validate_run(run, where);
+      cases.push_back(std::move(c));
+    } catch (const YAML::Exception& error) {
+      throw InputError(where, "", "malformed record: " + error.msg, "restore the file from ../shared/data");
+    }
+  }
+}
+
+/// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
+/// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
+/// is mapped to a run by one rule, no per-record tuning:
+///  * the model: configs/models/<name>.yaml for Llama 3 and Qwen3 MoE; the README's GPT rows from the sizes their
+///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
+///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
+///  * the parallelism as printed (tp, pp, cp, dp, ep; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
+///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
+///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
+///    the fused cross entropy, no recomputation (the tables do not state any);
+///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
+/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
+/// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
+void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                               std::vector<ValidationCase>& cases) {
+  const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
+  if (!std::filesystem::exists(records_path)) return;
+  const YAML::Node records = load_yaml_data(records_path);
+  const auto text = [](const YAML::Node& n) { return n && !n.IsNull() ? n.as<std::string>() : std::string(); };
+  // Fields a record leaves open are null or prose ("96 -> 4608"): those read as `fallback`.
+  const auto integer = [](const YAML::Node& n, int fallback) {
+    if (!n || n.IsNull()) return fallback;
+    try {
+      return n.as<int>();
+    } catch (const YAML::Exception&) {
+      return fallback;
+    }
+  };
+  std::map<std::string, TransformerSpec> models;
+  const auto model_file = [&](const std::string& name) -> const TransformerSpec& {
+    if (!models.count(name)) models.emplace(name, load_model_config(configs_dir / "models" / (name + ".yaml")));
+    return models.at(name);
+  };
+  // "GPT 16B (heads=48, hidden=6144, layers=32, vocab=131072)": the sizes a README row prints; 0 when absent.
+  const auto printed = [](const std::string& name, const std::string& key) {
+    const auto at = name.find(key + "=");
+    return at == std::string::npos ? 0 : std::atoi(name.c_str() + at + key.size() + 1);
+  };
+
+  for (const auto& record : records) {
+    const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
+    try {
+      ValidationCase c;
+      c.id = text(record["id"]);
+      c.group = "megatron_records";
+      c.source = text(record["source"]);
+      const std::string model = text(record["model"]);
+      const std::string gpu = text(record["gpu"]);
+      const std::string precision = text(record["precision"]);
+      const std::string task = text(record["task"]);
+      const int gpus = integer(record["num_gpus"], 0);
+      const bool readme = c.id.starts_with("megatronlm");
+      const bool moe = model.find("Qwen3") != std::string::npos || model.find("DeepSeek") != std::string::npos ||
+                       model.find("OSS") != std::string::npos || model.find("Nemotron") != std::string::npos;
+      const std::string machine = gpu.find("B200") != std::string::npos   ? "B200"
+                                  : gpu.find("A100") != std::string::npos ? "A100"
+                                                                          : "H100";
+      const std::string lower = to_lower(precision);
+      const std::string precision_name = lower.find("fp8") != std::string::npos    ? "fp8"
+                                         : lower.find("bf16") != std::string::npos ? "bf16"
+                                                                                   : "not given";
+      c.categories = {{"source", readme ? "Megatron-LM README" : "Megatron-Bridge"},
+                      {"GPU", machine},
+                      {"model", moe ? "MoE" : "dense"},
+                      {"precision", precision_name},
+                      {"GPUs", gpu_count_band(gpus)}};
+      const auto real = [](const YAML::Node& n) {
+        if (!n || n.IsNull()) return 0.0;
+        try {
+          return n.as<double>();
+        } catch (const YAML::Exception&) {
+          return 0.0;
+        }
+      };
+      const double tokens = real(record["tokens_per_s_per_gpu"]);
+      const double tflops = real(record["tflops_per_gpu"]);
+      c.metric = tokens > 0.0 ? ValidationMetric::tokens_per_s_per_gpu : ValidationMetric::model_tflops_per_gpu;
+      c.measured = tokens > 0.0 ? tokens : tflops * 1e12;
+      c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name + ", " + task;
+      const auto skip = [&](const std::string& why) {
+        c.not_modelled = why;
+        cases.push_back(c);
+      };
+      if (!(c.measured > 0.0)) {
+        skip("the record gives no per-GPU throughput at one GPU count");
+        continue;
+      }
+      if (task.find("LoRA") != std::string::npos) {
+        skip("LoRA fine-tuning (frozen base weights, low-rank adapters) is not modelled");
+        continue;
+      }
+      std::string name;
+      if (model.starts_with("LLAMA3_8B")) name = "llama3-8b";
+      if (model.starts_with("LLAMA3_70B")) name = "llama3-70b";
+      if (model.starts_with("LLAMA3.1_405B")) name = "llama3-405b";
+      if (model.starts_with("Qwen3_30B_a3B")) name = "qwen3-30b-a3b";
+      if (model.starts_with("Qwen3_235B_a22B")) name = "qwen3-235b-a22b";
+      RunSpec& run = c.run;
+      run.name = c.id;
+      if (!name.empty()) {
+        run.model = model_file(name);
+      } else if (model.starts_with("GPT") && printed(model, "hidden") > 0 && printed(model, "heads") > 0) {
+        run.model.name = model;
+        run.model.layers = printed(model, "layers");
+        run.model.hidden = printed(model, "hidden");
+        run.model.heads = printed(model, "heads");
+        run.model.kv_heads = run.model.heads;
+        run.model.ffn_hidden = 4 * run.model.hidden;
+        run.model.vocab = printed(model, "vocab");
+        run.model.mlp = MlpKind::gelu;
+        run.model.norm = NormKind::layernorm;
+        run.model.position_embedding = PositionEmbedding::learned;
+      } else if (model.find("DeepSeek") != std::string::npos) {
+        skip("DeepSeek-V3's multi-latent attention, shared expert and dense first layers are not modelled");
+        continue;
+      } else if (model.find("OSS") != std::string::npos) {
+        skip("GPT-OSS's sliding-window attention, attention sinks and biased experts are not modelled");
+        continue;
+      } else if (model.find("Nemotron") != std::string::npos) {
+        skip("Nemotron 3's hybrid Mamba-2 layers are not modelled");
+        continue;
+      } else {
+        skip("the record does not give the model's head count (" + model + ")");
+        continue;
+      }
+      if (precision_name == "not given") {
+        skip("the record does not give the precision");
+        continue;
+      }
+      if (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1) {
+        skip("the record does not give tp, pp and dp");
+        continue;
+      }
+      const std::string hardware = machine == "B200" ? "B200" : machine == "A100" ? "A100-SXM4-80GB" : "H100-SXM5-80GB";
+      const std::string cluster = machine == "B200" ? "dgx-b200" : machine == "A100" ? "dgx-a100" : "dgx-h100";
+      run.hardware = load_hardware_config(configs_dir / "hardware" / (hardware + ".yaml"));
+      run.cluster = load_cluster_config(configs_dir / "clusters" / (cluster + ".yaml"));
+      run.cluster.nodes = std::max(1, gpus / run.cluster.gpus_per_node);
+      if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
+      ParallelismSpec& par = run.parallelism;
+      par.tp = integer(record["tp"], 1);
+      par.pp = integer(record["pp"], 1);
+      par.cp = integer(record["cp"], 1);
+      par.dp = integer(record["dp"], 1);
+      par.ep = std::max(1, integer(record["ep"], 1));
+      const int vp = integer(record["vp"], 1);
+      if (vp > 1) {
+        par.pp_schedule = PipelineSchedule::interleaved;
+        par.virtual_stages = vp;
+      }
+      par.sequence_parallel = par.tp > 1;
+      // Layers that do not divide over the virtual stages: Megatron-Bridge's recipes count the embedding and the loss
+      // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split).
+      const int virtual_count = par.pp * std::max(vp, 1);
+      if (run.model.layers % virtual_count != 0 && (run.model.layers + 2) % virtual_count == 0) {
+        par.account_for_embedding_in_split = true;
+        par.account_for_loss_in_split = true;
+      }
+      par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
+      if (par.ep > par.dp * par.cp) {
+        skip("expert parallelism across tensor-parallel ranks (Megatron-Core's MoE parallel folding: ep " +
+             std::to_string(par.ep) + " over tp x dp x cp, expert tensor parallelism 1) is not modelled");
+        continue;
+      }
+      TrainingSpec& train = run.training;
+      train.global_batch = integer(record["global_batch"], 1);
+      train.micro_batch = integer(record["micro_batch"], 1);
+      train.seq_len = integer(record["seq_len"], 2048);
+      train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
+      train.overlap.dp = true;
+      train.cross_entropy_fusion = true;
+      // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
+      // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
+      train.grad_reduce_fp32 = readme;
+      train.attention = "cudnn";
+      if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
+      try {
+        validate_run(run, where);
+      } catch (const std::exception& error) {
+        // The rule that rejects it, without the record's file position.
+        std::string why = error.what();
+        if (const auto key = why.find("key '"); key != std::string::npos) why = why.substr(key);
+        if (const auto fix = why.find(". Fix:"); fix != std::string::npos) why.resize(fix);
+        skip("chopsim rejects the run: " + why);
+        continue;
+      }
+      cases.push_back(std::move(c));
+    } catch (const YAML::Exception& error) {
+      throw InputError(where, "", "malformed record: " + error.msg, "restore the file from ../shared/data");
+    }
+  }
+}
+
+// ---- power, DVFS and thermal cases ----------------------------------------------------------------------------
+
+/// CSV rows as maps of column -> text (the files in ../shared/data/power are plain comma-separated, quoted fields
+/// only in columns read here as a whole).
+std::vector<std::map<std::string, std::string>> read_csv(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(SourceLocation{path.string(), 0, 0}, "", "cannot read the file", "restore it from ../shared/data");
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> rows;
+  auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false;
+    for (const char c : text) {
+      if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.push_back(field);
+        field.clear();
+      } else if (c != '\r') {
+        field += c;
+      }
+    }
+    fields.push_back(field);
+    return fields;
+  };
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    if (fields.size() != header.size())
+      throw InputError(SourceLocation{path.string(), line_number, 1}, "",
+                       "has " + std::to_string(fields.size()) + " fields, the header " + std::to_string(header.size()),
+                       "restore the file from ../shared/data");
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < header.size(); ++i) row[header[i]] = fields[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+double number(const std::map<std::string, std::string>& row, const std::string& key,
+              const std::filesystem::path& file) {
+  const auto it = row.find(key);
+  if (it == row.end()) throw InputError(SourceLocation{file.string(), 0, 0}, key, "column missing", "restore the file");
+  return std::stod(it->second);
+}
+
+/// The H200 measurement made for this project (../shared/data/measured/h200_llama32_1b, probe.py there): eager PyTorch
+/// training of a Llama-3.2-1B shape at micro-batch 1, 2, 4, 8. Per micro-batch: the median step and the allocator
+/// peak (steps.json), and from NVML (nvml.csv, sampled every ~10 ms, refreshed every ~100 ms) over the second half of
+/// the phase's window: the mean instantaneous power and the mean SM clock, and over the whole window the largest
+/// instantaneous power reading. The second half because the phase starts from the previous phase's state (from idle
+/// for micro-batch 1, whose board 1-second power average is still climbing through the first half of its 1.9 s
+/// window: 371 W over the whole window, 684 W instantaneous in its second half).
+void add_h200_eager_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                          const ModelRegistries& registries, std::vector<ValidationCase>& cases) {
+  const auto folder = data_dir / "measured" / "h200_llama32_1b";
+  const auto steps_file = folder / "steps.json";
+  const auto nvml_file = folder / "nvml.csv";
+  if (!std::filesystem::exists(steps_file) || !std::filesystem::exists(nvml_file)) return;
+  const YAML::Node steps = load_yaml_data(steps_file);
+  const auto nvml = read_csv(nvml_file);
+  const std::string source = "../shared/data/measured/h200_llama32_1b/";
+  for (const int micro_batch : {1, 2, 4, 8}) {
+    const std::string key = "mb" + std::to_string(micro_batch);
+    const YAML::Node phase = steps["runs"][key];
+    const auto config = configs_dir / "validation" / ("h200-llama3.2-1b-eager-" + key + ".yaml");
+    if (!phase || !phase["window_s"] || !std::filesystem::exists(config)) continue;
+    const double from = phase["window_s"][0].as<double>();
+    const double to = phase["window_s"][1].as<double>();
+    const double half = from + 0.5 * (to - from);
+    double power = 0.0, clock = 0.0, peak = 0.0;
+    int readings = 0;
+    for (const auto& row : nvml) {
+      const double t = number(row, "t_s", nvml_file);
+      if (t < from || t > to) continue;
+      peak = std::max(peak, number(row, "power_instant_w", nvml_file));
+      if (t < half) continue;
+      power += number(row, "power_instant_w", nvml_file);
+      clock += number(row, "sm_clock_mhz", nvml_file) * units::kMega;
+      ++readings;
+    }
+    if (readings == 0) continue;
+    ValidationCase base;
+    base.group = "h200_eager";
+    base.run = load_run_config(config, default_search_path(config), registries);
+    base.shared_run = "h200 eager " + key;
+    const std::string id = "Llama-3.2-1B eager, micro-batch " + std::to_string(micro_batch);
+
+    const auto add = [&](const std::string& what, const std::string& file, ValidationMetric metric,
+                         const std::string& probe, double measured, const std::string& notes) {
+      ValidationCase c = base;
+      c.id = id + ", " + what;
+      c.source = source + file;
+      c.metric = metric;
+      c.probe = probe;
+      if (probe.empty()) c.shared_run.clear();  // memory: the model's estimate, no simulation
+      c.measured = measured;
+      c.notes = notes;
+      cases.push_back(std::move(c));
+    };
+    const std::string window = "nvml.csv over the second half of runs." + key + ".window_s";
+    add("step", "steps.json runs." + key + ".median_step_s", ValidationMetric::iteration_time_s, "iteration_time",
+        phase["median_step_s"].as<double>(), "median of ten timed steps after three warm-up steps");
+    add("peak allocated", "steps.json runs." + key + ".peak_mem_gib", ValidationMetric::peak_memory_bytes, "",
+        phase["peak_mem_gib"].as<double>() * units::kGiB, "torch.cuda.max_memory_allocated");
+    add("mean power", window, ValidationMetric::average_power_w, "average_power", power / readings,
+        "mean of " + std::to_string(readings) + " instantaneous readings (700 W limit)");
+    add("mean SM clock", window, ValidationMetric::mean_clock_hz, "clock_mean", clock / readings,
+        "measured: every reading; predicted: while kernels run (the GPU is busy 98 % of a step)");
+    add("largest instantaneous power", "nvml.csv over runs." + key + ".window_s", ValidationMetric::peak_power_w,
+        "peak_power_1ms", peak,
+        "largest NVML instantaneous reading (refreshed every ~100 ms: it cannot show 1 ms peaks) vs the predicted "
+        "largest 1 ms average");
+  }
+}
+
+constexpr const char* kPerseusSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/emulation/stage_profile/gpt3-175b+a100_sxm_bf16.csv (Perseus, SOSP'24)";
+
+/// Perseus (Chung et al., SOSP'24) stage profiles: time and energy of one forward and one backward pass of each
+/// GPT-3 175B pipeline stage on A100-SXM at every SM clock from 1410 to 855 MHz (nvidia-smi locked clocks).
+/// Stages 0-6 are identical (12 transformer layers), stage 7 adds the LM head and loss. Inferred from the data
+/// (stated in the notes): one tensor-parallel (TP 8) shard of the stage, micro-batch 1, sequence 2048, without the
+/// TP all-reduces (time is ~1/f down to a 3 ms clock-independent part, too small to hold 24 NVLink all-reduces of
+/// 48 MiB), on a board with a 500 W limit (the measured average power at 1410 MHz is 475-480 W, above the 400 W
+/// default). chopsim predicts it from a 12-layer GPT-3 175B with TP 8 on one DGX A100 node with free NVLink (no
+/// all-reduce time) at the locked clock under a 500 W cap: the compute kernels of the second micro-batch's pass on
+/// GPU 0, their time and their energy.
+void add_perseus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                       std::vector<ValidationCase>& cases) {
+  const auto file =
+      data_dir / "power" / "perseus_sosp24" / "emulation" / "stage_profile" / "gpt3-175b+a100_sxm_bf16.csv";
+  if (!std::filesystem::exists(file)) return;
+  RunSpec base;
+  base.model = load_model_config(configs_dir / "models" / "gpt3-175b.yaml");
+  base.model.layers = 12;
+  // Perseus trains Merak's GPT-3: a Hugging Face GPT2LMHeadModel on GPT2Config.from_pretrained("gpt2")
+  // (ml-energy/merak-zeus examples/language-modeling/config.py), whose 50,257-token vocabulary is not padded.
+  base.model.make_vocab_size_divisible_by = 1;
+  base.hardware = load_hardware_config(configs_dir / "hardware" / "A100-SXM4-80GB.yaml");
+  base.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-a100.yaml");
+  base.cluster.nodes = 1;
+  base.cluster.fabric.kind = "none";
+  base.parallelism.tp = 8;
+  base.training.global_batch = 2;
+  base.training.micro_batch = 1;
+  base.training.seq_len = 2048;
+  base.training.recompute = RecomputePolicy::none;
+  base.training.overlap.tp = false;
+  base.power.cap_w = 500.0;
+  // One shard without its all-reduces: NVLink made effectively free (the all-reduce ops remain, lasting ~0 s).
+  base.hardware.intra_node_link_bandwidth_bytes_per_s = 1e18;
+  base.hardware.intra_node_link_latency_s = 0.0;
+  base.collectives.step_latency_s = 0.0;
+  validate_run(base, SourceLocation{file.string(), 0, 0});
+  for (const auto& row : read_csv(file)) {
+    const int stage = static_cast<int>(number(row, "stage", file));
+    if (stage != 0 && stage != 7) continue;  // 0..6 are the same stage
+    const double clock = number(row, "frequency", file);
+    const std::string pass = row.at("instruction");
+    for (const bool energy : {false, true}) {
+      ValidationCase c;
+      c.group = "perseus_a100";
+      c.source = kPerseusSource;
+      c.metric = energy ? ValidationMetric::stage_energy_j : ValidationMetric::stage_time_s;
+      c.measured = number(row, energy ? "energy" : "time", file);
+      c.label = clock;
+      const std::string where = stage == 0 ? "middle" : "last";
+      c.id = "stage " + std::to_string(stage) + " " + pass + " @ " + std::to_string(static_cast<int>(clock)) + " MHz";
+      c.probe = pass + "_" + (energy ? "energy" : "time") + "_" + where;
+      c.shared_run = "perseus@" + std::to_string(static_cast<int>(clock));
+      c.run = base;
+      c.run.name = c.shared_run;
+      c.run.power.lock_clock_hz = clock * units::kMega;
+      c.notes = stage == 0 ? "stages 0-6: the 12 transformer layers" : "stage 7: layers, final norm, LM head, loss";
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
+constexpr const char* kZeusSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/zeus/csv/A100/zeus_global.csv (Zeus power-limit baseline in Perseus, SOSP'24)";
+
+constexpr const char* kMerakStageSource =
+    "ml-energy/zeus@38cb3f9 sosp24_data/perseus/A100/dp1+pp4+tp1/merak+gpt3-xl+custom:0,8,14,21,27+dp1+pp4+tp1+mbs8+"
+    "nmb128+PointSolution/1.prof.json (Perseus, SOSP'24)";
+
+/// The same GPT-3 XL run profiled per stage by Perseus at its 1410 MHz (maximum) frequency plan under the boards'
+/// 300 W limit (iteration 60.0 s, as Zeus's 300 W row): each rank's forward and backward time per micro-batch, the
+/// median over the 128 micro-batches of iterations 1-3 (iteration 0 warms up). Predicted from `reference`'s shared
+/// simulation: the kernels of each rank's second micro-batch, the backward with its recomputed forward.
+void add_merak_stage_cases(const std::filesystem::path& data_dir, const ValidationCase& reference,
+                           std::vector<ValidationCase>& cases) {
+  const auto file = data_dir / "power" / "perseus_sosp24" / "perseus" / "A100" / "dp1+pp4+tp1" /
+                    "merak+gpt3-xl+custom:0,8,14,21,27+dp1+pp4+tp1+mbs8+nmb128+PointSolution" / "1.prof.json";
+  if (!std::filesystem::exists(file)) return;
+  const YAML::Node ranks = load_yaml_data(file);  // JSON is YAML
+  const auto malformed = [&](const std::string& problem) {
+    return InputError(SourceLocation{file.string(), 0, 0}, "", problem, "restore the file from ../shared/data");
+  };
+  if (!ranks.IsSequence() || ranks.size() != 4) throw malformed("expected a list of the 4 ranks' profiles");
+  std::set<int> seen;
+  for (const YAML::Node& entry : ranks) {
+    int rank = -1;
+    std::map<std::string, std::vector<double>> pass_times;
+    try {
+      rank = entry["rank"].as<int>();
+      for (const char* pass : {"forward", "backward"}) {
+        const YAML::Node iterations = entry["time_breakdown"][pass];
+        for (std::size_t i = 1; i < iterations.size(); ++i)
+          for (const YAML::Node& t : iterations[i]) pass_times[pass].push_back(t.as<double>());
+      }
+    } catch (const YAML::Exception& error) {
+      throw malformed(std::string("a rank's 'rank' or 'time_breakdown' is missing or not numbers: ") + error.what());
+    }
+    if (rank < 0 || rank >= 4 || !seen.insert(rank).second)
+      throw malformed("rank " + std::to_string(rank) + " is outside 0-3 or repeated");
+    for (const char* pass : {"forward", "backward"}) {
+      std::vector<double>& times = pass_times[pass];
+      if (times.empty()) throw malformed("rank " + std::to_string(rank) + " has no " + pass + " times");
+      std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+      ValidationCase c = reference;
+      c.source = kMerakStageSource;
+      c.metric = ValidationMetric::stage_time_s;
+      c.measured = times[times.size() / 2];
+      const int layers = reference.run.parallelism.stage_layers.at(static_cast<std::size_t>(rank));
+      c.id = "GPT-3 XL pp4 @ 300 W: stage " + std::to_string(rank) + " " + pass + " per micro-batch";
+      c.probe = "rank" + std::to_string(rank) + "_" + pass + "_time";
+      c.notes = std::to_string(layers) + " layers" +
+                (rank == 0   ? " + embeddings"
+                 : rank == 3 ? " + LM head, loss"
+                             : "") +
+                (std::string(pass) == "backward" ? "; with the recomputed forward" : "");
+      cases.push_back(std::move(c));
+    }
+  }
+}
+
+/// The Zeus (Chung et al., NSDI'23) power-limit sweep on A100 as measured for Perseus: GPT-3 XL trained with a
+/// 4-stage pipeline (micro-batch 8, 128 micro-batches) with every GPU's power limit set from 300 down to 175 W.
+/// The limit tops out at 300 W: an A100 PCIe board, modelled with the SXM4 file (same GA100 die and clocks) and the
+/// limit as its cap, and Merak's custom stage split (0,8,14,21,27 over its graph shards).
+void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                    std::vector<ValidationCase>& cases) {
+  const auto file = data_dir / "power" / "perseus_sosp24" / "zeus" / "csv" / "A100" / "zeus_global.csv";
+  if (!std::filesystem::exists(file)) return;
+  RunSpec base;
+  base.model.name = "gpt3-xl";
+  base.model.layers = 24;  // GPT-3 XL (Brown et al. 2020, table 2.1): 1.3B, 24 layers, d 2048, 16 heads
+  base.model.hidden = 2048;
+  base.model.ffn_hidden = 8192;
+  base.model.heads = 16;
+  base.model.kv_heads = 16;
+  base.model.vocab = 50257;  // Merak's GPT-3 is Hugging Face GPT-2 (see add_perseus_cases): not padded
+  base.model.mlp = MlpKind::gelu;
+  base.model.norm = NormKind::layernorm;
+  base.model.tied_embeddings = true;
+  base.model.position_embedding = PositionEmbedding::learned;  // GPT-3's learned absolute positions
+  // Hugging Face GPT2Attention._attn: unfused attention over materialised scores, with GPT-2's 0.1 dropouts
+  // (attn_pdrop, resid_pdrop); the per-block times of perseus/A100/.../0.prof.json (17.4 ms forward) need it.
+  base.model.dropout = true;
+  base.training.attention = std::string(kEagerAttention);
+  base.hardware = load_hardware_config(configs_dir / "hardware" / "A100-SXM4-80GB.yaml");
+  base.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-a100.yaml");
+  base.cluster.nodes = 1;
+  base.cluster.gpus_per_node = 4;
+  base.cluster.nics_per_node = 4;
+  base.cluster.fabric.kind = "none";
+  base.parallelism.pp = 4;
+  // Merak's partition "custom:0,8,14,21,27" over its 27 graph shards (run_gpt.py: shard_count = 2 embeddings +
+  // 24 blocks + 1 head): stage 0 holds the embeddings and 6 blocks, then 6, 7, and 5 blocks with the final norm and
+  // the LM head (the measured stage times agree: 104 / 105 / 122 / 112 ms forward, 17.4 ms per block).
+  base.parallelism.stage_layers = {6, 6, 7, 5};
+  base.training.micro_batch = 8;
+  base.training.global_batch = 8 * 128;
+  base.training.seq_len = 2048;
+  // Merak checkpoints every layer by default (MerakArguments activation_checkpointing true, checkpoint_num_layers 1;
+  // ml-energy/merak-zeus Merak/utils/merak_args.py): the measured backward passes are 2.6-2.7x the forward
+  // (perseus/A100/.../0.prof.json), the forward recomputed before each backward.
+  base.training.recompute = RecomputePolicy::full;
+  base.training.overlap.pp = false;
+  validate_run(base, SourceLocation{file.string(), 0, 0});
+  std::map<int, std::pair<double, double>> measured;  // limit -> (time, energy)
+  for (const auto& row : read_csv(file)) {
+    if (row.at("model_name") != "gpt3-xl") continue;
+    const double limit = number(row, "power_limit_0", file);
+    bool uniform = true;  // the global sweep: every stage at the same limit
+    for (const char* column : {"power_limit_1", "power_limit_2", "power_limit_3"})
+      uniform = uniform && number(row, column, file) == limit;
+    if (uniform) measured[static_cast<int>(limit)] = {number(row, "time", file), number(row, "energy", file)};
+  }
+  if (!measured.count(300)) return;
+  auto spec = [&](int limit) {
+    RunSpec run = base;
+    run.power.cap_w = limit;
+    run.name = "zeus@" + std::to_string(limit) + "W";
+    return run;
+  };
+  for (const auto& [limit, values] : measured) {
+    ValidationCase time;
+    time.group = "zeus_a100_power_limit";
+    time.source = kZeusSource;
+    time.metric = ValidationMetric::relative_time;
+    time.measured = values.first / measured.at(300).first;
+    time.label = limit;
+    time.id = "GPT-3 XL pp4 @ " + std::to_string(limit) + " W: time / time at 300 W";
+    time.probe = "relative_time";
+    time.shared_run = "zeus@" + std::to_string(limit) + "W";
+    time.baseline_run = "zeus@300W";
+    time.run = spec(limit);
+    time.baseline = spec(300);
+    time.notes = "Merak's custom split: 6, 6, 7, 5 layers";
+    cases.push_back(time);
+    ValidationCase power = time;
+    power.metric = ValidationMetric::average_power_w;
+    power.measured = values.second / values.first / 4.0;
+    power.id = "GPT-3 XL pp4 @ " + std::to_string(limit) + " W: mean power per GPU";
+    power.probe = "average_power";
+    power.baseline_run.clear();
+    power.notes = "measured: energy of the 4 GPUs / time / 4";
+    cases.push_back(power);
+  }
+  ValidationCase absolute;
+  absolute.group = "zeus_a100_power_limit";
+  absolute.source = kZeusSource;
+  absolute.metric = ValidationMetric::iteration_time_s;
+  absolute.measured = measured.at(300).first;
+  absolute.label = 300;
+  absolute.id = "GPT-3 XL pp4 @ 300 W: iteration time";
+  absolute.probe = "iteration_time";
+  absolute.shared_run = "zeus@300W";
+  absolute.run = spec(300);
+  absolute.notes = "1024 sequences of 2048 tokens; Merak's split";
+  cases.push_back(absolute);
+  add_merak_stage_cases(data_dir, absolute, cases);
+}
+
+/// The seed papers' findings as checks that can fail.
+void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
+                       std::vector<ValidationCase>& cases) {
+  const auto fsdp = configs_dir / "llama3-8b-fsdp.yaml";
+  if (!std::filesystem::exists(fsdp)) return;
+  const RunSpec chopper = load_run_config(fsdp, default_search_path(fsdp), registries);
+  const char* chopper_source =
+      "Kurzynski, Aga, Wu: Chopper (arXiv:2512.08242), Llama-3-8B FSDP on 8x MI300X; configs/llama3-8b-fsdp.yaml";
+  ValidationCase below;
+  below.group = "seed_findings";
+  below.source = chopper_source;
+  below.metric = ValidationMetric::finding;
+  below.measured = 1.0;
+  below.id = "MI300X mean clock under training load is below the 2100 MHz peak";
+  below.probe = "chopper_clock";
+  below.shared_run = "chopper";
+  below.run = chopper;
+  cases.push_back(below);
+  ValidationCase largest = below;
+  largest.id = "frequency overhead is the largest single loss (above kernel efficiency, communication, launch)";
+  largest.probe = "chopper_largest";
+  cases.push_back(largest);
+
+  // CharLLM-PPT (MICRO'25): larger micro-batches -> burstier power, higher peaks, more throttling.
+  const char* charllm_source =
+      "CharLLM-PPT (sitar-lab/CharLLM-PPT, arXiv:2509.10371): H100/H200/MI250 training, power and thermal";
+  RunSpec small = chopper;
+  small.hardware = load_hardware_config(configs_dir / "hardware" / "H100-SXM5-80GB.yaml");
+  small.cluster = load_cluster_config(configs_dir / "clusters" / "dgx-h100.yaml");
+  small.cluster.fabric.kind = "none";
+  small.parallelism = ParallelismSpec{};
+  small.parallelism.tp = 8;
+  small.parallelism.sequence_parallel = true;
+  small.training.seq_len = 2048;
+  small.training.global_batch = 8;
+  small.training.micro_batch = 1;
+  small.training.recompute = RecomputePolicy::full;
+  small.name = "charllm-mbs1";
+  RunSpec large = small;
+  large.training.micro_batch = 4;
+  large.name = "charllm-mbs4";
+  validate_run(small, SourceLocation{"seed findings", 0, 0});
+  validate_run(large, SourceLocation{"seed findings", 0, 0});
+  ValidationCase peak;
+  peak.group = "seed_findings";
+  peak.source = charllm_source;
+  peak.metric = ValidationMetric::finding;
+  peak.measured = 1.0;
+  peak.id = "a larger micro-batch (1 -> 4) raises the peak power (1 ms window), Llama-3-8B TP 8 on DGX H100";
+  peak.probe = "charllm_peak";
+  peak.shared_run = "charllm-mbs4";
+  peak.run = large;
+  peak.baseline_run = "charllm-mbs1";
+  peak.baseline = small;
+  cases.push_back(peak);
+  ValidationCase throttle = peak;
+  throttle.id = "a larger micro-batch (1 -> 4) throttles more (power-capped time)";
+  throttle.probe = "charllm_throttle";
+  cases.push_back(throttle);
+  ValidationCase hot;
+  hot.group = "seed_findings";
+  hot.source = charllm_source;
+  hot.metric = ValidationMetric::finding;
+  hot.measured = 1.0;
+  hot.id = "a hotter slot (inlet +18 K) reaches its slowdown temperature first (8x MI300X, 30 °C air, 3 iterations)";
+  hot.probe = "charllm_hot_slot";
+  hot.shared_run = "charllm-hot-slot";
+  hot.run = chopper;
+  hot.run.name = hot.shared_run;
+  CoolingSpec cooling;
+  cooling.ambient_c = 30.0;
+  cooling.profile = CoolingSpec::Profile::per_slot;
+  cooling.slot_offsets_k = {0, 0, 0, 0, 0, 18, 0, 0};
+  hot.run.power.cooling = cooling;
+  hot.run.iterations = 3;  // the hot slot starts below its slowdown temperature and warms up into it
+  cases.push_back(hot);
+}
+}  // namespace
+
+std::map<std::string, std::filesystem::path> calibration_profiles_by_hardware(
+    const std::filesystem::path& profiles_dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(profiles_dir, error))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::filesystem::path> profiles;
+  for (const auto& file : files) profiles.emplace(calibration_profile_hardware(file), file);
+  return profiles;
+}
+
+std::vector<ValidationCase> load_validation_cases(const std::filesystem::path& data_dir,
+                                                  const std::filesystem::path& configs_dir,
+                                                  const ModelRegistries& registries,
+                                                  const std::filesystem::path& profiles_dir) {
+  std::vector<ValidationCase> cases;
+  add_megatron_cases(data_dir, configs_dir, registries, cases);
+  add_h200_eager_cases(data_dir, configs_dir, registries, cases);
+  add_llm_foundry_cases(data_dir, configs_dir, cases);
+  add_megatron_record_cases(data_dir, configs_dir, cases);
+  add_perseus_cases(data_dir, configs_dir, cases);
+  add_zeus_cases(data_dir, configs_dir, cases);
+  add_seed_findings(configs_dir, registries, cases);
+  // Each case again with the calibration profile of its GPU (docs/calibration.md), applied as the run key
+  // `calibration:` would: kernels, intra_node_link and nic over the hardware file, collectives over the run's.
+  const auto profiles = calibration_profiles_by_hardware(
+      profiles_dir.empty() ? configs_dir.parent_path() / "calibration" / "profiles" : profiles_dir);
+  for (ValidationCase& c : cases) {
+    const auto it = profiles.find(c.run.hardware.name);
+    if (it == profiles.end()) continue;
+    c.profile = it->second;
+    c.calibrated_run = c.run;
+    apply_calibration_profile(c.calibrated_run, c.profile);
+    if (!c.baseline_run.empty()) {
+      if (c.baseline.hardware.name != c.run.hardware.name)
+        throw ModelError("validation: case '" + c.id + "' compares runs on different GPUs");
+      c.calibrated_baseline = c.baseline;
+      apply_calibration_profile(c.calibrated_baseline, c.profile);
+    }
+  }
+  return cases;
+}
+}  // namespace chopsim
