@@ -13,10 +13,42 @@ namespace chopsim::sim_detail {
 
 namespace {
 
-int shifted(const RankLayout& layout, int rank, int k) {
+/// The layout's extent along `axis` (tp, cp or dp ranks).
+int extent(const RankLayout& layout, RankAxis axis) {
+  const ParallelismSpec& p = layout.parallelism();
+  switch (axis) {
+    case RankAxis::tp:
+      return p.tp;
+    case RankAxis::cp:
+      return p.cp;
+    case RankAxis::dp:
+      return p.dp;
+  }
+  return 1;
+}
+
+int& coordinate(RankCoordinates& c, RankAxis axis) {
+  switch (axis) {
+    case RankAxis::tp:
+      return c.tp;
+    case RankAxis::cp:
+      return c.cp;
+    case RankAxis::dp:
+      break;
+  }
+  return c.dp;
+}
+
+int coordinate_of(const RankLayout& layout, int rank, RankAxis axis) {
   RankCoordinates c = layout.coordinates(rank);
-  const int dp = layout.parallelism().dp;
-  c.dp = (c.dp + k) % dp;
+  return coordinate(c, axis);
+}
+
+/// sigma_{axis,k}: `rank` with its `axis` coordinate moved on by k (mod the axis' extent).
+int shifted(const RankLayout& layout, int rank, RankAxis axis, int k) {
+  RankCoordinates c = layout.coordinates(rank);
+  int& x = coordinate(c, axis);
+  x = (x + k) % extent(layout, axis);
   return layout.rank_of(c);
 }
 
@@ -64,13 +96,13 @@ Signatures collective_signatures(const Workload& workload) {
   return signatures;
 }
 
-/// Why sigma_k does not leave `input` (whose collectives are `signatures`) invariant, or "" if it does.
-std::string breaks_symmetry(const SimulationInput& input, const Signatures& signatures, int k) {
+/// Why sigma_{axis,k} does not leave `input` (whose collectives are `signatures`) invariant, or "" if it does.
+std::string breaks_symmetry(const SimulationInput& input, const Signatures& signatures, RankAxis axis, int k) {
   const Workload& workload = *input.workload;
   const RankLayout& layout = workload.layout;
   const int world = layout.world_size();
   for (int r = 0; r < world; ++r) {
-    const int image = shifted(layout, r, k);
+    const int image = shifted(layout, r, axis, k);
     if (workload.program_of_rank[static_cast<std::size_t>(r)] !=
         workload.program_of_rank[static_cast<std::size_t>(image)])
       return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " run different programs";
@@ -79,11 +111,13 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
       if (power->inlet_c[a] != power->inlet_c[b] || power->initial_c[a] != power->initial_c[b])
         return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " have different inlet temperatures";
       const int per = power->dies_per_package;
-      if (image % per != r % per || shifted(layout, r - r % per, k) / per != image / per)
+      if (image % per != r % per || shifted(layout, r - r % per, axis, k) / per != image / per)
         return "the shift splits power packages";
-      const RankCoordinates c = layout.coordinates(r);
+      // Representatives have their coordinate below k on every shifted axis: a package is wholly on one side on
+      // each axis, hence also of their conjunction.
+      const bool representative = coordinate_of(layout, r, axis) < k;
       for (int die = r - r % per; die < r - r % per + per && die < world; ++die)
-        if ((layout.coordinates(die).dp < k) != (c.dp < k)) return "a power package spans several classes";
+        if ((coordinate_of(layout, die, axis) < k) != representative) return "a power package spans several classes";
     }
   }
   // Groups map onto groups of the same role: member by member, or (a group of one class, such as the data-parallel
@@ -97,7 +131,7 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
       seen[static_cast<std::size_t>(id)] = 1;
       const std::vector<int> members = layout.group(r, role);
       std::vector<int> images(members.size());
-      for (std::size_t i = 0; i < members.size(); ++i) images[i] = shifted(layout, members[i], k);
+      for (std::size_t i = 0; i < members.size(); ++i) images[i] = shifted(layout, members[i], axis, k);
       const std::vector<int> image_group = layout.group(images.front(), role);
       if (image_group == images) continue;
       std::vector<int> sorted_members = members, sorted_images = images;
@@ -141,44 +175,78 @@ RankClasses RankClasses::of(const SimulationInput& input) {
     return classes;
   }
   const RankLayout& layout = workload.layout;
-  const int dp = layout.parallelism().dp;
   if (const PowerInput* power = input.power;
       power != nullptr && (power->inlet_c.size() != static_cast<std::size_t>(world) ||
                            power->initial_c.size() != static_cast<std::size_t>(world) || power->dies_per_package < 1)) {
     classes.limit_ = "incomplete power input";  // PreparedWorkload reports it
     return classes;
   }
-  if (layout.world_size() != world || dp < 2) {
-    classes.limit_ = dp < 2 ? "no data parallelism" : "the workload's ranks are not its layout's";
+  if (layout.world_size() != world) {
+    classes.limit_ = "the workload's ranks are not its layout's";
     return classes;
   }
+  // Each axis on its own: the smallest k dividing its extent whose shift leaves the input invariant. The shifts of
+  // different axes commute, so the group they generate leaves it invariant too.
   const Signatures signatures = collective_signatures(workload);
-  for (int k = 1; k < dp; ++k) {
-    if (dp % k != 0) continue;
-    const std::string problem = breaks_symmetry(input, signatures, k);
-    if (!problem.empty()) {
-      if (classes.limit_.empty()) classes.limit_ = problem;
-      continue;
+  std::vector<std::string> limits;
+  for (const RankAxis axis : {RankAxis::dp, RankAxis::tp, RankAxis::cp}) {
+    const int n = extent(layout, axis);
+    if (n < 2) continue;
+    std::string first_problem;
+    for (int k = 1; k < n; ++k) {
+      if (n % k != 0) continue;
+      std::string problem = breaks_symmetry(input, signatures, axis, k);
+      if (problem.empty()) {
+        classes.shifts_.push_back(AxisShift{axis, k, n / k});
+        break;
+      }
+      if (first_problem.empty()) first_problem = std::move(problem);
     }
-    classes.layout_ = layout;
-    classes.shift_ = k;
-    classes.class_size_ = dp / k;
-    classes.representatives_.clear();
-    for (int r = 0; r < world; ++r) {
-      RankCoordinates c = layout.coordinates(r);
-      if (c.dp < k) classes.representatives_.push_back(r);
-      c.dp %= k;
-      classes.representative_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(layout.rank_of(c));
+    if (!first_problem.empty()) limits.push_back(std::string(to_string(axis)) + ": " + first_problem);
+  }
+  if (classes.shifts_.empty() && limits.empty()) limits.emplace_back("no data, tensor or context parallelism");
+  for (const std::string& limit : limits) classes.limit_ += (classes.limit_.empty() ? "" : "; ") + limit;
+  if (classes.shifts_.empty()) return classes;
+
+  classes.layout_ = layout;
+  classes.class_size_ = 1;
+  for (const AxisShift& shift : classes.shifts_) classes.class_size_ *= shift.orbit;
+  classes.representatives_.clear();
+  for (int r = 0; r < world; ++r) {
+    RankCoordinates c = layout.coordinates(r);
+    bool representative = true;
+    for (const AxisShift& shift : classes.shifts_) {
+      int& x = coordinate(c, shift.axis);
+      representative = representative && x < shift.step;
+      x %= shift.step;
     }
-    if (k == 1) classes.limit_.clear();
-    return classes;
+    if (representative) classes.representatives_.push_back(r);
+    classes.representative_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(layout.rank_of(c));
   }
   return classes;
 }
 
 int RankClasses::image(int rank, int times) const {
-  if (shift_ == 0 || times == 0) return rank;
-  return shifted(layout_, rank, shift_ * times % layout_.parallelism().dp);
+  if (shifts_.empty() || times == 0) return rank;
+  RankCoordinates c = layout_.coordinates(rank);
+  for (const AxisShift& shift : shifts_) {
+    int& x = coordinate(c, shift.axis);
+    x = (x + shift.step * (times % shift.orbit)) % (shift.step * shift.orbit);
+    times /= shift.orbit;
+  }
+  return layout_.rank_of(c);
+}
+
+std::string_view to_string(RankAxis axis) {
+  switch (axis) {
+    case RankAxis::tp:
+      return "tp";
+    case RankAxis::cp:
+      return "cp";
+    case RankAxis::dp:
+      break;
+  }
+  return "dp";
 }
 
 }  // namespace chopsim::sim_detail

@@ -1,5 +1,5 @@
-// Symmetry classes of the fast engine (sim/src/symmetry.hpp): which data-parallel shifts leave a simulation
-// invariant, and what breaks them.
+// Symmetry classes of the fast engine (sim/src/symmetry.hpp): which data-, tensor- and context-parallel shifts leave
+// a simulation invariant, and what breaks them.
 
 #include "symmetry.hpp"
 
@@ -43,24 +43,43 @@ struct Case {
 };
 
 TEST(Symmetry, DataParallelReplicasFormOneClassEach) {
+  // The tp ranks sit in slots of different inlet temperature, so only the data-parallel shift is a symmetry.
   Case s{grid(2, 4, GroupRole::dp), uniform_star(8, 1e10, 1e-6)};
+  s.power.inlet_c = {25, 30, 25, 30, 25, 30, 25, 30};
+  s.power.initial_c = s.power.inlet_c;
   const RankClasses classes = RankClasses::of(s.input());
   EXPECT_EQ(classes.class_size(), 4);
   EXPECT_EQ(classes.representatives(), (std::vector<int>{0, 1}));  // the tp ranks of replica 0
   for (int r = 0; r < 8; ++r) EXPECT_EQ(classes.representative(r), static_cast<std::uint32_t>(r % 2)) << r;
   EXPECT_EQ(classes.image(1, 3), 7);  // tp 1, dp 0 -> dp 3
-  EXPECT_TRUE(classes.limit().empty());
+  EXPECT_EQ(classes.limit(), "tp: ranks 0 and 1 have different inlet temperatures");
+}
+
+TEST(Symmetry, TensorParallelPeersFoldWithTheReplicas) {
+  // Equal slots: the tp shift is a symmetry too, and the tp group's ring maps onto itself rotated. One GPU stands
+  // for all eight; image t moves dp by t mod 4 and tp by t / 4.
+  Case s{grid(2, 4, GroupRole::tp), uniform_star(8, 1e10, 1e-6)};
+  const RankClasses classes = RankClasses::of(s.input());
+  EXPECT_EQ(classes.class_size(), 8);
+  EXPECT_EQ(classes.representatives(), (std::vector<int>{0}));
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(classes.representative(r), 0u) << r;
+  std::vector<int> images;
+  for (int t = 0; t < 8; ++t) images.push_back(classes.image(0, t));
+  EXPECT_EQ(images, (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));  // rank = tp + 2 dp
+  EXPECT_EQ(classes.image(3, 5), 4);                              // (tp 1, dp 1) -> (tp 0, dp 2)
+  EXPECT_TRUE(classes.limit().empty()) << classes.limit();
 }
 
 TEST(Symmetry, HotterRearSlotsKeepFrontAndRearApart) {
   // 4 GPUs per node, slots 2 and 3 warmer: shifting dp by 1 (2 ranks) moves front GPUs to the rear; by 2 it does not.
+  // The two tp ranks of a replica share a slot temperature, so they fold.
   Case s{grid(2, 4, GroupRole::dp), uniform_star(8, 1e10, 1e-6)};
   s.power.inlet_c = {25, 25, 30, 30, 25, 25, 30, 30};
   s.power.initial_c = s.power.inlet_c;
   const RankClasses classes = RankClasses::of(s.input());
-  EXPECT_EQ(classes.class_size(), 2);
-  EXPECT_EQ(classes.representatives(), (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_NE(classes.limit().find("inlet"), std::string::npos) << classes.limit();
+  EXPECT_EQ(classes.class_size(), 4);
+  EXPECT_EQ(classes.representatives(), (std::vector<int>{0, 2}));
+  EXPECT_NE(classes.limit().find("dp: ranks 0 and 2 have different inlet"), std::string::npos) << classes.limit();
 }
 
 TEST(Symmetry, ATreeRootedAtOneMemberBreaksIt) {
@@ -75,6 +94,7 @@ TEST(Symmetry, ATreeRootedAtOneMemberBreaksIt) {
 
 TEST(Symmetry, ExplicitGroupsAndDistinctProgramsHaveNoClasses) {
   Case s{grid(1, 4, GroupRole::dp), uniform_star(4, 1e10, 1e-6)};
+  EXPECT_TRUE(RankClasses::of(s.input()).reduced());
   s.workload.groups.push_back({0, 1, 2, 3});
   EXPECT_FALSE(RankClasses::of(s.input()).reduced());
   s.workload.groups.clear();
@@ -83,18 +103,21 @@ TEST(Symmetry, ExplicitGroupsAndDistinctProgramsHaveNoClasses) {
   EXPECT_FALSE(RankClasses::of(s.input()).reduced());
 }
 
-TEST(Symmetry, RepresentativesGiveTheFullSimulationsEventsOnAUniformNetwork) {
-  // On a uniform star every replica is alike: each representative's events equal its own events in the simulation
-  // of every rank, bit for bit or to rounding.
-  Case s{grid(2, 4, GroupRole::dp), uniform_star(8, 1e10, 1e-6)};
+TEST(Symmetry, ATensorParallelRingFoldedGivesTheFullSimulationsTimes) {
+  // On a uniform star every GPU is alike: both the tp ring and the dp ring fold into one GPU, whose transfers stand
+  // for all eight GPUs' images, and its events equal rank 0's in the simulation of every rank, to rounding.
+  Case s{grid(4, 2, GroupRole::tp), uniform_star(8, 1e10, 1e-6)};
+  s.workload.programs.front().streams.front().ops.push_back(
+      collective_op(CollectiveKind::all_reduce, 4e6, GroupRole::dp));
   const SimulationInput input = s.input();
   RecordingObserver full, reduced;
   const SimulationStats a = engine_named("fast", false)->run(input, full);
   const SimulationStats b = engine_named("fast", true)->run(input, reduced);
-  EXPECT_EQ(b.simulated_ranks, 2u);
+  EXPECT_EQ(b.simulated_ranks, 1u);
   EXPECT_NEAR(b.makespan_s, a.makespan_s, 1e-12 * a.makespan_s);
+  ASSERT_FALSE(reduced.events.empty());
   for (const OpEvent& e : reduced.events) {
-    ASSERT_LT(e.rank, 2u);
+    ASSERT_EQ(e.rank, 0u);
     const OpEvent* same = full.end_of(e.rank, e.stream, e.op, e.iteration);
     ASSERT_NE(same, nullptr);
     if (e.is_end) {
