@@ -357,7 +357,7 @@ void read_store(const std::filesystem::path& path, std::size_t input, const Load
 void read_trace(const std::filesystem::path& path, const TraceFormat& format, std::size_t input,
                 const LoadOptions& options, MeasurementSet& set) {
   VectorSink sink;
-  SourceInfo info = format.create()->read(path, sink);
+  SourceInfo info = read_trace_checked(format, path, sink);
   RecordCollector collector(input, options, set);
   // A trace read alone is source 0; its time origin puts telemetry logs of one run on one clock.
   const std::vector<SourceInfo> sources{info};

@@ -23,14 +23,15 @@ struct ReadResult {
   SourceInfo info;
 };
 
-/// Reads `path` with the reader its content is detected as; checks that detection gives `expected_format`.
+/// Reads `path` with the reader its content is detected as, every record range-checked (read_trace_checked);
+/// checks that detection gives `expected_format`.
 inline ReadResult read_trace(const std::filesystem::path& path, const std::string& expected_format) {
   TraceFormatRegistry formats;
   register_builtin_trace_formats(formats);
   const TraceFormat& format = formats.detect(read_preview(path));
   EXPECT_EQ(format.name, expected_format) << path;
   ReadResult result;
-  result.info = format.create()->read(path, result.sink);
+  result.info = read_trace_checked(format, path, result.sink);
   return result;
 }
 

@@ -110,7 +110,7 @@ IngestResult ingest_traces(const IngestOptions& options, const TraceFormatRegist
       throw InputError({path.string()}, "", "the same content as " + it->second + " (SHA-256 " + hash + ")",
                        "pass each trace once");
     sink.begin_source(static_cast<std::uint32_t>(i));
-    SourceInfo info = format.create()->read(path, sink);
+    SourceInfo info = read_trace_checked(format, path, sink);
     info.path = path.string();
     info.format = format.name;
     info.sha256 = hash;

@@ -435,6 +435,7 @@ class Indexer final : public JsonStreamHandler {
         }
         parse_times(e, ns_units);
         if (!e.ts_ns) missing_ts(e);
+        if (!e.dur.empty() && !e.dur_ns) bad_dur(e);
         ++gpu_events;
         min_gpu_ts = std::min(min_gpu_ts, *e.ts_ns);
         if (has_args) note_gpu_event(event, e);
@@ -449,6 +450,13 @@ class Indexer final : public JsonStreamHandler {
   [[noreturn]] void missing_ts(const Event& e) const {
     throw InputError({file_}, "traceEvents",
                      "a GPU event ('" + std::string(e.name) + "', cat " + std::string(e.cat) + ") has no numeric 'ts'",
+                     "GPU events need ts and dur in microseconds (Chrome trace format)");
+  }
+
+  [[noreturn]] void bad_dur(const Event& e) const {
+    throw InputError({file_}, "traceEvents",
+                     "a GPU event ('" + std::string(e.name) + "', cat " + std::string(e.cat) + ") has 'dur' " +
+                         std::string(e.dur) + ", not a number",
                      "GPU events need ts and dur in microseconds (Chrome trace format)");
   }
 
@@ -578,7 +586,7 @@ class Indexer final : public JsonStreamHandler {
         const std::int64_t duration = e.dur.empty() ? 0 : parse_time_as_ns(e.dur, ns).value_or(0);
         launch.timed = true;
         launch.start_ns = *start;
-        launch.end_ns = *start + duration;
+        launch.end_ns = ns_sum_saturated(*start, duration);
         launch.thread = e.tid().value_or(-1);
       }
     }
@@ -642,7 +650,7 @@ class Emitter final : public JsonStreamHandler {
   std::uint64_t kernels = 0, annotations = 0, linked = 0;
 
  private:
-  double seconds(std::int64_t ts) const { return static_cast<double>(ts - origin_ts_) * units::kNanosecond; }
+  double seconds(std::int64_t ts) const { return ns_interval(ts, origin_ts_) * units::kNanosecond; }
 
   KernelClass class_of(StringId name, std::string_view text) {
     auto it = classes_.find(name);

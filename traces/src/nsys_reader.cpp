@@ -141,7 +141,7 @@ class NsysReader final : public TraceReader {
       Database::Statement s(db, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
       if (s.step() && !s.null(0)) epoch = s.integer(0);
     }
-    info.time_origin_ns = epoch + origin;
+    info.time_origin_ns = ns_sum_saturated(epoch, origin);
     info.time_origin_clock = epoch != 0 ? "unix_epoch" : "nsys session clock (ns since capture start)";
     info.notes = "timestamps in ns since the session start (TARGET_INFO_SESSION_START_TIME)";
 
@@ -151,7 +151,7 @@ class NsysReader final : public TraceReader {
       auto it = ranks.find(global_pid & ~kTidBits);
       return it == ranks.end() ? -1 : it->second;
     };
-    auto seconds = [&](std::int64_t t) { return static_cast<double>(t - origin) * units::kNanosecond; };
+    auto seconds = [&](std::int64_t t) { return ns_interval(t, origin) * units::kNanosecond; };
 
     std::unordered_map<StringId, KernelClass> classes;
     std::int64_t first_device = -1;
@@ -228,7 +228,7 @@ class NsysReader final : public TraceReader {
         const std::string_view text = s.null(2) ? s.text(3) : s.text(2);
         a.name = sink.intern(text);
         a.start_s = seconds(s.integer(0));
-        a.duration_s = s.null(1) ? 0.0 : static_cast<double>(s.integer(1) - s.integer(0)) * units::kNanosecond;
+        a.duration_s = s.null(1) ? 0.0 : ns_interval(s.integer(1), s.integer(0)) * units::kNanosecond;
         a.stream = s.integer(4) & kTidBits;
         a.rank = rank_of(s.integer(4));
         sink.add_annotation(a);
@@ -247,7 +247,7 @@ class NsysReader final : public TraceReader {
   template <class Seconds, class RankOf>
   static void fill_common(Database::Statement& s, KernelRecord& r, Seconds seconds, RankOf rank_of) {
     r.start_s = seconds(s.integer(0));
-    r.duration_s = static_cast<double>(s.integer(1) - s.integer(0)) * units::kNanosecond;
+    r.duration_s = ns_interval(s.integer(1), s.integer(0)) * units::kNanosecond;
     r.device = static_cast<std::int32_t>(s.integer(2));
     r.stream = s.integer(3);
     r.correlation = s.null(4) ? -1 : s.integer(4);

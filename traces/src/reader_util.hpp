@@ -23,6 +23,22 @@ std::optional<std::int64_t> parse_time_as_ns(std::string_view token, bool token_
 inline std::optional<std::int64_t> parse_microseconds_as_ns(std::string_view token) {
   return parse_time_as_ns(token, false);
 }
+/// later - earlier, in nanoseconds, without signed overflow: raw timestamps of a corrupt file can be anywhere in
+/// int64 (INT64_MIN, 19-digit values), where the difference does not fit; it is then taken in doubles, far beyond any
+/// real trace's span, and read_trace_checked refuses the record.
+inline double ns_interval(std::int64_t later, std::int64_t earlier) {
+  std::int64_t difference = 0;
+  if (__builtin_sub_overflow(later, earlier, &difference))
+    return static_cast<double>(later) - static_cast<double>(earlier);
+  return static_cast<double>(difference);
+}
+/// a + b nanoseconds, saturated at the ends of int64 (a corrupt start plus a corrupt duration).
+inline std::int64_t ns_sum_saturated(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /// Digits before the decimal point of a number token (17 or more means nanoseconds since the epoch: as
 /// microseconds such a value would be after the year 5000).
 std::size_t integer_digits(std::string_view token);

@@ -159,7 +159,7 @@ std::optional<std::int64_t> text_int(std::string_view text) {
   if (ec == std::errc() && end == text.data() + text.size()) return integer;
   double number = 0.0;
   auto [end2, ec2] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (ec2 == std::errc() && end2 == text.data() + text.size() && std::isfinite(number))
+  if (ec2 == std::errc() && end2 == text.data() + text.size() && std::fabs(number) < 9.2e18)
     return static_cast<std::int64_t>(std::llround(number));
   return std::nullopt;
 }
@@ -171,7 +171,7 @@ std::optional<std::int64_t> json_int(simdjson::ondemand::value value) {
     std::int64_t integer = 0;
     if (value.get_int64().get(integer) == simdjson::SUCCESS) return integer;
     double number = 0.0;
-    if (value.get_double().get(number) == simdjson::SUCCESS && std::isfinite(number))
+    if (value.get_double().get(number) == simdjson::SUCCESS && std::fabs(number) < 9.2e18)
       return static_cast<std::int64_t>(std::llround(number));
     return std::nullopt;
   }

@@ -16,6 +16,7 @@
 // Two streamed passes: symbols, agents and the earliest dispatch first; records second.
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -217,8 +218,8 @@ class RocprofJsonPass final : public JsonStreamHandler {
         const auto dst_agent = agents.find(dst);
         const bool dst_gpu = dst_agent != agents.end() && dst_agent->second.gpu;
         r.device = device_of(dst_gpu ? dst : src);
-        r.start_s = static_cast<double>(start - origin) * units::kNanosecond;
-        r.duration_s = static_cast<double>(end - start) * units::kNanosecond;
+        r.start_s = ns_interval(start, origin) * units::kNanosecond;
+        r.duration_s = ns_interval(end, start) * units::kNanosecond;
         r.bytes = bytes;
         sink_.add_kernel(r);
       }
@@ -243,8 +244,8 @@ class RocprofJsonPass final : public JsonStreamHandler {
     r.device = device_of(d.agent);
     r.stream = d.queue;
     r.correlation = d.correlation;
-    r.start_s = static_cast<double>(d.start - origin) * units::kNanosecond;
-    r.duration_s = static_cast<double>(d.end - d.start) * units::kNanosecond;
+    r.start_s = ns_interval(d.start, origin) * units::kNanosecond;
+    r.duration_s = ns_interval(d.end, d.start) * units::kNanosecond;
     for (int i = 0; i < 3; ++i) {
       r.block[i] = static_cast<std::uint32_t>(std::max<std::int64_t>(d.workgroup[i], 0));
       r.grid[i] = blocks(d.grid[i], d.workgroup[i]);
@@ -364,6 +365,10 @@ class RocprofCsvReader final : public TraceReader {
           if (!value)
             throw InputError({file, lines.line_number()}, std::string(what),
                              "'" + std::string(field(i)) + "' is not a number", "check that the CSV is not damaged");
+          // Within int64 with room to subtract two of them (9.2e18 ns is 292 years).
+          if (!(std::fabs(*value) < 4.6e18))
+            throw InputError({file, lines.line_number()}, std::string(what),
+                             "'" + std::string(field(i)) + "' is out of range", "check that the CSV is not damaged");
           return static_cast<std::int64_t>(*value);
         };
         if (c.kind >= 0 && field(c.kind) != "KERNEL_DISPATCH") continue;
@@ -382,8 +387,8 @@ class RocprofCsvReader final : public TraceReader {
         r.device = c.agent >= 0 ? static_cast<std::int32_t>(integer(c.agent, "Agent_Id")) : -1;
         r.stream = c.queue >= 0 ? integer(c.queue, "Queue_Id") : -1;
         r.correlation = c.correlation >= 0 ? integer(c.correlation, "Correlation_Id") : -1;
-        r.start_s = static_cast<double>(start - min_start) * units::kNanosecond;
-        r.duration_s = static_cast<double>(integer(c.end, "End_Timestamp") - start) * units::kNanosecond;
+        r.start_s = ns_interval(start, min_start) * units::kNanosecond;
+        r.duration_s = ns_interval(integer(c.end, "End_Timestamp"), start) * units::kNanosecond;
         for (int i = 0; i < 3; ++i) {
           const std::int64_t wg = c.workgroup[i] >= 0 ? integer(c.workgroup[i], "Workgroup_Size") : 0;
           const std::int64_t items = c.grid[i] >= 0 ? integer(c.grid[i], "Grid_Size") : 0;

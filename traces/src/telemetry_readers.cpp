@@ -40,7 +40,13 @@ std::optional<std::int64_t> seconds_to_ns(std::string_view text) {
   text = trim(text);
   std::size_t i = 0;
   std::int64_t whole = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) whole = whole * 10 + (text[i++] - '0');
+  // int64 nanoseconds hold 9.22e9 s (until the year 2262): more is not a time in seconds (milliseconds, a corrupt
+  // field), and would overflow.
+  constexpr std::int64_t kLargestSeconds = 9'000'000'000;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    whole = whole * 10 + (text[i++] - '0');
+    if (whole > kLargestSeconds) return std::nullopt;
+  }
   if (i == 0) return std::nullopt;
   std::int64_t fraction = 0, scale = 100'000'000;
   if (i < text.size() && text[i] == '.') {
@@ -66,6 +72,10 @@ std::optional<std::int64_t> parse_time_ns(std::string_view text) {
     return std::nullopt;
   const auto seconds = seconds_to_ns(text.substr(static_cast<std::size_t>(consumed)));
   if (!seconds) return std::nullopt;
+  // Dates int64 nanoseconds since the epoch can hold (1678-2262), fields in their ranges.
+  if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || *seconds >= std::int64_t{61'000'000'000})
+    return std::nullopt;
   const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   return (days * 86400 + hour * 3600 + minute * 60) * std::int64_t{1'000'000'000} + *seconds;
 }
@@ -76,6 +86,7 @@ std::optional<std::int32_t> parse_device(std::string_view text) {
   std::size_t i = text.size();
   while (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1]))) --i;
   if (i == text.size()) return std::nullopt;
+  if (text.size() - i > 7) return std::nullopt;  // over ten million GPUs on a node: not an index
   return static_cast<std::int32_t>(std::stol(std::string(text.substr(i))));
 }
 
@@ -178,7 +189,7 @@ class CsvTelemetry {
         info.time_origin_ns = time;
         info.time_origin_clock = c.time >= 0 ? "unix_epoch" : "row number (the file has no time column)";
       }
-      sample.time_s = static_cast<double>(time - *origin) / 1e9;
+      sample.time_s = ns_interval(time, *origin) / 1e9;
       bool any = false;
       for (const auto& [index, metric] : c.metrics) {
         if (auto value = parse_number_with_unit(field(index))) {

@@ -39,6 +39,12 @@ struct TraceFormat {
   std::function<std::unique_ptr<TraceReader>()> create;
 };
 
+/// Reads `path` with `format`'s reader and checks every record before `sink` gets it: times finite and within
+/// int64 nanoseconds of the source's origin, durations finite, >= 0 and under 11 days, ranks and devices in
+/// 0..2^20 (or -1: unknown), FLOP and byte counts >= 0, telemetry within physical bounds (power, clocks,
+/// temperatures, utilization fractions). Throws InputError naming the file, the record and the value.
+SourceInfo read_trace_checked(const TraceFormat& format, const std::filesystem::path& path, RecordSink& sink);
+
 /// Formats by name. An ordinary object (no global registry): build one with register_builtin_trace_formats().
 class TraceFormatRegistry {
  public:
