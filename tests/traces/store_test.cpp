@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <iterator>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/traces/kernel_store.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "traces_test_support.hpp"
 
 namespace chopsim {
@@ -168,6 +171,46 @@ TEST(KernelStore, SameRecordsGiveByteIdenticalFiles) {
 TEST(KernelStore, OpeningSomethingElseIsAnInputError) {
   EXPECT_THROW((void)KernelStore::open(test::fixture("nvidia_smi.csv")), InputError);
   EXPECT_THROW((void)KernelStore::open(test::fixture("missing.h5")), InputError);
+}
+
+// A store can be written by anything that writes HDF5 (h5py, another chopsim): rows whose enums, indices or numbers
+// are out of range are refused with the row named, not mapped to something valid (kernel class 200 was read as
+// "other", a name index past /strings crashed replay).
+TEST(KernelStore, OutOfRangeRowsAreRefusedWhenRead) {
+  const auto dir = temp_dir();
+  auto damaged = [&](const std::string& name, const std::function<void(KernelRecord&)>& damage) {
+    const auto path = dir / (name + ".h5");
+    {
+      KernelStoreWriter writer(path);
+      writer.begin_source(0);
+      KernelRecord r;
+      r.name = writer.intern("k");
+      r.duration_s = 1e-6;
+      writer.add_kernel(r);
+      damage(r);
+      writer.add_kernel(r);
+      SourceInfo info;
+      info.path = "t.json";
+      info.kernel_count = 2;
+      writer.finish({info});
+    }
+    const KernelStore store = KernelStore::open(path);
+    const std::string message = test::input_error([&] { (void)store.kernels(); });
+    EXPECT_NE(message.find("row 1 of /kernels"), std::string::npos) << message;
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    return message;
+  };
+  EXPECT_NE(damaged("class", [](KernelRecord& r) { r.kernel_class = static_cast<KernelClass>(200); })
+                .find("kernel class 200"),
+            std::string::npos);
+  EXPECT_NE(damaged("name", [](KernelRecord& r) { r.name = 9999; }).find("string index 9999"), std::string::npos);
+  EXPECT_NE(damaged("duration", [](KernelRecord& r) { r.duration_s = -1.0; }).find("negative"), std::string::npos);
+  EXPECT_NE(damaged("start", [](KernelRecord& r) { r.start_s = std::numeric_limits<double>::infinity(); })
+                .find("not a time"),
+            std::string::npos);
+  EXPECT_NE(damaged("rank", [](KernelRecord& r) { r.rank = 2147483647; }).find("rank 2.14748e+09 is out of range"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/hdf5/append_table.hpp"
 #include "chopsim/hdf5/attributes.hpp"
+#include "record_checks.hpp"
 
 #ifndef CHOPSIM_VERSION
 #define CHOPSIM_VERSION "unknown"
@@ -518,6 +519,25 @@ void read_table(const std::filesystem::path& path, const char* name, const H5::C
   }
 }
 
+/// A stored kernel row's enums and indices lie within their ranges and the store's tables.
+void check_kernel_row(const KernelRow& row, std::uint64_t index, std::size_t strings, std::size_t sources,
+                      const detail::RecordChecker& checker) {
+  const std::string what = "row " + std::to_string(index) + " of /kernels";
+  if (row.kernel_class >= kKernelClassCount)
+    checker.fail(what, "kernel class " + std::to_string(row.kernel_class) + " is not a class (0 to " +
+                           std::to_string(kKernelClassCount - 1) + ")");
+  if (row.kind >= 3) checker.fail(what, "activity kind " + std::to_string(row.kind) + " is not one (0 to 2)");
+  if (row.collective >= kCollectiveKindCount && row.collective != kNoCollective)
+    checker.fail(what, "collective kind " + std::to_string(row.collective) + " is not one");
+  for (const StringId id : {row.name, row.op, row.group})
+    if (id >= strings)
+      checker.fail(what, "string index " + std::to_string(id) + " is beyond the " + std::to_string(strings) +
+                             " strings of /strings");
+  if (row.source >= sources)
+    checker.fail(what, "source " + std::to_string(row.source) + " is beyond the " + std::to_string(sources) +
+                           " sources of /sources");
+}
+
 KernelRecord to_record(const KernelRow& row) {
   KernelRecord r;
   r.source = row.source;
@@ -623,11 +643,20 @@ std::uint64_t KernelStore::kernel_count() const {
 }
 
 void KernelStore::for_each_kernel(const std::function<void(std::span<const KernelRecord>)>& visit) const {
+  // A store can come from elsewhere (another chopsim, an h5py script): its rows get the readers' checks, and their
+  // indices must lie within the store's tables.
+  const detail::RecordChecker checker(path_.string());
   std::vector<KernelRecord> records;
+  std::uint64_t index = 0;
   read_table<KernelRow>(path_, "kernels", kernel_type(), [&](std::span<const KernelRow> rows) {
     records.clear();
     records.reserve(rows.size());
-    for (const auto& row : rows) records.push_back(to_record(row));
+    for (const auto& row : rows) {
+      check_kernel_row(row, index, strings_.size(), sources_.size(), checker);
+      records.push_back(to_record(row));
+      checker.kernel(records.back(), "row " + std::to_string(index) + " of /kernels");
+      ++index;
+    }
     visit(records);
   });
 }
@@ -639,23 +668,34 @@ std::vector<KernelRecord> KernelStore::kernels() const {
 }
 
 std::vector<TelemetrySample> KernelStore::telemetry() const {
+  const detail::RecordChecker checker(path_.string());
   std::vector<TelemetrySample> out;
   read_table<TelemetryRow>(path_, "telemetry", telemetry_type(), [&](std::span<const TelemetryRow> rows) {
-    for (const auto& row : rows)
+    for (const auto& row : rows) {
       out.push_back(TelemetrySample{row.source, row.device, row.time_s, row.power_w, row.power_limit_w,
                                     row.gfx_clock_hz, row.mem_clock_hz, row.temp_edge_c, row.temp_junction_c,
                                     row.temp_memory_c, row.util_gpu, row.util_memory, row.memory_used_bytes,
                                     row.energy_j});
+      const std::string what = "row " + std::to_string(out.size() - 1) + " of /telemetry";
+      if (row.source >= sources_.size()) checker.fail(what, "source " + std::to_string(row.source) + " is not one");
+      checker.telemetry(out.back(), what);
+    }
   });
   return out;
 }
 
 std::vector<AnnotationRecord> KernelStore::annotations() const {
+  const detail::RecordChecker checker(path_.string());
   std::vector<AnnotationRecord> out;
   read_table<AnnotationRow>(path_, "annotations", annotation_type(), [&](std::span<const AnnotationRow> rows) {
-    for (const auto& row : rows)
+    for (const auto& row : rows) {
       out.push_back(
           AnnotationRecord{row.source, row.rank, row.device, row.stream, row.name, row.start_s, row.duration_s});
+      const std::string what = "row " + std::to_string(out.size() - 1) + " of /annotations";
+      if (row.name >= strings_.size() || row.source >= sources_.size())
+        checker.fail(what, "its name or source index is beyond the store's tables");
+      checker.annotation(out.back(), what);
+    }
   });
   return out;
 }
