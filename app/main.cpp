@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/temporary_files.hpp"
 #include "cli.hpp"
 
 namespace {
@@ -34,6 +35,8 @@ void print_usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Ctrl-C or a kill during a run removes the outputs' temporary files, then ends the process as the signal would.
+  chopsim::temporary_files::remove_on_interrupt();
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     print_usage(std::cerr);

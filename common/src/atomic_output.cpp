@@ -1,27 +1,49 @@
 #include "chopsim/common/atomic_output.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
 #include <system_error>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/temporary_files.hpp"
 
 namespace chopsim {
 
 AtomicOutputSet::~AtomicOutputSet() {
-  if (committed_) return;
   for (const auto& file : staged_) {
-    std::error_code ignored;
-    std::filesystem::remove(file.temporary, ignored);
+    if (!committed_) {
+      std::error_code ignored;
+      std::filesystem::remove(file.temporary, ignored);
+    }
+    temporary_files::release(file.slot);
   }
 }
 
 std::filesystem::path AtomicOutputSet::stage(const std::filesystem::path& final_path) {
-  // The process id keeps concurrent runs writing into one directory apart.
-  auto temporary = final_path;
-  temporary += ".tmp." + std::to_string(::getpid());
-  staged_.push_back({temporary, final_path});
-  return temporary;
+  // Created here, exclusively (O_EXCL: a file or a planted symlink of that name makes us pick another name) and
+  // under a name nobody can predict, with the permissions the umask gives any new file; the writer then opens it
+  // again, truncating. The process id keeps concurrent runs apart when reading a folder.
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".tmp.%d.%08x", static_cast<int>(::getpid()), random());
+    auto temporary = final_path;
+    temporary += suffix;
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      throw OutputError("cannot create " + temporary.string() + ": " + std::strerror(errno));
+    }
+    ::close(fd);
+    staged_.push_back({temporary, final_path, temporary_files::track(temporary)});
+    return temporary;
+  }
+  throw OutputError("cannot create a temporary file beside " + final_path.string());
 }
 
 void AtomicOutputSet::commit() {

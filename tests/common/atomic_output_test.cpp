@@ -7,23 +7,28 @@
 #include <iterator>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/temporary_files.hpp"
+#include "chopsim_test_helpers.hpp"
 
 namespace chopsim {
 namespace {
 
-std::filesystem::path fresh_directory(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("chopsim_atomic_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+/// A fresh folder per test (TempDirTest), removed afterwards whatever the outcome.
+class AtomicOutput : public test::TempDirTest {
+ protected:
+  std::filesystem::path fresh_directory(const std::string& name) const {
+    const auto dir = dir_ / name;
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
+};
 
 std::string read(const std::filesystem::path& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-TEST(AtomicOutputSet, NothingAppearsUntilCommit) {
+TEST_F(AtomicOutput, AtomicOutputSetNothingAppearsUntilCommit) {
   const auto dir = fresh_directory("commit");
   {
     AtomicOutputSet set;
@@ -38,7 +43,7 @@ TEST(AtomicOutputSet, NothingAppearsUntilCommit) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
-TEST(AtomicOutputSet, AbandonedSetLeavesNoFiles) {
+TEST_F(AtomicOutput, AtomicOutputSetAbandonedSetLeavesNoFiles) {
   const auto dir = fresh_directory("abandon");
   {
     AtomicOutputSet set;
@@ -48,14 +53,43 @@ TEST(AtomicOutputSet, AbandonedSetLeavesNoFiles) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
-TEST(AtomicOutputSet, CommitFailsWhenAStagedFileWasNeverWritten) {
-  const auto dir = fresh_directory("missing");
+TEST_F(AtomicOutput, AtomicOutputSetCreatesTemporariesExclusivelyUnderUnpredictableNames) {
+  // A symlink planted where a temporary might go is never written through: each temporary is created with O_EXCL
+  // under a random name, and two stagings of one path get two names.
+  const auto dir = fresh_directory("exclusive");
+  std::ofstream(dir / "victim") << "keep";
+  std::filesystem::create_symlink(dir / "victim", dir / ("ops.h5.tmp." + std::to_string(::getpid())));
   AtomicOutputSet set;
-  (void)set.stage(dir / "ops.h5");
-  EXPECT_THROW(set.commit(), OutputError);
+  const auto first = set.stage(dir / "ops.h5");
+  const auto second = set.stage(dir / "ops.h5");
+  EXPECT_NE(first, second);
+  for (const auto& temporary : {first, second}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(temporary))) << temporary;
+    EXPECT_EQ(temporary.parent_path(), dir);
+    EXPECT_TRUE(temporary.filename().string().starts_with("ops.h5.tmp." + std::to_string(::getpid()) + "."));
+  }
+  std::ofstream(first) << "x";
+  EXPECT_EQ(read(dir / "victim"), "keep");
 }
 
-TEST(WriteFileAtomically, ReplacesExistingContent) {
+TEST_F(AtomicOutput, AnInterruptRemovesTheStagedTemporaries) {
+  // What the SIGINT/SIGTERM handler of main() does before the process dies: unlink every tracked temporary. A
+  // committed or abandoned set's files are no longer tracked.
+  const auto dir = fresh_directory("interrupt");
+  AtomicOutputSet running;
+  const auto temporary = running.stage(dir / "timeline.json");
+  std::ofstream(temporary) << "partial";
+  {
+    AtomicOutputSet done;
+    std::ofstream(done.stage(dir / "summary.json")) << "{}";
+    done.commit();
+  }
+  temporary_files::remove_tracked();
+  EXPECT_FALSE(std::filesystem::exists(temporary));
+  EXPECT_EQ(read(dir / "summary.json"), "{}");
+}
+
+TEST_F(AtomicOutput, WriteFileAtomicallyReplacesExistingContent) {
   const auto dir = fresh_directory("replace");
   write_file_atomically(dir / "a.txt", "first");
   write_file_atomically(dir / "a.txt", "second");
@@ -81,7 +115,7 @@ std::string input_error_message(const std::function<void()>& call) {
   return {};
 }
 
-TEST(CheckOutputFile, AcceptsAFileInAnExistingFolderAndNamesTheOptionOtherwise) {
+TEST_F(AtomicOutput, CheckOutputFileAcceptsAFileInAnExistingFolderAndNamesTheOptionOtherwise) {
   const auto dir = fresh_directory("check");
   EXPECT_NO_THROW(check_output_file(dir / "profile.yaml", "-o"));
   EXPECT_NO_THROW(check_output_file("relative.md", "--out"));  // the current directory
@@ -93,7 +127,7 @@ TEST(CheckOutputFile, AcceptsAFileInAnExistingFolderAndNamesTheOptionOtherwise) 
   EXPECT_TRUE(std::filesystem::is_empty(dir));  // checking writes nothing
 }
 
-TEST(CheckOutputFile, RefusesAnOutputThatIsAnInputUnderAnyName) {
+TEST_F(AtomicOutput, CheckOutputFileRefusesAnOutputThatIsAnInputUnderAnyName) {
   // `chopsim ingest T -o T` used to replace the trace T with the store (issue 16): the output may be no input, by
   // the same name, a link to it, or another spelling of its path.
   const auto dir = fresh_directory("input");
@@ -107,10 +141,9 @@ TEST(CheckOutputFile, RefusesAnOutputThatIsAnInputUnderAnyName) {
   }
   EXPECT_NO_THROW(check_output_file(dir / "store.h5", "-o", inputs));
   EXPECT_EQ(read(dir / "trace.json"), "{}");
-  std::filesystem::remove_all(dir);
 }
 
-TEST(CreateOutputDirectory, CreatesParentsAndRejectsAPathThroughAFile) {
+TEST_F(AtomicOutput, CreateOutputDirectoryCreatesParentsAndRejectsAPathThroughAFile) {
   const auto dir = fresh_directory("mkdir");
   create_output_directory(dir / "a" / "b", "--out");
   EXPECT_TRUE(std::filesystem::is_directory(dir / "a" / "b"));

@@ -13,13 +13,14 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
 namespace {
 
 std::filesystem::path fresh_directory(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("chopsim_outputs_" + name + "_" + std::to_string(::getpid()));
+  auto dir = test::process_temp_dir() / ("outputs_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -17,6 +17,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 #include "power_report.hpp"
 
@@ -74,7 +75,7 @@ TEST(PowerStatistics, WindowedPeakAndRiseMatchBruteForce) {
 // ---- runs ----------------------------------------------------------------------------------------------------
 
 fs::path fresh_directory(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("chopsim_power_" + name + "_" + std::to_string(::getpid()));
+  auto dir = test::process_temp_dir() / ("power_" + name);
   fs::remove_all(dir);
   return dir;
 }

@@ -31,6 +31,26 @@ inline std::string input_error(const std::function<void()>& action, InputError* 
   return {};
 }
 
+/// A folder of this test process's own under the temp directory, removed with everything in it when the process's
+/// tests end (a GoogleTest environment), whether they passed or not.
+inline std::filesystem::path process_temp_dir() {
+  struct Cleanup : ::testing::Environment {
+    explicit Cleanup(std::filesystem::path dir) : dir(std::move(dir)) {}
+    void TearDown() override {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+    std::filesystem::path dir;
+  };
+  static const std::filesystem::path dir = [] {
+    auto made = std::filesystem::temp_directory_path() / ("chopsim_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(made);
+    ::testing::AddGlobalTestEnvironment(new Cleanup(made));
+    return made;
+  }();
+  return dir;
+}
+
 /// A fixture with a fresh folder per test (named after the process, suite and test), removed afterwards.
 class TempDirTest : public ::testing::Test {
  protected:

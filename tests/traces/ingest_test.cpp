@@ -49,7 +49,8 @@ class Ingest : public ::testing::Test {
   }
 
   std::filesystem::path write(const std::string& name, const std::string& content) {
-    const auto path = dir_ / ".." / (dir_.filename().string() + "_" + name);
+    const auto path =
+        dir_.parent_path() / (dir_.filename().string() + "_" + name);  // beside dir_, which must stay empty
     std::ofstream(path, std::ios::binary) << content;
     inputs_made_.push_back(path);
     return path;

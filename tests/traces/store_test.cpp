@@ -4,8 +4,8 @@
 
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <iterator>
+#include <limits>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/traces/kernel_store.hpp"
@@ -205,9 +205,9 @@ TEST(KernelStore, OutOfRangeRowsAreRefusedWhenRead) {
             std::string::npos);
   EXPECT_NE(damaged("name", [](KernelRecord& r) { r.name = 9999; }).find("string index 9999"), std::string::npos);
   EXPECT_NE(damaged("duration", [](KernelRecord& r) { r.duration_s = -1.0; }).find("negative"), std::string::npos);
-  EXPECT_NE(damaged("start", [](KernelRecord& r) { r.start_s = std::numeric_limits<double>::infinity(); })
-                .find("not a time"),
-            std::string::npos);
+  EXPECT_NE(
+      damaged("start", [](KernelRecord& r) { r.start_s = std::numeric_limits<double>::infinity(); }).find("not a time"),
+      std::string::npos);
   EXPECT_NE(damaged("rank", [](KernelRecord& r) { r.rank = 2147483647; }).find("rank 2.14748e+09 is out of range"),
             std::string::npos);
   std::filesystem::remove_all(dir);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim_test_helpers.hpp"
 #include "traces_test_support.hpp"
 
 namespace chopsim {
@@ -123,7 +124,7 @@ TEST(Telemetry, DcgmDmon) {
 }
 
 TEST(Telemetry, BadRowsNameFileAndLine) {
-  const auto dir = std::filesystem::temp_directory_path() / "chopsim_telemetry_test";
+  const auto dir = test::process_temp_dir() / "telemetry";
   std::filesystem::create_directories(dir);
   const auto file = dir / "bad_power.csv";
   {

@@ -19,8 +19,9 @@ class AtomicOutputSet {
   AtomicOutputSet& operator=(const AtomicOutputSet&) = delete;
   ~AtomicOutputSet();
 
-  /// Reserves `final_path` and returns the temporary path to write it under (in the same directory,
-  /// so the rename is atomic). The directory must exist.
+  /// Reserves `final_path` and returns the temporary path to write it under (in the same directory, so the rename
+  /// is atomic), created empty and exclusively under an unpredictable name; it is removed if the set is abandoned
+  /// or the process is interrupted (temporary_files). The directory must exist.
   std::filesystem::path stage(const std::filesystem::path& final_path);
 
   /// Renames every staged file into place. Throws OutputError if a temporary file is missing.
@@ -30,6 +31,7 @@ class AtomicOutputSet {
   struct Staged {
     std::filesystem::path temporary;
     std::filesystem::path final_path;
+    int slot;  ///< temporary_files' slot: removed if the process is interrupted
   };
   std::vector<Staged> staged_;
   bool committed_ = false;
