@@ -62,7 +62,7 @@ int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
-    "             [--simulate-oom]\n"
+    "             [--simulate-oom] [--force]\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
@@ -70,7 +70,8 @@ inline constexpr std::string_view kRunUsage =
     "      --engine NAME    fast (the default) or simgrid (the reference); overrides simulation.engine\n"
     "      --timeline-ranks LIST  GPUs timeline.json shows, e.g. 0,8,16 (default: every GPU simulated, one per\n"
     "                       symmetry class; a GPU not simulated is shown through its class's representative)\n"
-    "      --simulate-oom   simulate even when the run does not fit in GPU memory\n";
+    "      --simulate-oom   simulate even when the run does not fit in GPU memory\n"
+    "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations)\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"

@@ -37,7 +37,7 @@ std::vector<int> parse_rank_list(const std::string& text, const RunSpec& run) {
 
 int command_run(const std::vector<std::string>& raw) {
   const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks"},
-                       {"--simulate-oom"});
+                       {"--simulate-oom", "--force"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path config = args.positional()[0];
@@ -55,6 +55,7 @@ int command_run(const std::vector<std::string>& raw) {
   if (const auto out = args.option("--out")) options.output_dir = *out;
   if (const auto out = args.option("-o")) options.output_dir = *out;
   options.simulate_when_out_of_memory = args.has_switch("--simulate-oom");
+  options.force = args.has_switch("--force");
   if (const auto list = args.option("--timeline-ranks")) options.timeline_ranks = parse_rank_list(*list, run);
   const auto report = run_simulation(run, registries, options);
   print_run_summary(std::cout, run, report);

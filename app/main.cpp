@@ -1,10 +1,12 @@
 // The chopsim command line. The only place that turns errors into exit codes:
 //   0 success, 1 internal or engine error, 2 bad input (config, data, arguments), 3 run does not fit in memory.
 
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chopsim/common/error.hpp"
@@ -52,8 +54,16 @@ int main(int argc, char** argv) {
     return chopsim::cli::kExitOk;
   }
   try {
-    for (const auto& command : kCommands)
-      if (command.name == name) return command.run({args.begin() + 1, args.end()});
+    for (const auto& command : kCommands) {
+      if (command.name != name) continue;
+      // `chopsim run --help`: the command's own usage, whatever else is given.
+      if (std::any_of(args.begin() + 1, args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; })) {
+        const std::string_view usage = command.usage;
+        std::cout << "usage: chopsim " << usage.substr(usage.find_first_not_of(' '));
+        return chopsim::cli::kExitOk;
+      }
+      return command.run({args.begin() + 1, args.end()});
+    }
     throw chopsim::cli::argument_error("unknown command '" + name + "'", "run chopsim --help for the list of commands");
   } catch (const chopsim::InputError& error) {
     std::cerr << "chopsim: error: " << error.what() << "\n";

@@ -78,6 +78,15 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
 
   // The layout must use every GPU exactly once.
   const long long gpus = static_cast<long long>(cluster.nodes) * cluster.gpus_per_node;
+  // Beyond any cluster built (the largest are ~10^5 GPUs), and past what ranks index in traces and outputs: a run
+  // of 10^9 GPUs used to allocate until killed.
+  constexpr long long kLargestCluster = 1 << 20;
+  if (gpus > kLargestCluster)
+    rules.fail("cluster.nodes",
+               "the cluster has " + str(gpus) + " GPUs (cluster.nodes " + str(cluster.nodes) +
+                   " x cluster.gpus_per_node " + str(cluster.gpus_per_node) + "), more than chopsim simulates (" +
+                   str(kLargestCluster) + ")",
+               "use at most " + str(kLargestCluster / std::max(cluster.gpus_per_node, 1)) + " nodes");
   const long long product = static_cast<long long>(par.tp) * par.pp * par.dp * par.cp;
   if (product != gpus) {
     const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;

@@ -72,6 +72,13 @@ std::string calibration_label(const RunSpec& run) {
   return profile.lexically_proximate(base).generic_string();
 }
 
+/// 2.5e+10 -> "2.5e10"-style text for messages: three significant digits.
+std::string approximately(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
 double peak_flops(const RunSpec& run) {
   return run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(run.training.precision)];
 }
@@ -96,6 +103,19 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
     const Workload workload = build_run_workload(run);
+    // The run's size before it starts: every GPU's ops per iteration (symmetry simulates fewer, but outputs and
+    // the sizes users asked for scale with these).
+    double ops_per_iteration = 0.0;
+    for (const int program : workload.program_of_rank)
+      ops_per_iteration += static_cast<double>(workload.programs[static_cast<std::size_t>(program)].op_count());
+    const double total_ops = ops_per_iteration * run.iterations;
+    if (total_ops > kLargestRunOps && !options.force)
+      throw InputError({run.source.string()}, "iterations",
+                       "the run is " + approximately(total_ops) + " ops (" + approximately(ops_per_iteration) +
+                           " per iteration on " + std::to_string(report.gpus) + " GPUs x " +
+                           std::to_string(run.iterations) + " iterations), more than the " +
+                           approximately(kLargestRunOps) + " a run may simulate without --force",
+                       "lower iterations (one iteration is what throughput, power and memory need), or pass --force");
     const Topology topology =
         build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
     const auto compute =

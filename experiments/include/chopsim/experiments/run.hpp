@@ -77,7 +77,13 @@ struct RunOptions {
   /// GPUs the timeline shows (empty: every GPU simulated, i.e. one per symmetry class). Under symmetry a GPU that
   /// is not simulated is shown through the representative of its class.
   std::vector<int> timeline_ranks;
+  /// Simulate even a run larger than kLargestRunOps (`chopsim run --force`).
+  bool force = false;
 };
+
+/// Ops a run may simulate (every GPU's ops per iteration x iterations) unless RunOptions::force: a bound on runaway
+/// runs (10^9 iterations ran until killed). The Llama 3 paper's 405B setup on 16,384 GPUs has ~6e8 per iteration.
+inline constexpr double kLargestRunOps = 2e10;
 
 struct RunReport {
   std::string name;
