@@ -18,6 +18,9 @@ int command_validate(const std::vector<std::string>& raw) {
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
   const std::filesystem::path out = args.option("--out").value_or(args.option("-o").value_or("docs/validation.md"));
   check_output_file(out, args.option("--out") ? "--out" : "-o");
+  // Every argument is checked before any data is read.
+  const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
   if (!std::filesystem::is_directory(data_dir / "validation"))
     throw argument_error("no measured data at " + (data_dir / "validation").string(),
                          "pass --data with the path of the shared data folder (../shared/data from the project root)");
@@ -30,8 +33,6 @@ int command_validate(const std::vector<std::string>& raw) {
     for (auto& c : cases)
       for (RunSpec* run : {&c.run, &c.baseline, &c.calibrated_run, &c.calibrated_baseline}) run->engine = *engine;
   }
-  const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
   std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
   const auto results = run_validation(cases, registries, jobs);
   std::ostringstream page;

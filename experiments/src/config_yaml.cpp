@@ -54,6 +54,70 @@ std::string describe_value(const YAML::Node& node) {
   return "'" + text + "'";
 }
 
+namespace {
+
+/// Configs larger than this are not configs (16 MiB; the largest shipped one is under 10 KB).
+constexpr std::uintmax_t kLargestConfigBytes = 16u << 20;
+
+/// Length of the UTF-8 sequence starting at text[i] (1-4), or 0 if it is not valid UTF-8 (RFC 3629: no overlong
+/// forms, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return length;
+}
+
+/// A UTF-8 config (the usual case, with or without a BOM) must be valid UTF-8 without control characters other than
+/// tab, line feed and carriage return: a NUL or invalid byte in a name would reach summary.json and make it
+/// unreadable. UTF-16 and UTF-32 files (with their BOM) are left to yaml-cpp, which decodes them.
+void check_config_text(std::string_view text, const std::string& shown, std::string_view what) {
+  const auto starts = [&](std::string_view bom) { return text.substr(0, bom.size()) == bom; };
+  if (starts("\xFF\xFE") || starts("\xFE\xFF") || starts(std::string_view("\0\0\xFE\xFF", 4))) return;
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0)
+      throw InputError({shown, line, column}, "",
+                       "the " + std::string(what) + " is not valid UTF-8 (byte " + std::to_string(c) + ")",
+                       "save the file as UTF-8");
+    if (length == 1 && ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F))
+      throw InputError({shown, line, column}, "",
+                       "the " + std::string(what) + " holds a control character (" +
+                           (c == 0 ? std::string("NUL") : "byte " + std::to_string(c)) + ")",
+                       "remove it: configs are text");
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+}
+
+}  // namespace
+
 YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   const std::string shown = display_path(path);
   std::error_code error;
@@ -64,12 +128,22 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   }
   if (fs::is_directory(path, error))
     throw InputError({shown}, "", std::string(what) + " is a directory, not a file", "give the path of a .yaml file");
+  // A device or a pipe (`chopsim run /dev/zero`) would be read until memory runs out.
+  if (!fs::is_regular_file(path, error))
+    throw InputError({shown}, "", std::string(what) + " is not a regular file (a device, a pipe or a socket)",
+                     "give the path of a .yaml file");
+  if (const auto size = fs::file_size(path, error); !error && size > kLargestConfigBytes)
+    throw InputError({shown}, "",
+                     std::string(what) + " is " + std::to_string(size) + " bytes; configs are a few KB (at most " +
+                         std::to_string(kLargestConfigBytes) + " bytes are read)",
+                     "give the path of a chopsim YAML config");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError({shown}, "", "cannot open the " + std::string(what) + " for reading",
                      "check the file's permissions");
   std::ostringstream text;
   text << in.rdbuf();
+  check_config_text(text.view(), shown, what);
 
   std::vector<YAML::Node> documents;
   try {

@@ -5,13 +5,29 @@
 #include <cstring>
 #include <optional>
 
+#include "chopsim/common/error.hpp"
+
 namespace chopsim::detail {
 
-LineReader::LineReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)), buffer_(1 << 20) {}
+namespace {
+constexpr std::size_t kLongestLine = 16u << 20;
+}
+
+LineReader::LineReader(std::unique_ptr<ByteSource> source, std::string file)
+    : source_(std::move(source)), file_(std::move(file)), buffer_(1 << 20) {}
 
 bool LineReader::next(std::string& line) {
   line.clear();
+  const auto checked = [&] {
+    if (line.find('\0') != std::string::npos)
+      throw InputError({file_, line_number_}, "", "a NUL byte in a text line",
+                       "the file is binary or damaged; pass the CSV the tool wrote");
+    return true;
+  };
   for (;;) {
+    if (line.size() > kLongestLine)
+      throw InputError({file_, line_number_ + 1}, "", "a line longer than 16 MiB",
+                       "the file is not a CSV the tools write, or it is damaged");
     if (pos_ < end_) {
       const char* start = buffer_.data() + pos_;
       const void* newline = std::memchr(start, '\n', end_ - pos_);
@@ -21,7 +37,7 @@ bool LineReader::next(std::string& line) {
         pos_ += length + 1;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         ++line_number_;
-        return true;
+        return checked();
       }
       line.append(start, end_ - pos_);
       pos_ = end_;
@@ -34,7 +50,7 @@ bool LineReader::next(std::string& line) {
   if (line.empty()) return false;
   if (line.back() == '\r') line.pop_back();
   ++line_number_;
-  return true;
+  return checked();
 }
 
 std::string_view trim(std::string_view text) {

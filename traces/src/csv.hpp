@@ -15,14 +15,17 @@ namespace chopsim::detail {
 
 class LineReader {
  public:
-  explicit LineReader(std::unique_ptr<ByteSource> source);
-  /// The next line without its end-of-line; false at the end of the file.
+  /// `file` names the file in errors.
+  LineReader(std::unique_ptr<ByteSource> source, std::string file);
+  /// The next line without its end-of-line; false at the end of the file. Throws InputError for a NUL byte (a binary
+  /// or damaged file) or a line over 16 MiB (no tool writes one; memory stays bounded).
   bool next(std::string& line);
   /// 1-based number of the line last returned.
   [[nodiscard]] int line_number() const { return line_number_; }
 
  private:
   std::unique_ptr<ByteSource> source_;
+  std::string file_;
   std::vector<char> buffer_;
   std::size_t pos_ = 0, end_ = 0;
   bool eof_ = false;

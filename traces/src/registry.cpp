@@ -61,6 +61,8 @@ FilePreview read_preview(const std::filesystem::path& path) {
     }
   } catch (const InputError&) {
     // A truncated gzip file still has a readable start: detection uses it and the reader reports the truncation.
+    // When nothing could be read, the gzip error is the answer ("the file is empty" would mislead).
+    if (have == 0) throw;
   }
   preview.head.resize(have);
   return preview;

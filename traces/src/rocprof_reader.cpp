@@ -326,7 +326,7 @@ class RocprofCsvReader final : public TraceReader {
     std::uint64_t rows = 0;
     // Pass 1: header and time origin. Pass 2: records.
     for (int pass = 0; pass < 2; ++pass) {
-      LineReader lines(ByteSource::open(path));
+      LineReader lines(ByteSource::open(path), file);
       std::string line;
       if (!lines.next(line)) throw InputError({file}, "", "the file is empty", "pass a rocprofv3 kernel_trace.csv");
       header = split_csv_line(line);

@@ -80,6 +80,17 @@ std::optional<std::int64_t> parse_time_ns(std::string_view text) {
   return (days * 86400 + hour * 3600 + minute * 60) * std::int64_t{1'000'000'000} + *seconds;
 }
 
+/// The tools' words for a reading they do not have: nvidia-smi "[N/A]", "[Not Supported]", "[Unknown Error]"; DCGM
+/// "N/A"; rocm-smi/amd-smi "N/A" or an empty field.
+bool not_available(std::string_view text) {
+  text = trim(text);
+  if (text.empty() || text == "-") return true;
+  if (text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  const std::string lower = to_lower(text);
+  return lower == "n/a" || lower == "na" || lower == "not supported" || lower == "unknown error" ||
+         lower == "unknown" || lower == "nan" || lower == "gpu is lost" || lower == "insufficient permissions";
+}
+
 /// "card3", "GPU 3", "3" -> 3.
 std::optional<std::int32_t> parse_device(std::string_view text) {
   text = trim(text);
@@ -127,7 +138,7 @@ class CsvTelemetry {
                          const std::vector<std::string>& time_names, const std::vector<std::string>& device_names,
                          bool units_in_header) {
     const std::string file = path.string();
-    LineReader lines(ByteSource::open(path));
+    LineReader lines(ByteSource::open(path), file);
     std::string line;
     if (!lines.next(line)) throw InputError({file}, "", "the file is empty", "pass a telemetry CSV with a header line");
     const std::string header_line = line;
@@ -195,6 +206,10 @@ class CsvTelemetry {
         if (auto value = parse_number_with_unit(field(index))) {
           sample.*(metric.field) = *value * metric.scale;
           any = true;
+        } else if (!not_available(field(index))) {
+          throw InputError({file, lines.line_number()}, header[static_cast<std::size_t>(index)],
+                           "'" + std::string(field(index)) + "' is not a number",
+                           "a reading is a number with an optional unit (123.4 W), or N/A");
         }
       }
       if (c.gpu_name >= 0 && info.gpu_name.empty()) info.gpu_name = std::string(field(c.gpu_name));
@@ -299,7 +314,7 @@ class DcgmDmonReader final : public TraceReader {
         {"FBUSD", {"FBUSD", &TelemetrySample::memory_used_bytes, 1048576.0}},  // 252 fb_used, MiB
     };
     const std::string file = path.string();
-    LineReader lines(ByteSource::open(path));
+    LineReader lines(ByteSource::open(path), file);
     std::string line;
     std::vector<std::optional<Metric>> columns;  // per value column after the entity
     SourceInfo info;
@@ -360,6 +375,9 @@ class DcgmDmonReader final : public TraceReader {
         if (auto value = parse_number_with_unit(words[value_start + k])) {
           sample.*(columns[k]->field) = *value * columns[k]->scale;
           any = true;
+        } else if (!not_available(words[value_start + k])) {
+          throw InputError({file, lines.line_number()}, "", "'" + words[value_start + k] + "' is not a number",
+                           "a reading is a number, or N/A");
         }
       }
       if (!any) continue;
