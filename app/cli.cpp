@@ -38,6 +38,7 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::vector<std
       if (contains(options, arg)) {
         if (i + 1 >= args.size()) throw argument_error(arg + " needs a value", "write " + arg + " VALUE");
         options_[arg] = args[++i];
+        in_order_.emplace_back(arg, args[i]);
       } else if (contains(switches, arg)) {
         switches_.push_back(arg);
       } else {
@@ -53,6 +54,13 @@ std::optional<std::string> Arguments::option(std::string_view name) const {
   auto it = options_.find(name);
   if (it == options_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Arguments::values(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& [option, value] : in_order_)
+    if (option == name) out.push_back(value);
+  return out;
 }
 
 std::optional<int> Arguments::positive_int(std::string_view name) const {

@@ -32,6 +32,8 @@ class Arguments {
 
   [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
   [[nodiscard]] std::optional<std::string> option(std::string_view name) const;
+  /// Every value of an option that may repeat (--set K=V --set K2=V2), in order.
+  [[nodiscard]] std::vector<std::string> values(std::string_view name) const;
   /// The option's value as a positive integer; InputError naming the option otherwise.
   [[nodiscard]] std::optional<int> positive_int(std::string_view name) const;
   [[nodiscard]] bool has_switch(std::string_view name) const;
@@ -39,6 +41,7 @@ class Arguments {
  private:
   std::vector<std::string> positional_;
   std::map<std::string, std::string, std::less<>> options_;
+  std::vector<std::pair<std::string, std::string>> in_order_;
   std::vector<std::string> switches_;
 };
 
@@ -54,6 +57,7 @@ struct Command {
 };
 
 int command_run(const std::vector<std::string>& args);
+int command_sweep(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
@@ -62,7 +66,7 @@ int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
-    "             [--simulate-oom] [--force]\n"
+    "             [--simulate-oom] [--force] [--set KEY=VALUE]...\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
@@ -71,7 +75,15 @@ inline constexpr std::string_view kRunUsage =
     "      --timeline-ranks LIST  GPUs timeline.json shows, e.g. 0,8,16 (default: every GPU simulated, one per\n"
     "                       symmetry class; a GPU not simulated is shown through its class's representative)\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n"
-    "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations)\n";
+    "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations)\n"
+    "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
+    "                       (validated as the file's own keys; repeatable)\n";
+inline constexpr std::string_view kSweepUsage =
+    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR]\n"
+    "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
+    "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
+    "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"
+    "      of throughput vs energy per token and the effect of each axis.\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"

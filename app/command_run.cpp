@@ -36,7 +36,7 @@ std::vector<int> parse_rank_list(const std::string& text, const RunSpec& run) {
 }  // namespace
 
 int command_run(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks"},
+  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks", "--set"},
                        {"--simulate-oom", "--force"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
@@ -44,7 +44,9 @@ int command_run(const std::vector<std::string>& raw) {
   const auto registries = ModelRegistries::with_builtins();
   ConfigSearchPath search = default_search_path(config);
   if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
-  RunSpec run = load_run_config(config, search, registries);
+  std::vector<ConfigOverride> overrides;
+  for (const std::string& text : args.values("--set")) overrides.push_back(parse_config_override(text, "--set"));
+  RunSpec run = load_run_config(config, search, registries, overrides);
   if (const auto iterations = args.positive_int("--iterations")) run.iterations = *iterations;
   if (const auto engine = args.option("--engine")) {
     check_engine_name(registries, *engine);

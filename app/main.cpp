@@ -11,6 +11,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/temporary_files.hpp"
+#include "chopsim/common/version.hpp"
 #include "cli.hpp"
 
 namespace {
@@ -20,6 +21,7 @@ using chopsim::cli::Command;
 // One entry per command; a new command adds its command_*.cpp and a line here.
 constexpr std::array kCommands = {
     Command{"run", chopsim::cli::kRunUsage, chopsim::cli::command_run},
+    Command{"sweep", chopsim::cli::kSweepUsage, chopsim::cli::command_sweep},
     Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},
     Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
     Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
     return chopsim::cli::kExitOk;
   }
   if (name == "--version") {
-    std::cout << "chopsim 0.1.0\n";
+    std::cout << "chopsim " << chopsim::kChopsimVersion << "\n";
     return chopsim::cli::kExitOk;
   }
   try {

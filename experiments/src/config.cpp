@@ -149,8 +149,14 @@ Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchP
   return spec;
 }
 
-void decode_parallelism(Mapping& p, ParallelismSpec& par) {
-  p.read("dp", par.dp, kPositiveInt);
+/// `gpus`: the cluster's GPU count, for `dp: auto` (what tp * pp * cp leave of it).
+void decode_parallelism(Mapping& p, ParallelismSpec& par, long long gpus) {
+  bool auto_dp = false;
+  if (const YAML::Node dp = p.value("dp"); dp.IsDefined() && dp.IsScalar() && dp.Scalar() == "auto") {
+    auto_dp = true;
+  } else {
+    p.read("dp", par.dp, kPositiveInt);
+  }
   p.read("tp", par.tp, kPositiveInt);
   p.read("sequence_parallel", par.sequence_parallel);
   p.read("pp", par.pp, kPositiveInt);
@@ -190,6 +196,15 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par) {
     p.fail("shard_group_size",
            "fsdp: full_shard shards over the whole data group; shard_group_size is for hybrid_shard",
            "use fsdp: hybrid_shard, or remove shard_group_size");
+  if (auto_dp) {
+    const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;
+    if (model_parallel < 1 || gpus % model_parallel != 0)
+      p.fail("dp",
+             "dp: auto needs the cluster's " + std::to_string(gpus) +
+                 " GPUs to be a multiple of tp*pp*cp = " + std::to_string(model_parallel),
+             "change tp, pp or cp, or cluster.nodes");
+    par.dp = static_cast<int>(gpus / model_parallel);
+  }
 }
 
 void decode_training(Mapping& t, TrainingSpec& train) {
@@ -292,10 +307,23 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
   return {};
 }
 
-RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search, const ModelRegistries& registries) {
+ConfigOverride parse_config_override(std::string_view text, std::string origin) {
+  const auto equals = text.find('=');
+  const std::string key(equals == std::string_view::npos ? text : text.substr(0, equals));
+  const std::string value(equals == std::string_view::npos ? std::string_view() : text.substr(equals + 1));
+  if (equals == std::string_view::npos || key.empty() || value.empty() || key.front() == '.' || key.back() == '.' ||
+      key.find("..") != std::string::npos)
+    throw InputError({"command line"}, "", origin + " '" + std::string(text) + "' is not KEY=VALUE with a dotted KEY",
+                     "write e.g. " + origin + " training.micro_batch=4");
+  return {key, value, std::move(origin)};
+}
+
+RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search, const ModelRegistries& registries,
+                        const std::vector<ConfigOverride>& overrides) {
   KeyLocations locations;
   const std::string shown = display_path(run_file);
-  const YAML::Node root = load_yaml_file(run_file, "run config");
+  YAML::Node root = load_yaml_file(run_file, "run config");
+  if (!overrides.empty()) root = apply_overrides(root, overrides, shown);
   Mapping top(root, Scope{shown, "", "", &locations});
   const fs::path run_dir = run_file.parent_path();
 
@@ -323,7 +351,7 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
 
   if (top.has("parallelism")) {
     Mapping p = top.child("parallelism");
-    decode_parallelism(p, run.parallelism);
+    decode_parallelism(p, run.parallelism, run.cluster.gpu_count());
     p.finish();
   }
   if (top.has("training")) {

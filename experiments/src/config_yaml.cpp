@@ -166,6 +166,48 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   return documents.front();
 }
 
+YAML::Node apply_overrides(const YAML::Node& root, const std::vector<ConfigOverride>& overrides,
+                           const std::string& shown) {
+  YAML::Node copy = YAML::Clone(root);
+  for (const ConfigOverride& o : overrides) {
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.value);
+    } catch (const YAML::Exception& e) {
+      throw InputError({o.origin}, o.key, "the value '" + o.value + "' is not YAML: " + e.msg,
+                       "quote text, write lists as [1, 2] and mappings as {key: value}");
+    }
+    std::vector<std::string> parts;
+    for (std::size_t start = 0;;) {
+      const std::size_t dot = o.key.find('.', start);
+      parts.push_back(o.key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    // Walk with nodes that alias the copy (YAML::Node assignment rebinds; operator[] on a mapping aliases).
+    std::vector<YAML::Node> path{copy};
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = path.back()[parts[i]];
+      if (next.IsDefined() && !next.IsNull() && !next.IsMap()) {
+        std::string where;
+        for (std::size_t k = 0; k <= i; ++k) where += (k ? "." : "") + parts[k];
+        throw InputError({o.origin}, o.key,
+                         "'" + where + "' in " + shown + " is " +
+                             (next.IsScalar() ? "'" + next.Scalar() + "' (a name or a value)" : "a list") +
+                             ", not a mapping whose '" + parts[i + 1] + "' could be set",
+                         "override '" + where + "' itself, or write it as a mapping in the run file");
+      }
+      if (!next.IsDefined() || next.IsNull()) {
+        path.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        next = path.back()[parts[i]];
+      }
+      path.push_back(next);
+    }
+    path.back()[parts.back()] = value;
+  }
+  return copy;
+}
+
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   auto distance = [](std::string_view a, std::string_view b) {
     std::vector<std::size_t> row(b.size() + 1);

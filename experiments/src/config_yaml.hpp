@@ -16,6 +16,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
+#include "chopsim/experiments/config.hpp"
 
 namespace chopsim::config_detail {
 
@@ -48,6 +49,12 @@ class Locator {
 /// ("run config", "hardware file"). Throws InputError when the file is missing (saying where it looked),
 /// unreadable, empty, has a syntax error (with its position) or holds several documents.
 [[nodiscard]] YAML::Node load_yaml_file(const std::filesystem::path& path, std::string_view what);
+
+/// A copy of `root` (a run config read from `shown`) with every override's key set to its value parsed as YAML,
+/// creating the mappings on its path. InputError naming the override's origin for a value that is not YAML, or a
+/// path through something that is not a mapping (a component given by name).
+[[nodiscard]] YAML::Node apply_overrides(const YAML::Node& root, const std::vector<ConfigOverride>& overrides,
+                                         const std::string& shown);
 
 /// Closest candidate within a small edit distance, or "" (for "did you mean ...").
 [[nodiscard]] std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

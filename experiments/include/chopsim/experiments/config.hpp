@@ -21,10 +21,23 @@ struct ConfigSearchPath {
 /// that holds a `hardware/` folder.
 [[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file);
 
+/// A value for one key of a run config given outside its file: `chopsim run --set KEY=VALUE`, or a sweep axis.
+struct ConfigOverride {
+  std::string key;     ///< dotted path from the run's top level: training.micro_batch, parallelism.tp, cluster.nodes
+  std::string value;   ///< YAML text: 4, bf16, true, [1, 2], {kind: none}
+  std::string origin;  ///< where it was given, for messages: "--set", "sweep.yaml:7 (axis parallelism.tp)"
+};
+
+/// Parses the "KEY=VALUE" of `--set`; InputError naming `origin` when it has no '=' or an empty key or value.
+[[nodiscard]] ConfigOverride parse_config_override(std::string_view text, std::string origin);
+
 /// Loads a run config. Model names (compute, collective, topology, engine) are checked against
-/// `registries`. Throws InputError on any problem.
+/// `registries`. `overrides` replace (or add) keys of the run file before it is decoded, so they are validated as
+/// the file's own keys are; a key under a component given by name (`model: llama3-8b`, then `model.layers`) is
+/// refused: override the name, or write the component inline. Throws InputError on any problem.
 [[nodiscard]] RunSpec load_run_config(const std::filesystem::path& run_file, const ConfigSearchPath& search,
-                                      const ModelRegistries& registries);
+                                      const ModelRegistries& registries,
+                                      const std::vector<ConfigOverride>& overrides = {});
 
 /// Loads one component file on its own (used by validation and tests).
 [[nodiscard]] HardwareSpec load_hardware_config(const std::filesystem::path& file);

@@ -1,0 +1,57 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/sweep.hpp"
+#include "cli.hpp"
+
+namespace chopsim::cli {
+
+int command_sweep(const std::vector<std::string>& raw) {
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {});
+  if (args.positional().size() != 1)
+    throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
+  const std::filesystem::path file = args.positional()[0];
+  const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
+  const SweepSpec spec = load_sweep(file);
+  const auto registries = ModelRegistries::with_builtins();
+  ConfigSearchPath search = default_search_path(spec.base);
+  if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+
+  SweepOptions options;
+  options.out_dir = args.option("--out").value_or(args.option("-o").value_or("sweep-" + file.stem().string()));
+  options.jobs = jobs;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t failed = 0;
+  options.on_point = [&](const PointResult& r, std::size_t done, std::size_t total) {
+    if (r.status == PointStatus::failed) ++failed;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (terminal) {
+      // One line, rewritten: points done, failed, time left at the rate so far.
+      const double rate = elapsed > 0.0 ? static_cast<double>(done) / elapsed : 0.0;
+      const double left = rate > 0.0 ? static_cast<double>(total - done) / rate : 0.0;
+      std::fprintf(stderr, "\r[%zu/%zu] %zu failed, ETA %.0f s   ", done, total, failed, left);
+      if (done == total) std::fputc('\n', stderr);
+    } else {
+      std::string values;
+      for (const auto& [key, value] : r.point.values) values += (values.empty() ? "" : " ") + key + "=" + value;
+      std::cerr << "[" << done << "/" << total << "] point " << r.point.index << " " << values << ": "
+                << to_string(r.status) << (r.reason.empty() ? "" : " (" + r.reason + ")") << "\n";
+    }
+  };
+  std::cerr << "chopsim sweep: " << expand_sweep(spec).size() << " points of " << spec.base.string() << " with " << jobs
+            << " jobs into " << options.out_dir.string() << "\n";
+  const SweepResult result = run_sweep(spec, search, registries, options);
+  print_sweep_summary(std::cout, spec, result);
+  return kExitOk;
+}
+
+}  // namespace chopsim::cli

@@ -1,0 +1,117 @@
+#pragma once
+// What-if sweeps (issue 17; docs/sweeps.md): a base run config and axes over any of its keys, expanded into points,
+// validated and pruned by the memory model before anything runs, simulated in parallel (TBB), and kept in a
+// resumable SQLite store beside a results.csv.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/run.hpp"
+
+namespace chopsim {
+
+/// One axis of the grid: a single key, or several keys zipped (advanced together). values[step][k] is the YAML text
+/// of keys[k] at that step.
+struct SweepAxis {
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;
+  SourceLocation where;
+};
+
+/// A constraint every point must meet ("tp * pp <= 32"): integers and axis keys (dotted, or their last part when
+/// that names one axis) with + - * / %, comparisons, && || ! and parentheses.
+struct SweepConstraint {
+  std::string text;
+  SourceLocation where;
+};
+
+enum class SweepObjective { tokens_per_s, energy_per_token, mfu };
+
+struct SweepSpec {
+  std::filesystem::path file;
+  std::filesystem::path base;         ///< the run config every point starts from
+  std::vector<ConfigOverride> fixed;  ///< `set:` keys every point overrides alike (e.g. a larger global batch)
+  std::vector<SweepAxis> axes;
+  std::vector<SweepConstraint> constraints;
+  bool auto_dp = false;  ///< parallelism.dp: auto for every point (what tp * pp * cp leave of the GPUs)
+  SweepObjective objective = SweepObjective::tokens_per_s;
+};
+
+/// Reads a sweep file; InputError with file:line for unknown keys, empty axes, non-scalar values, a constraint that
+/// does not parse or names no axis.
+[[nodiscard]] SweepSpec load_sweep(const std::filesystem::path& file);
+
+struct SweepPoint {
+  int index = 0;  ///< in expansion order: the grid with the last axis fastest
+  std::vector<ConfigOverride> overrides;
+  std::vector<std::pair<std::string, std::string>> values;  ///< axis key -> YAML text, in axis order
+};
+
+/// Every point of the grid, in order, constraints not yet applied.
+[[nodiscard]] std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
+
+/// Evaluates constraint `text` on `point` (InputError naming `where` for an unknown name or a non-numeric value).
+[[nodiscard]] bool meets_constraint(const SweepConstraint& constraint, const SweepPoint& point);
+
+enum class PointStatus { ok, oom, invalid, failed };
+[[nodiscard]] const char* to_string(PointStatus status);
+
+/// The figures a point keeps (every one also in summary.json, under these names).
+struct PointFigures {
+  double iteration_time_s = 0.0;
+  double tokens_per_s = 0.0;
+  double mfu = 0.0;
+  double model_tflops_per_gpu = 0.0;
+  double peak_bytes_per_gpu = 0.0;
+  double capacity_bytes_per_gpu = 0.0;
+  double compute_s = 0.0;
+  double exposed_comm_s = 0.0;
+  double pipeline_bubble_s = 0.0;
+  double idle_s = 0.0;
+  double mean_power_w = 0.0;
+  double peak_power_1ms_w = 0.0;
+  double peak_power_100ms_w = 0.0;
+  double energy_per_token_j = 0.0;
+  double clock_mean_mhz = 0.0;
+  double throttled_fraction = 0.0;
+};
+
+struct PointResult {
+  SweepPoint point;
+  std::string key;  ///< hash of the base file, the point's overrides and chopsim's version
+  PointStatus status = PointStatus::ok;
+  std::string reason;    ///< invalid / failed: the message; oom: the memory figures
+  PointFigures figures;  ///< ok: all; oom: the memory ones
+  bool resumed = false;  ///< read back from the store, not computed by this call
+};
+
+struct SweepOptions {
+  std::filesystem::path out_dir;  ///< sweep.sqlite (resumable) and results.csv are written here
+  int jobs = 1;
+  /// Told each point as it finishes (from one thread at a time), for progress reports.
+  std::function<void(const PointResult&, std::size_t done, std::size_t total)> on_point;
+};
+
+struct SweepResult {
+  std::vector<PointResult> points;  ///< every point, in expansion order
+  std::filesystem::path results_csv;
+  std::filesystem::path store;
+};
+
+/// Runs every point not already in out_dir's store (same key), records each as it finishes, then writes
+/// results.csv from the store (byte-identical whatever `jobs`).
+[[nodiscard]] SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search,
+                                    const ModelRegistries& registries, const SweepOptions& options);
+
+/// The terminal's answer: the best points by the objective, the Pareto front of throughput vs energy per token,
+/// and the best objective value per value of each axis.
+void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepResult& result, int top = 5);
+
+}  // namespace chopsim

@@ -1,0 +1,392 @@
+// Running a sweep: the resumable SQLite store, points in parallel (TBB), results.csv and the terminal's answer
+// (docs/sweeps.md).
+
+#include <sqlite3.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/version.hpp"
+#include "chopsim/experiments/sweep.hpp"
+
+namespace chopsim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The figures in store and CSV column order, with their summary.json names.
+struct FigureColumn {
+  const char* name;
+  double PointFigures::*field;
+};
+constexpr FigureColumn kFigures[] = {
+    {"iteration_time_s", &PointFigures::iteration_time_s},
+    {"tokens_per_s", &PointFigures::tokens_per_s},
+    {"mfu", &PointFigures::mfu},
+    {"model_tflops_per_gpu", &PointFigures::model_tflops_per_gpu},
+    {"peak_bytes_per_gpu", &PointFigures::peak_bytes_per_gpu},
+    {"capacity_bytes_per_gpu", &PointFigures::capacity_bytes_per_gpu},
+    {"compute_s", &PointFigures::compute_s},
+    {"exposed_comm_s", &PointFigures::exposed_comm_s},
+    {"pipeline_bubble_s", &PointFigures::pipeline_bubble_s},
+    {"idle_s", &PointFigures::idle_s},
+    {"mean_power_w", &PointFigures::mean_power_w},
+    {"peak_power_1ms_w", &PointFigures::peak_power_1ms_w},
+    {"peak_power_100ms_w", &PointFigures::peak_power_100ms_w},
+    {"energy_per_token_j", &PointFigures::energy_per_token_j},
+    {"clock_mean_mhz", &PointFigures::clock_mean_mhz},
+    {"throttled_fraction", &PointFigures::throttled_fraction},
+};
+
+/// Shortest text that reads back as the same double (what summary.json writes).
+std::string number_text(double value) {
+  if (!std::isfinite(value)) return "";
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return ec == std::errc() ? std::string(text, end) : std::string();
+}
+
+/// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result.
+std::string point_key(const std::string& base_text, const SweepPoint& point) {
+  std::uint64_t hash = 1469598103934665603ULL;
+  auto mix = [&](std::string_view text) {
+    for (const unsigned char c : text) {
+      hash ^= c;
+      hash *= 1099511628211ULL;
+    }
+    hash ^= 0xff;  // separator
+    hash *= 1099511628211ULL;
+  };
+  mix(kChopsimVersion);
+  mix(base_text);
+  for (const ConfigOverride& o : point.overrides) {
+    mix(o.key);
+    mix(o.value);
+  }
+  std::ostringstream out;
+  out << std::hex << std::setw(16) << std::setfill('0') << hash;
+  return out.str();
+}
+
+PointFigures figures_of(const RunReport& r) {
+  PointFigures f;
+  f.peak_bytes_per_gpu = r.memory.total_bytes;
+  f.capacity_bytes_per_gpu = r.memory.capacity_bytes;
+  if (!r.simulated) return f;
+  f.iteration_time_s = r.iteration_time_s;
+  f.tokens_per_s = r.tokens_per_s;
+  f.mfu = r.mfu;
+  f.model_tflops_per_gpu = r.model_tflops_per_gpu;
+  f.compute_s = r.breakdown.compute_s;
+  f.exposed_comm_s = r.breakdown.exposed_comm_total_s();
+  f.pipeline_bubble_s = r.breakdown.pipeline_bubble_s;
+  f.idle_s = r.breakdown.idle_s;
+  if (r.power.available) {
+    f.mean_power_w = r.power.mean_w;
+    f.peak_power_1ms_w = r.power.peak_1ms_w;
+    f.peak_power_100ms_w = r.power.peak_100ms_w;
+    f.energy_per_token_j = r.power.energy_per_token_j;
+    f.clock_mean_mhz = r.power.clock_mean_hz / 1e6;
+    f.throttled_fraction = r.power.throttled_fraction;
+  }
+  return f;
+}
+
+/// sweep.sqlite: one row per finished point, written in its own transaction as the point ends (WAL journal), so a
+/// killed sweep loses at most the points that were running and a rerun finds every finished one.
+class Store {
+ public:
+  explicit Store(const fs::path& path) : path_(path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) fail("cannot open");
+    sqlite3_busy_timeout(db_, 10000);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=NORMAL");
+    std::string columns;
+    for (const FigureColumn& c : kFigures) columns += std::string(", ") + c.name + " REAL";
+    exec("CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, status TEXT NOT NULL, reason TEXT NOT NULL" +
+         columns + ")");
+  }
+  ~Store() { sqlite3_close(db_); }
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  /// Finished points by key.
+  std::map<std::string, PointResult> finished() {
+    std::map<std::string, PointResult> out;
+    sqlite3_stmt* statement = prepare("SELECT * FROM points");
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+      PointResult r;
+      r.key = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+      const std::string status = reinterpret_cast<const char*>(sqlite3_column_text(statement, 1));
+      for (const PointStatus s : {PointStatus::ok, PointStatus::oom, PointStatus::invalid, PointStatus::failed})
+        if (status == to_string(s)) r.status = s;
+      r.reason = reinterpret_cast<const char*>(sqlite3_column_text(statement, 2));
+      int column = 3;
+      for (const FigureColumn& c : kFigures) r.figures.*(c.field) = sqlite3_column_double(statement, column++);
+      r.resumed = true;
+      out.emplace(r.key, std::move(r));
+    }
+    sqlite3_finalize(statement);
+    return out;
+  }
+
+  void add(const PointResult& r) {
+    std::string sql = "INSERT OR REPLACE INTO points VALUES (?, ?, ?";
+    for (std::size_t i = 0; i < std::size(kFigures); ++i) sql += ", ?";
+    sql += ")";
+    sqlite3_stmt* statement = prepare(sql);
+    sqlite3_bind_text(statement, 1, r.key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(statement, 2, to_string(r.status), -1, SQLITE_STATIC);
+    sqlite3_bind_text(statement, 3, r.reason.c_str(), -1, SQLITE_TRANSIENT);
+    int index = 4;
+    for (const FigureColumn& c : kFigures) sqlite3_bind_double(statement, index++, r.figures.*(c.field));
+    const int rc = sqlite3_step(statement);
+    sqlite3_finalize(statement);
+    if (rc != SQLITE_DONE) fail("cannot record a point");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw OutputError(path_.string() + ": " + what + ": " + (db_ ? sqlite3_errmsg(db_) : "no database"));
+  }
+  void exec(const std::string& sql) {
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string text = message ? message : "?";
+      sqlite3_free(message);
+      fail(text);
+    }
+  }
+  sqlite3_stmt* prepare(const std::string& sql) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) fail("bad statement");
+    return statement;
+  }
+
+  fs::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out += '"';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+std::string memory_reason(const RunReport& r) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "needs " << r.memory.total_bytes / (1u << 30) << " GiB per GPU of "
+      << r.memory.capacity_bytes / (1u << 30) << " GiB (stage " << r.memory.pp_stage << ": weights "
+      << r.memory.weights_bytes / (1u << 30) << ", gradients " << r.memory.gradients_bytes / (1u << 30)
+      << ", optimizer " << r.memory.optimizer_bytes / (1u << 30) << ", activations "
+      << r.memory.activations_bytes / (1u << 30) << " GiB)";
+  return out.str();
+}
+
+PointResult run_point(const SweepSpec& spec, const SweepPoint& point, const ConfigSearchPath& search,
+                      const ModelRegistries& registries) {
+  PointResult r;
+  r.point = point;
+  for (const SweepConstraint& c : spec.constraints) {
+    if (!meets_constraint(c, point)) {
+      r.status = PointStatus::invalid;
+      r.reason = "excluded by the constraint '" + c.text + "'";
+      return r;
+    }
+  }
+  RunSpec run;
+  try {
+    run = load_run_config(spec.base, search, registries, point.overrides);
+  } catch (const InputError& e) {
+    r.status = PointStatus::invalid;
+    r.reason = e.problem() + (e.key().empty() ? "" : " (" + e.key() + ")");
+    return r;
+  } catch (const UnknownNameError& e) {
+    r.status = PointStatus::invalid;
+    r.reason = e.what();
+    return r;
+  }
+  try {
+    const RunReport report = run_simulation(run, registries, RunOptions{});  // OOM points are not simulated
+    r.figures = figures_of(report);
+    if (report.out_of_memory) {
+      r.status = PointStatus::oom;
+      r.reason = memory_reason(report);
+    }
+  } catch (const std::exception& e) {
+    r.status = PointStatus::failed;
+    r.reason = e.what();
+  }
+  return r;
+}
+
+void write_csv(const SweepSpec& spec, const std::vector<PointResult>& points, const fs::path& path) {
+  std::ostringstream out;
+  out << "point,key";
+  for (const SweepAxis& axis : spec.axes)
+    for (const std::string& key : axis.keys) out << ',' << csv_field(key);
+  out << ",status,reason";
+  for (const FigureColumn& c : kFigures) out << ',' << c.name;
+  out << '\n';
+  for (const PointResult& r : points) {
+    out << r.point.index << ',' << r.key;
+    for (const auto& [key, value] : r.point.values) out << ',' << csv_field(value);
+    out << ',' << to_string(r.status) << ',' << csv_field(r.reason);
+    const bool figures = r.status == PointStatus::ok || r.status == PointStatus::oom;
+    for (const FigureColumn& c : kFigures) out << ',' << (figures ? number_text(r.figures.*(c.field)) : "");
+    out << '\n';
+  }
+  write_file_atomically(path, out.str());
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, const ModelRegistries& registries,
+                      const SweepOptions& options) {
+  std::string base_text;
+  {
+    std::ifstream in(spec.base, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    base_text = text.str();
+  }
+  create_output_directory(options.out_dir, "--out");
+  SweepResult result;
+  result.store = options.out_dir / "sweep.sqlite";
+  result.results_csv = options.out_dir / "results.csv";
+  Store store(result.store);
+  const std::map<std::string, PointResult> finished = store.finished();
+
+  const std::vector<SweepPoint> points = expand_sweep(spec);
+  result.points.resize(points.size());
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string key = point_key(base_text, points[i]);
+    if (const auto it = finished.find(key); it != finished.end()) {
+      result.points[i] = it->second;
+      result.points[i].point = points[i];
+    } else {
+      result.points[i].key = key;
+      pending.push_back(i);
+    }
+  }
+  std::mutex mutex;
+  std::size_t done = points.size() - pending.size();
+  tbb::task_arena arena(std::max(options.jobs, 1));
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, pending.size(), [&](std::size_t n) {
+      const std::size_t i = pending[n];
+      PointResult r = run_point(spec, points[i], search, registries);
+      r.key = result.points[i].key;
+      const std::lock_guard<std::mutex> lock(mutex);
+      store.add(r);
+      result.points[i] = std::move(r);
+      ++done;
+      if (options.on_point) options.on_point(result.points[i], done, points.size());
+    });
+  });
+  write_csv(spec, result.points, result.results_csv);
+  return result;
+}
+
+void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepResult& result, int top) {
+  std::map<PointStatus, int> counts;
+  for (const PointResult& r : result.points) ++counts[r.status];
+  int resumed = 0;
+  for (const PointResult& r : result.points) resumed += r.resumed ? 1 : 0;
+  out << "chopsim sweep: " << result.points.size() << " points: " << counts[PointStatus::ok] << " ok, "
+      << counts[PointStatus::oom] << " out of memory, " << counts[PointStatus::invalid] << " invalid, "
+      << counts[PointStatus::failed] << " failed (" << resumed << " from an earlier run)\n";
+  std::vector<const PointResult*> ok;
+  for (const PointResult& r : result.points)
+    if (r.status == PointStatus::ok) ok.push_back(&r);
+  auto describe = [](const PointResult& r) {
+    std::string text;
+    for (const auto& [key, value] : r.point.values) text += (text.empty() ? "" : " ") + key + "=" + value;
+    return text;
+  };
+  const bool lower_is_better = spec.objective == SweepObjective::energy_per_token;
+  const char* objective_name = spec.objective == SweepObjective::tokens_per_s       ? "tokens/s"
+                               : spec.objective == SweepObjective::energy_per_token ? "J/token"
+                                                                                    : "MFU";
+  auto objective = [&](const PointResult& r) {
+    return spec.objective == SweepObjective::tokens_per_s       ? r.figures.tokens_per_s
+           : spec.objective == SweepObjective::energy_per_token ? r.figures.energy_per_token_j
+                                                                : r.figures.mfu;
+  };
+  auto better = [&](const PointResult* a, const PointResult* b) {
+    const double x = objective(*a), y = objective(*b);
+    if (x != y) return lower_is_better ? x < y : x > y;
+    return a->point.index < b->point.index;
+  };
+  std::sort(ok.begin(), ok.end(), better);
+  out << std::setprecision(4);
+  if (!ok.empty()) {
+    out << "best by " << objective_name << ":\n";
+    for (int i = 0; i < top && i < static_cast<int>(ok.size()); ++i) {
+      const PointResult& r = *ok[static_cast<std::size_t>(i)];
+      out << "  " << i + 1 << ". " << describe(r) << ": " << r.figures.tokens_per_s << " tokens/s, MFU "
+          << 100 * r.figures.mfu << " %, " << r.figures.energy_per_token_j << " J/token, "
+          << r.figures.peak_bytes_per_gpu / (1u << 30) << " GiB/GPU\n";
+    }
+    // Pareto front: no other point has more tokens/s and less energy per token.
+    std::vector<const PointResult*> front;
+    for (const PointResult* a : ok) {
+      bool dominated = false;
+      for (const PointResult* b : ok)
+        if (b != a && b->figures.tokens_per_s >= a->figures.tokens_per_s &&
+            b->figures.energy_per_token_j <= a->figures.energy_per_token_j &&
+            (b->figures.tokens_per_s > a->figures.tokens_per_s ||
+             b->figures.energy_per_token_j < a->figures.energy_per_token_j))
+          dominated = true;
+      if (!dominated) front.push_back(a);
+    }
+    std::sort(front.begin(), front.end(), [](const PointResult* a, const PointResult* b) {
+      return a->figures.tokens_per_s != b->figures.tokens_per_s ? a->figures.tokens_per_s > b->figures.tokens_per_s
+                                                                : a->point.index < b->point.index;
+    });
+    out << "Pareto front, throughput vs energy per token (" << front.size() << " points):\n";
+    for (const PointResult* r : front)
+      out << "  " << describe(*r) << ": " << r->figures.tokens_per_s << " tokens/s, " << r->figures.energy_per_token_j
+          << " J/token\n";
+    out << "best " << objective_name << " by axis value:\n";
+    for (const SweepAxis& axis : spec.axes) {
+      const std::string& key = axis.keys.front();
+      out << "  " << key << ":";
+      for (const auto& values : axis.values) {
+        const PointResult* best = nullptr;
+        for (const PointResult* r : ok) {
+          bool match = false;
+          for (const auto& [k, v] : r->point.values)
+            if (k == key && v == values.front()) match = true;
+          if (match && (best == nullptr || better(r, best))) best = r;
+        }
+        out << "  " << values.front() << " -> ";
+        if (best) {
+          out << objective(*best);
+        } else {
+          out << "-";
+        }
+      }
+      out << "\n";
+    }
+  }
+  out << "wrote " << result.results_csv.string() << " and " << result.store.string() << "\n";
+}
+
+}  // namespace chopsim

@@ -1,0 +1,149 @@
+// What-if sweeps (issue 17): expansion (grid, zip, set, dp: auto), constraints, invalid points with their reasons,
+// out-of-memory pruning, the resumable store and results.csv, and `--set` overrides of run configs.
+
+#include "chopsim/experiments/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim_test_helpers.hpp"
+#include "chopsim_test_paths.hpp"
+
+namespace chopsim {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class Sweep : public test::TempDirTest {
+ protected:
+  /// A sweep file over the quick-start config (Llama-3-8B FSDP, 8 MI300X), `body` after its base line.
+  std::filesystem::path sweep(const std::string& body) const {
+    return write("sweep.yaml", "base: " + (test::configs_dir() / "llama3-8b-fsdp.yaml").string() + "\n" + body);
+  }
+  SweepResult run(const SweepSpec& spec, int jobs, const std::string& out = "out") const {
+    SweepOptions options;
+    options.out_dir = dir_ / out;
+    options.jobs = jobs;
+    return run_sweep(spec, default_search_path(spec.base), registries_, options);
+  }
+  const ModelRegistries registries_ = ModelRegistries::with_builtins();
+};
+
+TEST_F(Sweep, GridAndZipExpandWithTheLastAxisFastest) {
+  const SweepSpec spec =
+      load_sweep(sweep("set: {training.global_batch: 64}\n"
+                       "axes:\n  training.micro_batch: [1, 2, 4]\n  training.recompute: [none, full]\n"
+                       "zip:\n  - {training.precision: [bf16, fp8], training.seq_len: [8192, 4096]}\n"));
+  const std::vector<SweepPoint> points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 3u * 2 * 2);  // the zip group is one axis of two steps
+  const SweepPoint& p = points[5];       // micro_batch 2 (5 / 4 = 1), recompute none ((5 / 2) % 2 = 0), zip step 1
+  EXPECT_EQ(p.values, (std::vector<std::pair<std::string, std::string>>{{"training.micro_batch", "2"},
+                                                                        {"training.recompute", "none"},
+                                                                        {"training.precision", "fp8"},
+                                                                        {"training.seq_len", "4096"}}));
+  ASSERT_EQ(p.overrides.size(), 5u);  // set, then the axes
+  EXPECT_EQ(p.overrides.front().key, "training.global_batch");
+  EXPECT_EQ(p.overrides.front().value, "64");
+}
+
+TEST_F(Sweep, ConstraintsFollowArithmeticAndNameAxesByTheirLastPart) {
+  const SweepSpec spec =
+      load_sweep(sweep("axes:\n  parallelism.tp: [1, 2, 4, 8]\n  training.micro_batch: [1, 2]\n"
+                       "constraints: [\"tp * micro_batch <= 4 && !(tp == 2 || parallelism.tp % 8 == 0)\"]\n"));
+  std::vector<std::string> kept;
+  for (const SweepPoint& p : expand_sweep(spec))
+    if (meets_constraint(spec.constraints.front(), p)) kept.push_back(p.values[0].second + "x" + p.values[1].second);
+  EXPECT_EQ(kept, (std::vector<std::string>{"1x1", "1x2", "4x1"}));
+}
+
+TEST_F(Sweep, BadSweepFilesNameTheLineAndWriteNothing) {
+  auto message = [&](const std::string& body) { return test::input_error([&] { (void)load_sweep(sweep(body)); }); };
+  EXPECT_NE(message("axes: {training.micro_batch: []}\n").find("sweep.yaml:2"), std::string::npos);
+  EXPECT_NE(message("axes: {training.micro_batch: [1]}\naxis: {}\n").find("unknown key 'axis'"), std::string::npos);
+  EXPECT_NE(message("axes: {training.micro_batch: [1]}\nconstraints: [\"tpp < 2\"]\n").find("'tpp' is no axis"),
+            std::string::npos);
+  EXPECT_NE(message("axes: {training.micro_batch: [1]}\nconstraints: [\"micro_batch < (2\"]\n").find("'('"),
+            std::string::npos);
+  EXPECT_NE(message("zip:\n  - {parallelism.tp: [1, 2], parallelism.pp: [1]}\n").find("as long as each other"),
+            std::string::npos);
+  EXPECT_NE(message("set: {training.seq_len: 4096}\n").find("no axis"), std::string::npos);
+  EXPECT_NE(test::input_error([&] {
+              (void)load_sweep(write("b.yaml", "base: nowhere.yaml\naxes: {a.b: [1]}\n"));
+            }).find("no run config"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out"));
+}
+
+TEST_F(Sweep, InvalidPointsSayWhyAndOutOfMemoryPointsAreNotSimulated) {
+  // Llama-3-8B has 32 heads: tp 3 does not divide them. dp: auto leaves 8 / tp GPUs to data parallelism. Micro-batch 8
+  // without recomputation needs more than the MI300X's 192 GB (the memory model, not a simulation, says so).
+  const SweepSpec spec =
+      load_sweep(sweep("set: {training.global_batch: 64, training.recompute: none}\ndp: auto\n"
+                       "axes:\n  parallelism.tp: [1, 3]\n  training.micro_batch: [1, 8]\n"));
+  const SweepResult result = run(spec, 2);
+  ASSERT_EQ(result.points.size(), 4u);
+  EXPECT_EQ(result.points[0].status, PointStatus::ok);
+  EXPECT_GT(result.points[0].figures.tokens_per_s, 0.0);
+  EXPECT_EQ(result.points[1].status, PointStatus::oom);
+  EXPECT_NE(result.points[1].reason.find("GiB per GPU of 192.0 GiB"), std::string::npos) << result.points[1].reason;
+  EXPECT_GT(result.points[1].figures.peak_bytes_per_gpu, result.points[1].figures.capacity_bytes_per_gpu);
+  EXPECT_EQ(result.points[1].figures.iteration_time_s, 0.0);  // not simulated
+  for (const int i : {2, 3}) {
+    EXPECT_EQ(result.points[static_cast<std::size_t>(i)].status, PointStatus::invalid);
+    // dp: auto fails first (8 GPUs are no multiple of tp 3), naming the key.
+    EXPECT_NE(result.points[static_cast<std::size_t>(i)].reason.find("parallelism.dp"), std::string::npos)
+        << result.points[static_cast<std::size_t>(i)].reason;
+  }
+  const std::string csv = read_text(result.results_csv);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')).find("point,key,parallelism.tp,training.micro_batch,status,reason,"), 0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+}
+
+TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
+  const SweepSpec spec =
+      load_sweep(sweep("axes:\n  training.micro_batch: [1, 2]\n  training.recompute: [none, full]\n"));
+  const SweepResult first = run(spec, 1);
+  for (const PointResult& r : first.points) EXPECT_FALSE(r.resumed);
+  const std::string csv = read_text(first.results_csv);
+  const SweepResult again = run(spec, 2);
+  for (const PointResult& r : again.points) EXPECT_TRUE(r.resumed) << r.point.index;
+  EXPECT_EQ(read_text(again.results_csv), csv);
+  const SweepResult parallel = run(spec, 2, "other");
+  for (const PointResult& r : parallel.points) EXPECT_FALSE(r.resumed);
+  EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
+}
+
+// `chopsim run --set KEY=VALUE`: the same decoding and checks as the file's own keys.
+TEST_F(Sweep, SetOverridesAreValidatedLikeTheFile) {
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "llama3-8b-fsdp.yaml";
+  const auto search = default_search_path(config);
+  const RunSpec run = load_run_config(config, search, registries,
+                                      {parse_config_override("training.micro_batch=1", "--set"),
+                                       parse_config_override("thermal.profile=uniform", "--set")});
+  EXPECT_EQ(run.training.micro_batch, 1);
+  EXPECT_NE(test::input_error([&] {
+              (void)load_run_config(config, search, registries,
+                                    {parse_config_override("training.micro_bach=1", "--set")});
+            }).find("did you mean 'micro_batch'"),
+            std::string::npos);
+  EXPECT_NE(test::input_error([&] {
+              (void)load_run_config(config, search, registries, {parse_config_override("model.layers=40", "--set")});
+            }).find("'model' in"),
+            std::string::npos);
+  EXPECT_NE(test::input_error([&] { (void)parse_config_override("training.micro_batch", "--set"); }).find("KEY=VALUE"),
+            std::string::npos);
+  const RunSpec tp2 = load_run_config(
+      config, search, registries,
+      {parse_config_override("parallelism.tp=2", "--set"), parse_config_override("parallelism.dp=auto", "--set")});
+  EXPECT_EQ(tp2.parallelism.dp, 4);  // dp: auto = 8 GPUs / tp 2
+}
+
+}  // namespace
+}  // namespace chopsim
