@@ -79,11 +79,13 @@ inline constexpr std::string_view kRunUsage =
     "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
     "                       (validated as the file's own keys; repeatable)\n";
 inline constexpr std::string_view kSweepUsage =
-    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR]\n"
+    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N]\n"
+    "  sweep merge SWEEP --out DIR SHARD_DIR...\n"
     "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
     "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
     "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"
-    "      of throughput vs energy per token and the effect of each axis.\n";
+    "      of throughput vs energy per token and the effect of each axis. --shard I/N runs the points\n"
+    "      whose index % N is I (a job array's task); merge joins the shards' folders into DIR.\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"

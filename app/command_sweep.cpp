@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
@@ -13,8 +14,49 @@
 
 namespace chopsim::cli {
 
+namespace {
+
+/// "I/N" of --shard.
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  int index = -1, count = 0;
+  try {
+    if (slash != std::string::npos) {
+      std::size_t used = 0;
+      index = std::stoi(text.substr(0, slash), &used);
+      if (used != slash) index = -1;
+      count = std::stoi(text.substr(slash + 1), &used);
+      if (used != text.size() - slash - 1) count = 0;
+    }
+  } catch (const std::exception&) {
+    index = -1;
+  }
+  if (index < 0 || count < 1 || index >= count)
+    throw argument_error("--shard '" + text + "' is not I/N with 0 <= I < N",
+                         "write e.g. --shard 0/4 (Slurm: --shard ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT})");
+  return {index, count};
+}
+
+/// `chopsim sweep merge SWEEP --out DIR SHARD_DIR...`
+int merge(const std::vector<std::string>& raw) {
+  const Arguments args(raw, {"--out", "-o"}, {});
+  if (args.positional().size() < 2)
+    throw argument_error("sweep merge takes the SWEEP file and the shards' --out folders",
+                         "write chopsim sweep merge SWEEP.yaml --out DIR shard-0 shard-1 ...");
+  const SweepSpec spec = load_sweep(args.positional()[0]);
+  const auto out = args.option("--out").value_or(args.option("-o").value_or(""));
+  if (out.empty()) throw argument_error("sweep merge needs --out DIR", "name the folder of the merged results");
+  const std::vector<std::filesystem::path> shards(args.positional().begin() + 1, args.positional().end());
+  const SweepResult result = merge_sweep(spec, shards, out);
+  print_sweep_summary(std::cout, spec, result);
+  return kExitOk;
+}
+
+}  // namespace
+
 int command_sweep(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {});
+  if (!raw.empty() && raw.front() == "merge") return merge({raw.begin() + 1, raw.end()});
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {});
   if (args.positional().size() != 1)
     throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];
@@ -28,6 +70,8 @@ int command_sweep(const std::vector<std::string>& raw) {
   SweepOptions options;
   options.out_dir = args.option("--out").value_or(args.option("-o").value_or("sweep-" + file.stem().string()));
   options.jobs = jobs;
+  if (const auto shard = args.option("--shard"))
+    std::tie(options.shard_index, options.shard_count) = parse_shard(*shard);
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   std::size_t failed = 0;

@@ -256,15 +256,25 @@ void write_csv(const SweepSpec& spec, const std::vector<PointResult>& points, co
 
 }  // namespace
 
+namespace {
+
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
 SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, const ModelRegistries& registries,
                       const SweepOptions& options) {
-  std::string base_text;
-  {
-    std::ifstream in(spec.base, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    base_text = text.str();
-  }
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw InputError({"command line"}, "",
+                     "--shard " + std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count) +
+                         " is not a shard (I/N with 0 <= I < N)",
+                     "write e.g. --shard 0/4 for the first of four");
+  const std::string base_text = file_text(spec.base);
   create_output_directory(options.out_dir, "--out");
   SweepResult result;
   result.store = options.out_dir / "sweep.sqlite";
@@ -272,7 +282,9 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
   Store store(result.store);
   const std::map<std::string, PointResult> finished = store.finished();
 
-  const std::vector<SweepPoint> points = expand_sweep(spec);
+  std::vector<SweepPoint> points;
+  for (SweepPoint& p : expand_sweep(spec))
+    if (p.index % options.shard_count == options.shard_index) points.push_back(std::move(p));
   result.points.resize(points.size());
   std::vector<std::size_t> pending;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -300,6 +312,44 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
       if (options.on_point) options.on_point(result.points[i], done, points.size());
     });
   });
+  write_csv(spec, result.points, result.results_csv);
+  return result;
+}
+
+SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shard_dirs, const fs::path& out_dir) {
+  const std::string base_text = file_text(spec.base);
+  std::map<std::string, PointResult> rows;
+  for (const fs::path& dir : shard_dirs) {
+    std::error_code error;
+    if (!fs::is_regular_file(dir / "sweep.sqlite", error))
+      throw InputError({dir.string()}, "", "no sweep.sqlite in this folder", "pass the --out folders of the shards");
+    Store shard(dir / "sweep.sqlite");
+    for (auto& [key, row] : shard.finished()) rows.emplace(key, std::move(row));
+  }
+  SweepResult result;
+  std::vector<int> missing;
+  for (const SweepPoint& p : expand_sweep(spec)) {
+    const auto it = rows.find(point_key(base_text, p));
+    if (it == rows.end()) {
+      missing.push_back(p.index);
+      continue;
+    }
+    result.points.push_back(it->second);
+    result.points.back().point = p;
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing.size() && i < 10; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
+    throw InputError({spec.file.string()}, "",
+                     std::to_string(missing.size()) + " points are in no shard store (" + list +
+                         (missing.size() > 10 ? ", ..." : "") + ")",
+                     "run the shards they belong to (point % N), then merge again");
+  }
+  create_output_directory(out_dir, "--out");
+  result.store = out_dir / "sweep.sqlite";
+  result.results_csv = out_dir / "results.csv";
+  Store store(result.store);
+  for (const PointResult& r : result.points) store.add(r);
   write_csv(spec, result.points, result.results_csv);
   return result;
 }

@@ -119,6 +119,31 @@ TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
   EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
 }
 
+// A job array: three shards (point % 3), each its own store, merged, give the single run's results.csv byte for byte;
+// a merge that lacks a shard names the missing points.
+TEST_F(Sweep, ShardsMergedEqualTheSingleRun) {
+  const SweepSpec spec =
+      load_sweep(sweep("axes:\n  training.micro_batch: [1, 2]\n  training.recompute: [none, selective, full]\n"));
+  const std::string single = read_text(run(spec, 2, "single").results_csv);
+  std::vector<std::filesystem::path> shards;
+  for (int i = 0; i < 3; ++i) {
+    SweepOptions options;
+    options.out_dir = dir_ / ("shard" + std::to_string(i));
+    options.shard_index = i;
+    options.shard_count = 3;
+    const SweepResult shard = run_sweep(spec, default_search_path(spec.base), registries_, options);
+    EXPECT_EQ(shard.points.size(), 2u);
+    for (const PointResult& r : shard.points) EXPECT_EQ(r.point.index % 3, i);
+    shards.push_back(options.out_dir);
+  }
+  const SweepResult merged = merge_sweep(spec, shards, dir_ / "merged");
+  EXPECT_EQ(read_text(merged.results_csv), single);
+  EXPECT_NE(test::input_error([&] {
+              (void)merge_sweep(spec, {shards[0], shards[2]}, dir_ / "partial");
+            }).find("2 points are in no shard store (1, 4)"),
+            std::string::npos);
+}
+
 // `chopsim run --set KEY=VALUE`: the same decoding and checks as the file's own keys.
 TEST_F(Sweep, SetOverridesAreValidatedLikeTheFile) {
   const auto registries = ModelRegistries::with_builtins();

@@ -95,12 +95,15 @@ struct PointResult {
 struct SweepOptions {
   std::filesystem::path out_dir;  ///< sweep.sqlite (resumable) and results.csv are written here
   int jobs = 1;
+  /// A job array's share (`--shard I/N`): the points whose index % shard_count == shard_index.
+  int shard_index = 0;
+  int shard_count = 1;
   /// Told each point as it finishes (from one thread at a time), for progress reports.
   std::function<void(const PointResult&, std::size_t done, std::size_t total)> on_point;
 };
 
 struct SweepResult {
-  std::vector<PointResult> points;  ///< every point, in expansion order
+  std::vector<PointResult> points;  ///< every point (of the shard), in expansion order
   std::filesystem::path results_csv;
   std::filesystem::path store;
 };
@@ -109,6 +112,11 @@ struct SweepResult {
 /// results.csv from the store (byte-identical whatever `jobs`).
 [[nodiscard]] SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search,
                                     const ModelRegistries& registries, const SweepOptions& options);
+
+/// Joins the stores of a sweep's shards (`chopsim sweep merge`) into out_dir's store and writes results.csv for
+/// every point; InputError naming the points no shard store holds.
+[[nodiscard]] SweepResult merge_sweep(const SweepSpec& spec, const std::vector<std::filesystem::path>& shard_dirs,
+                                      const std::filesystem::path& out_dir);
 
 /// The terminal's answer: the best points by the objective, the Pareto front of throughput vs energy per token,
 /// and the best objective value per value of each axis.
