@@ -169,6 +169,15 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par, long long gpus) {
   p.read("account_for_loss_in_split", par.account_for_loss_in_split);
   p.read("cp", par.cp, kPositiveInt);
   p.read("ep", par.ep, kPositiveInt);
+  if (auto_dp) {
+    const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;
+    if (model_parallel < 1 || gpus % model_parallel != 0)
+      p.fail("dp",
+             "dp: auto needs the cluster's " + std::to_string(gpus) +
+                 " GPUs to be a multiple of tp*pp*cp = " + std::to_string(model_parallel),
+             "change tp, pp or cp, or cluster.nodes");
+    par.dp = static_cast<int>(gpus / model_parallel);
+  }
   const bool has_zero = p.read("zero_stage", par.zero_stage, IntRule{0, 3, "an integer from 0 to 3"});
   std::string fsdp;
   const bool has_fsdp = p.read_choice<std::string>("fsdp", fsdp,
@@ -196,15 +205,6 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par, long long gpus) {
     p.fail("shard_group_size",
            "fsdp: full_shard shards over the whole data group; shard_group_size is for hybrid_shard",
            "use fsdp: hybrid_shard, or remove shard_group_size");
-  if (auto_dp) {
-    const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;
-    if (model_parallel < 1 || gpus % model_parallel != 0)
-      p.fail("dp",
-             "dp: auto needs the cluster's " + std::to_string(gpus) +
-                 " GPUs to be a multiple of tp*pp*cp = " + std::to_string(model_parallel),
-             "change tp, pp or cp, or cluster.nodes");
-    par.dp = static_cast<int>(gpus / model_parallel);
-  }
 }
 
 void decode_training(Mapping& t, TrainingSpec& train) {

@@ -416,17 +416,22 @@ void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepRe
           << " J/token\n";
     out << "best " << objective_name << " by axis value:\n";
     for (const SweepAxis& axis : spec.axes) {
-      const std::string& key = axis.keys.front();
-      out << "  " << key << ":";
+      // A zip group is one axis: its keys joined by '+', each step's values by '/'.
+      std::string label;
+      for (const std::string& key : axis.keys) label += (label.empty() ? "" : "+") + key;
+      out << "  " << label << ":";
       for (const auto& values : axis.values) {
         const PointResult* best = nullptr;
         for (const PointResult* r : ok) {
-          bool match = false;
-          for (const auto& [k, v] : r->point.values)
-            if (k == key && v == values.front()) match = true;
+          bool match = true;
+          for (std::size_t k = 0; k < axis.keys.size(); ++k)
+            for (const auto& [key, value] : r->point.values)
+              if (key == axis.keys[k] && value != values[k]) match = false;
           if (match && (best == nullptr || better(r, best))) best = r;
         }
-        out << "  " << values.front() << " -> ";
+        std::string step;
+        for (const std::string& v : values) step += (step.empty() ? "" : "/") + v;
+        out << "  " << step << " -> ";
         if (best) {
           out << objective(*best);
         } else {

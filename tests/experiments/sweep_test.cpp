@@ -119,6 +119,27 @@ TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
   EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
 }
 
+// Every shipped sweep loads, and every point of it is a valid run config (its memory and simulation are left to
+// `chopsim sweep`): the examples stay runnable as configs change.
+TEST_F(Sweep, ShippedSweepsLoadAndTheirPointsAreValidConfigs) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::configs_dir() / "sweeps")) {
+    SCOPED_TRACE(entry.path().string());
+    const SweepSpec spec = load_sweep(entry.path());
+    const std::vector<SweepPoint> points = expand_sweep(spec);
+    EXPECT_GE(points.size(), 4u);
+    for (const SweepPoint& p : points) {
+      bool kept = true;
+      for (const SweepConstraint& c : spec.constraints) kept = kept && meets_constraint(c, p);
+      if (kept) {
+        EXPECT_NO_THROW((void)load_run_config(spec.base, default_search_path(spec.base), registries_, p.overrides));
+      }
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 2);
+}
+
 // A job array: three shards (point % 3), each its own store, merged, give the single run's results.csv byte for byte;
 // a merge that lacks a shard names the missing points.
 TEST_F(Sweep, ShardsMergedEqualTheSingleRun) {
@@ -168,6 +189,12 @@ TEST_F(Sweep, SetOverridesAreValidatedLikeTheFile) {
       config, search, registries,
       {parse_config_override("parallelism.tp=2", "--set"), parse_config_override("parallelism.dp=auto", "--set")});
   EXPECT_EQ(tp2.parallelism.dp, 4);  // dp: auto = 8 GPUs / tp 2
+  // Also in a config without FSDP: Llama-3-70B, TP8 on 64 H100, pp 8 leaves dp 1.
+  const auto megatron = test::configs_dir() / "llama3-70b-h100-3d.yaml";
+  const RunSpec pp8 = load_run_config(
+      megatron, default_search_path(megatron), registries,
+      {parse_config_override("parallelism.pp=8", "--set"), parse_config_override("parallelism.dp=auto", "--set")});
+  EXPECT_EQ(pp8.parallelism.dp, 1);
 }
 
 }  // namespace
