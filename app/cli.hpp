@@ -58,6 +58,7 @@ struct Command {
 
 int command_run(const std::vector<std::string>& args);
 int command_sweep(const std::vector<std::string>& args);
+int command_report(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
@@ -66,7 +67,7 @@ int command_replay(const std::vector<std::string>& args);
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
-    "             [--simulate-oom] [--force] [--set KEY=VALUE]...\n"
+    "             [--simulate-oom] [--force] [--set KEY=VALUE]... [--report]\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
@@ -77,7 +78,13 @@ inline constexpr std::string_view kRunUsage =
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n"
     "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations)\n"
     "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
-    "                       (validated as the file's own keys; repeatable)\n";
+    "                       (validated as the file's own keys; repeatable)\n"
+    "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
+inline constexpr std::string_view kReportUsage =
+    "  report RUN_DIR [-o report.html]\n"
+    "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"
+    "      folder: headline figures, time breakdown, loss waterfall, memory against capacity, power, clock and\n"
+    "      temperature per GPU over time, throttled share per GPU (docs/report.md). Default: RUN_DIR/report.html.\n";
 inline constexpr std::string_view kSweepUsage =
     "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N]\n"
     "  sweep merge SWEEP --out DIR SHARD_DIR...\n"

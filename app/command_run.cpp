@@ -5,6 +5,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/report/report.hpp"
 #include "cli.hpp"
 
 namespace chopsim::cli {
@@ -37,7 +38,7 @@ std::vector<int> parse_rank_list(const std::string& text, const RunSpec& run) {
 
 int command_run(const std::vector<std::string>& raw) {
   const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks", "--set"},
-                       {"--simulate-oom", "--force"});
+                       {"--simulate-oom", "--force", "--report"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path config = args.positional()[0];
@@ -59,8 +60,16 @@ int command_run(const std::vector<std::string>& raw) {
   options.simulate_when_out_of_memory = args.has_switch("--simulate-oom");
   options.force = args.has_switch("--force");
   if (const auto list = args.option("--timeline-ranks")) options.timeline_ranks = parse_rank_list(*list, run);
+  const bool html = args.has_switch("--report");
+  if (html && options.output_dir.empty())
+    throw argument_error("--report needs --out DIR (the report is drawn from the run's files)",
+                         "write chopsim run CONFIG --out DIR --report");
   const auto report = run_simulation(run, registries, options);
   print_run_summary(std::cout, run, report);
+  if (html) {
+    write_run_report(options.output_dir, options.output_dir / "report.html");
+    std::cout << "  wrote " << (options.output_dir / "report.html").string() << "\n";
+  }
   return report.out_of_memory ? kExitOutOfMemory : kExitOk;
 }
 

@@ -16,6 +16,7 @@ packages=(
   zlib1g-dev              # trace ingest: .json.gz traces
   libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
   python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
+  libjs-chart.js          # chopsim report inlines Chart.js 3.9 (/usr/share/javascript/chart.js/chart.min.js)
   time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
   python3                 # test scripts read outputs back
   clang-format            # scripts/check-format.sh (a ctest) checks the style

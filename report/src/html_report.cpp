@@ -1,0 +1,116 @@
+#include "html_report.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+
+#include "chopsim/common/error.hpp"
+
+namespace chopsim::report_detail {
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  std::array<char, 32> text{};
+  const auto [end, ec] = std::to_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() ? std::string(text.data(), end) : "null";
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '/':
+        out += (i > 0 && text[i - 1] == '<') ? "\\/" : "/";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          std::array<char, 8> escaped{};
+          std::snprintf(escaped.data(), escaped.size(), "\\u%04x", static_cast<unsigned>(c));
+          out += escaped.data();
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string chartjs_source() {
+  const std::filesystem::path path = CHOPSIM_CHARTJS;
+  std::ifstream in(path, std::ios::binary);
+  if (path.empty() || !in)
+    throw InputError({"chopsim report"}, "",
+                     "Chart.js was not found when chopsim was built (" +
+                         (path.empty() ? std::string("/usr/share/javascript/chart.js/chart.min.js") : path.string()) +
+                         ")",
+                     "install Debian's libjs-chart.js (apt-get install libjs-chart.js), then build again");
+  std::string source{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // Inlined in a <script> element: a "</script" inside would end it early.
+  if (source.find("</script") != std::string::npos)
+    throw InputError({path.string()}, "", "Chart.js contains '</script', which cannot be inlined",
+                     "use Debian's libjs-chart.js 3.9");
+  return source;
+}
+
+std::string page(const std::string& title, const std::string& head_html, const std::vector<Chart>& charts) {
+  std::string out;
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
+         "</title>\n<style>\n"
+         "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;"
+         "padding:0 1em;color:#222}\n"
+         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:left}"
+         "th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+         "section{margin:2em 0}p.note{color:#555;font-size:90%}canvas{max-height:420px}\n"
+         "</style>\n</head>\n<body>\n<h1>" +
+         html_escape(title) + "</h1>\n" + head_html;
+  for (const Chart& chart : charts)
+    out += "<section>\n<h2>" + html_escape(chart.title) + "</h2>\n<canvas id=\"" + chart.id + "\"></canvas>\n" +
+           (chart.note.empty() ? "" : "<p class=\"note\">" + html_escape(chart.note) + "</p>\n") + "</section>\n";
+  // The charts' configs as one JSON object in its own element (tests and scripts read it with any JSON parser).
+  out += "<script type=\"application/json\" id=\"chopsim-charts\">\n{";
+  for (std::size_t i = 0; i < charts.size(); ++i)
+    out += std::string(i ? ",\n" : "\n") + json_string(charts[i].id) + ": " + charts[i].config;
+  out += "\n}\n</script>\n<script>\n" + chartjs_source() +
+         "\n</script>\n<script>\n"
+         "const chopsimCharts = JSON.parse(document.getElementById(\"chopsim-charts\").textContent);\nfor (const [id, "
+         "config] of Object.entries(chopsimCharts)) new Chart(document.getElementById(id), config);\n"
+         "</script>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace chopsim::report_detail

@@ -1,0 +1,32 @@
+#pragma once
+// Building blocks of the report pages: JSON text for chart configs, HTML escaping, the page frame with Chart.js.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chopsim::report_detail {
+
+/// Shortest text that reads back as the same double; "null" for NaN and infinities (JSON has neither).
+[[nodiscard]] std::string json_number(double value);
+/// A JSON string literal, also safe inside an HTML <script> ("</" is written "<\/").
+[[nodiscard]] std::string json_string(std::string_view text);
+[[nodiscard]] std::string html_escape(std::string_view text);
+
+/// One chart: a heading, a short note and a Chart.js config (JSON text).
+struct Chart {
+  std::string id;
+  std::string title;
+  std::string note;
+  std::string config;
+};
+
+/// The whole page: `title`, the HTML of `head_html` (tables), then every chart, with Chart.js inlined.
+[[nodiscard]] std::string page(const std::string& title, const std::string& head_html,
+                               const std::vector<Chart>& charts);
+
+/// Chart.js' source (InputError naming the package when the build did not find it).
+[[nodiscard]] std::string chartjs_source();
+
+}  // namespace chopsim::report_detail

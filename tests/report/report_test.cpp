@@ -1,0 +1,108 @@
+// `chopsim report` (issue 19): one self-contained HTML page of a run. The page is checked as a browser would get it:
+// no external resource, Chart.js inlined, every chart's config valid JSON with titled axes, and figures that follow
+// from the run (the loss waterfall ends at the predicted iteration time; one power trace per simulated GPU; the cap
+// line at the cap).
+
+#include "chopsim/report/report.hpp"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim_test_helpers.hpp"
+#include "chopsim_test_paths.hpp"
+
+namespace chopsim {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class Report : public test::TempDirTest {
+ protected:
+  /// The quick-start run (8 MI300X, power dynamics on) with --out, and its report.
+  RunReport run_quick_start() {
+    const auto registries = ModelRegistries::with_builtins();
+    const auto config = test::configs_dir() / "llama3-8b-fsdp.yaml";
+    RunOptions options;
+    options.output_dir = dir_ / "run";
+    const RunReport report =
+        run_simulation(load_run_config(config, default_search_path(config), registries), registries, options);
+    write_run_report(dir_ / "run", dir_ / "report.html");
+    return report;
+  }
+};
+
+TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
+  const RunReport run = run_quick_start();
+  const std::string html = read_text(dir_ / "report.html");
+  // Offline: no element loads anything (the only URLs are in Chart.js' licence comment).
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("Chart.js v3.9"), std::string::npos);  // inlined, Debian's libjs-chart.js
+
+  // (std::regex would recurse once per character of this 100 KB block and overflow the stack.)
+  const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
+  const std::size_t start = html.find(open);
+  ASSERT_NE(start, std::string::npos);
+  const std::size_t end = html.find("</script>", start);
+  simdjson::dom::parser parser;
+  const simdjson::padded_string text(html.substr(start + open.size(), end - start - open.size()));
+  simdjson::dom::object charts;
+  ASSERT_EQ(parser.parse(text).get(charts), simdjson::SUCCESS);
+  std::vector<std::string> ids;
+  for (const auto chart : charts) {
+    ids.emplace_back(chart.key);
+    simdjson::dom::object scales;
+    ASSERT_EQ(chart.value.at_pointer("/options/scales").get(scales), simdjson::SUCCESS) << chart.key;
+    for (const auto scale : scales) {
+      std::string_view title;
+      EXPECT_EQ(scale.value.at_pointer("/title/text").get(title), simdjson::SUCCESS) << chart.key << " " << scale.key;
+      EXPECT_FALSE(title.empty()) << chart.key << " " << scale.key;
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"breakdown", "waterfall", "memory", "power", "clock", "temperature",
+                                           "throttled"}));
+
+  // The waterfall adds every loss to the ideal time: its last bar is the predicted iteration time.
+  simdjson::dom::array bars;
+  ASSERT_EQ(charts.at_pointer("/waterfall/data/datasets/0/data").get(bars), simdjson::SUCCESS);
+  double predicted = 0.0;
+  for (const auto bar : bars) predicted = bar.at(1).get_double().value();
+  EXPECT_NEAR(predicted, run.iteration_time_s, 0.01 * run.iteration_time_s);
+
+  // One power trace per simulated GPU (8: front and rear slots differ), plus the cap and the two windowed peaks.
+  simdjson::dom::array power;
+  ASSERT_EQ(charts.at_pointer("/power/data/datasets").get(power), simdjson::SUCCESS);
+  ASSERT_EQ(power.size(), 8u + 3);
+  double cap = 0.0;
+  for (const auto dataset : power)
+    if (std::string_view(dataset["label"].get_string().value()) == "cap")
+      cap = dataset.at_pointer("/data/0/y").get_double().value();
+  EXPECT_EQ(cap, run.power.cap_w);
+
+  // The headline table: the iteration time to the millisecond.
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.3f", run.iteration_time_s);
+  EXPECT_NE(html.find(std::string("<td class=\"n\">") + seconds + "</td>"), std::string::npos);
+}
+
+TEST_F(Report, AFolderWithoutARunIsAnInputErrorAndNothingIsWritten) {
+  const std::string message = test::input_error([&] { write_run_report(dir_, dir_ / "report.html"); });
+  EXPECT_NE(message.find("no summary.json"), std::string::npos) << message;
+  write("bad/summary.json", "{\"not\": \"chopsim\"}");
+  EXPECT_NE(test::input_error([&] { write_run_report(dir_ / "bad", dir_ / "report.html"); }).find("not a chopsim"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "report.html"));
+}
+
+}  // namespace
+}  // namespace chopsim
