@@ -294,17 +294,26 @@ void check_registered(const R& registry, const std::string& name, const std::str
 
 ConfigSearchPath default_search_path(const fs::path& run_file) {
   std::error_code error;
+  ConfigSearchPath search;
   fs::path dir = run_file.parent_path();
   if (dir.empty()) dir = ".";
   fs::path current = fs::absolute(dir, error).lexically_normal();
-  if (error) return {};
-  while (true) {
-    if (fs::is_directory(current / "hardware", error)) return ConfigSearchPath{{current}};
+  while (!error) {
+    if (fs::is_directory(current / "hardware", error)) {
+      search.roots.push_back(current);
+      break;
+    }
     const fs::path parent = current.parent_path();
     if (parent == current || parent.empty()) break;
     current = parent;
   }
-  return {};
+  // Last: the configs chopsim ships (its source tree's configs/), so that a run file copied anywhere still finds
+  // hardware, models and clusters by name.
+  const fs::path shipped = CHOPSIM_SHIPPED_CONFIGS;
+  if (!shipped.empty() && fs::is_directory(shipped / "hardware", error) &&
+      (search.roots.empty() || !fs::equivalent(search.roots.front(), shipped, error)))
+    search.roots.push_back(shipped);
+  return search;
 }
 
 ConfigOverride parse_config_override(std::string_view text, std::string origin) {

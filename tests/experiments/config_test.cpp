@@ -703,10 +703,15 @@ TEST_F(ConfigTest, DefaultSearchPathFindsTheConfigsFolder) {
   ASSERT_EQ(search.roots.size(), 1U);
   EXPECT_EQ(fs::canonical(search.roots[0]), fs::canonical(test::configs_dir()));
 
-  // Outside any configs folder there is no root, and names cannot be looked up.
+  // Outside any configs folder the shipped configs are the root: a run file copied anywhere finds names (issue 18:
+  // it failed with "no configs folder was found" unless --configs was given).
   const fs::path run = write("lonely.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"));
-  ASSERT_TRUE(default_search_path(run).roots.empty()) << "a 'hardware' folder above " << dir_;
-  const std::string message = input_error([&] { (void)load_run_config(run, default_search_path(run), registries_); });
+  const ConfigSearchPath outside = default_search_path(run);
+  ASSERT_EQ(outside.roots.size(), 1U) << "a 'hardware' folder above " << dir_;
+  EXPECT_EQ(fs::canonical(outside.roots[0]), fs::canonical(test::configs_dir()));
+  EXPECT_EQ(load_run_config(run, outside, registries_).model.layers, 32);
+  // With no root at all, names cannot be looked up.
+  const std::string message = input_error([&] { (void)load_run_config(run, ConfigSearchPath{}, registries_); });
   expect_contains(message, {"lonely.yaml:1:8: key 'model': no model named 'llama3-8b': no configs folder was found",
                             "Fix: give a path to the file instead"});
 }

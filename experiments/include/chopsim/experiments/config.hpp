@@ -17,8 +17,9 @@ struct ConfigSearchPath {
   std::vector<std::filesystem::path> roots;
 };
 
-/// The default search path for a run file: the first of its directory and that directory's parents
-/// that holds a `hardware/` folder.
+/// The default search path for a run file: the first of its directory and that directory's parents that holds a
+/// `hardware/` folder, then the configs chopsim ships (its source tree's configs/), so that a run file copied
+/// anywhere finds the shipped hardware, models and clusters by name.
 [[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file);
 
 /// A value for one key of a run config given outside its file: `chopsim run --set KEY=VALUE`, or a sweep axis.
