@@ -59,6 +59,7 @@ struct Command {
 int command_run(const std::vector<std::string>& args);
 int command_sweep(const std::vector<std::string>& args);
 int command_report(const std::vector<std::string>& args);
+int command_import(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
 int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
@@ -80,6 +81,13 @@ inline constexpr std::string_view kRunUsage =
     "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
+inline constexpr std::string_view kImportUsage =
+    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME] [--format nemo]\n"
+    "         (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
+    "      Turn framework job configs (NeMo / Megatron-Core training YAML so far) into chopsim run configs by one\n"
+    "      mapping (docs/import.md); the GPU and the fabric come from the command line. Each run is checked as\n"
+    "      chopsim run checks it before it is written; settings not carried over are printed as notes (--strict:\n"
+    "      an error).\n";
 inline constexpr std::string_view kReportUsage =
     "  report RUN_DIR [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"

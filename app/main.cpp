@@ -23,6 +23,7 @@ constexpr std::array kCommands = {
     Command{"run", chopsim::cli::kRunUsage, chopsim::cli::command_run},
     Command{"sweep", chopsim::cli::kSweepUsage, chopsim::cli::command_sweep},
     Command{"report", chopsim::cli::kReportUsage, chopsim::cli::command_report},
+    Command{"import", chopsim::cli::kImportUsage, chopsim::cli::command_import},
     Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},
     Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
     Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},

@@ -1,0 +1,202 @@
+// NeMo (Megatron-Core) training configs as chopsim run configs (docs/import.md): the keys NeMo's
+// megatron_gpt_config.yaml defines, mapped one to one where chopsim has the setting.
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/experiments/import.hpp"
+#include "config_yaml.hpp"
+
+namespace chopsim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A NeMo config being read: values by dotted path, errors at the key's line.
+class Job {
+ public:
+  explicit Job(const fs::path& file)
+      : file_(config_detail::display_path(file)), root_(config_detail::load_yaml_file(file, "job config")) {}
+
+  YAML::Node at(const std::string& path) const {
+    YAML::Node node = root_;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = path.find('.', start);
+      const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+      const YAML::Node next = node[part];
+      if (!next.IsDefined()) return next;
+      node.reset(next);
+      if (dot == std::string::npos) return node;
+      start = dot + 1;
+    }
+  }
+  bool has(const std::string& path) const {
+    const YAML::Node n = at(path);
+    return n.IsDefined() && !n.IsNull();
+  }
+  [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& fix) const {
+    const YAML::Node n = at(path);
+    throw InputError(n.IsDefined() ? config_detail::location_of(n, file_) : SourceLocation{file_}, path, problem, fix);
+  }
+  int integer(const std::string& path, std::optional<int> fallback = std::nullopt) const {
+    if (!has(path)) {
+      if (fallback) return *fallback;
+      fail(path, "the job has no " + path, "a NeMo training config sets it (megatron_gpt_config.yaml)");
+    }
+    try {
+      return at(path).as<int>();
+    } catch (const YAML::Exception&) {
+      fail(path, "'" + at(path).Scalar() + "' is not an integer", "fix the job config");
+    }
+  }
+  bool flag(const std::string& path) const {
+    if (!has(path)) return false;
+    try {
+      return at(path).as<bool>();
+    } catch (const YAML::Exception&) {
+      fail(path, "'" + at(path).Scalar() + "' is not true or false", "fix the job config");
+    }
+  }
+  std::string text(const std::string& path) const { return has(path) ? at(path).Scalar() : std::string(); }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  YAML::Node root_;
+};
+
+/// The shipped model with the job's shape, or "".
+std::string matching_model(const Job& job, const ConfigSearchPath& search) {
+  const int heads = job.integer("model.num_attention_heads");
+  const int experts = job.integer("model.num_moe_experts", 1);
+  for (const fs::path& root : search.roots) {
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(root / "models", error)) {
+      if (entry.path().extension() != ".yaml") continue;
+      TransformerSpec m;
+      try {
+        m = load_model_config(entry.path());
+      } catch (const InputError&) {
+        continue;
+      }
+      if (m.layers == job.integer("model.num_layers") && m.hidden == job.integer("model.hidden_size") &&
+          m.ffn_hidden == job.integer("model.ffn_hidden_size") && m.heads == heads &&
+          m.kv_heads == job.integer("model.num_query_groups", heads) && m.experts == std::max(experts, 1) &&
+          (experts <= 1 || m.top_k == job.integer("model.moe_router_topk", 2)))
+        return entry.path().stem().string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string detect_job_format(const fs::path& file) {
+  try {
+    const YAML::Node root = YAML::LoadFile(file.string());
+    if (root.IsMap() && root["model"].IsMap() && root["trainer"].IsMap() &&
+        root["model"]["tensor_model_parallel_size"].IsDefined())
+      return "nemo";
+  } catch (const YAML::Exception&) {
+  }
+  return "";
+}
+
+ImportResult import_nemo(const fs::path& file, const ImportOptions& options) {
+  const Job job(file);
+  ImportResult result;
+  result.format = "nemo";
+  if (job.has("model.peft"))
+    job.fail(
+        "model.peft",
+        "a " + (job.text("model.peft.peft_scheme").empty() ? std::string("PEFT") : job.text("model.peft.peft_scheme")) +
+            " fine-tuning job: chopsim predicts pre-training (all weights trained)",
+        "import a pre-training config");
+  if (!job.has("trainer") || !job.has("model.tensor_model_parallel_size"))
+    job.fail("trainer", "not a NeMo training config (no trainer and model.tensor_model_parallel_size)",
+             "pass a NeMo/Megatron-Core training YAML, e.g. one written by NeMo's launcher");
+
+  std::string model = options.model.empty() ? matching_model(job, options.search) : options.model;
+  if (model.empty()) {
+    std::ostringstream shape;
+    shape << job.integer("model.num_layers") << " layers, hidden " << job.integer("model.hidden_size") << ", ffn "
+          << job.integer("model.ffn_hidden_size") << ", " << job.integer("model.num_attention_heads") << " heads";
+    job.fail("model.num_layers", "no shipped model has the job's shape (" + shape.str() + ")",
+             "give --model NAME (a file in configs/models/), or add the model there");
+  }
+  const int nodes = options.nodes.value_or(job.integer("trainer.num_nodes", 1));
+
+  std::ostringstream y;
+  y << "# Imported by chopsim import from " << job.file() << " (NeMo)\n";
+  y << "name: " << fs::path(job.file()).stem().string() << "\n";
+  y << "model: " << model << "\n";
+  y << "hardware: " << options.hardware << "\n";
+  y << "cluster: {name: " << options.cluster << ", nodes: " << nodes << "}\n";
+
+  y << "parallelism:\n";
+  y << "  tp: " << job.integer("model.tensor_model_parallel_size", 1) << "\n";
+  y << "  pp: " << job.integer("model.pipeline_model_parallel_size", 1) << "\n";
+  y << "  cp: " << job.integer("model.context_parallel_size", 1) << "\n";
+  if (job.has("model.expert_model_parallel_size"))
+    y << "  ep: " << job.integer("model.expert_model_parallel_size") << "\n";
+  y << "  dp: auto\n";
+  if (job.flag("model.sequence_parallel")) y << "  sequence_parallel: true\n";
+  if (job.has("model.virtual_pipeline_model_parallel_size")) {
+    y << "  pp_schedule: interleaved\n";
+    y << "  virtual_stages: " << job.integer("model.virtual_pipeline_model_parallel_size") << "\n";
+  }
+  if (job.flag("model.fsdp")) {
+    const std::string strategy = job.text("model.fsdp_sharding_strategy");
+    const std::string fsdp = strategy == "hybrid" ? "hybrid_shard"
+                             : strategy == "grad" ? "shard_grad_op"
+                                                  : "full_shard";
+    if (strategy == "hybrid")
+      result.notes.push_back("model.fsdp_sharding_strategy hybrid: shard group size left to chopsim's default");
+    y << "  fsdp: " << fsdp << "\n";
+  } else if (job.text("model.optim.name") == "distributed_fused_adam" || job.flag("model.use_distributed_optimizer")) {
+    y << "  zero_stage: 1              # distributed optimizer: optimizer states sharded over data ranks\n";
+  }
+
+  y << "training:\n";
+  y << "  global_batch: " << job.integer("model.global_batch_size") << "\n";
+  y << "  micro_batch: " << job.integer("model.micro_batch_size") << "\n";
+  y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048)) << "\n";
+  const std::string precision = job.text("trainer.precision");
+  std::string chopsim_precision = "bf16";
+  if (job.flag("model.fp8")) {
+    chopsim_precision = "fp8";
+  } else if (precision == "16" || precision == "16-mixed" || precision == "fp16") {
+    chopsim_precision = "fp16";
+  } else if (precision == "32" || precision == "32-true") {
+    chopsim_precision = "fp32";
+  }
+  y << "  precision: " << chopsim_precision << "\n";
+  const std::string granularity = job.text("model.activations_checkpoint_granularity");
+  y << "  recompute: " << (granularity == "full" ? "full" : granularity == "selective" ? "selective" : "none") << "\n";
+  const int stage_layers = job.integer("model.num_layers") /
+                           std::max(1, job.integer("model.pipeline_model_parallel_size", 1) *
+                                           std::max(1, job.integer("model.virtual_pipeline_model_parallel_size", 1)));
+  if (granularity == "full" && job.has("model.activations_checkpoint_num_layers") &&
+      job.text("model.activations_checkpoint_method") == "block" &&
+      job.integer("model.activations_checkpoint_num_layers") < stage_layers)
+    result.notes.push_back("model.activations_checkpoint_method block with " +
+                           job.text("model.activations_checkpoint_num_layers") + " of " + std::to_string(stage_layers) +
+                           " layers per stage: chopsim recomputes every layer of the stage (full)");
+  y << "  overlap:\n";
+  y << "    dp: " << (job.flag("model.optim.overlap_grad_sync") ? "true" : "false") << "\n";
+  y << "    tp: " << (job.flag("model.ub_tp_comm_overlap") ? "true" : "false") << "\n";
+  if (job.has("model.optim.bucket_cap_mb")) y << "  dp_bucket_mb: " << job.integer("model.optim.bucket_cap_mb") << "\n";
+  if (job.has("model.fsdp_grad_reduce_dtype") && job.text("model.fsdp_grad_reduce_dtype") == "bf16")
+    y << "  fsdp_reduce_dtype: bf16\n";
+  y << "iterations: 1\n";
+  result.yaml = y.str();
+  return result;
+}
+
+}  // namespace chopsim
