@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz; issue 16) with clang, ASan and UBSan into build-fuzz/, and runs each for
+# SECONDS (default 60) on its seed corpus (tests/fuzz/corpus/<input>/, plus the matching files of ../shared/data when
+# present) with its dictionary. Any crash, sanitizer report, untyped exception, timeout (10 s) or memory blow-up
+# (2 GiB) fails; the input that caused it is kept in build-fuzz/findings/. The repository's corpus is not modified.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: kineto rocprof_csv rocprof_json telemetry run_config sweep)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry run_config sweep)
+
+bash scripts/setup-debian.sh
+missing=()
+for package in clang libfuzzer-14-dev; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCHOPSIM_FUZZ=ON \
+  -DCHOPSIM_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+
+# Extra seeds from the measured data (read in place, never copied into the repository).
+shared=../shared/data
+declare -A extra=(
+  [kineto]="$shared/traces/kineto"
+  [rocprof_csv]="$shared/traces/rocprof"
+  [rocprof_json]="$shared/traces/rocprof"
+  [telemetry]="$shared/power"
+)
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export ASAN_OPTIONS="detect_leaks=0"  # SimGrid's process-wide state (tests/sanitizers/lsan.supp) is not our leak
+mkdir -p build-fuzz/findings
+status=0
+for target in "${targets[@]}"; do
+  work=$(mktemp -d)
+  cp -r "tests/fuzz/corpus/$target/." "$work/"
+  dirs=("$work")
+  if [ -n "${extra[$target]:-}" ] && [ -d "${extra[$target]}" ]; then
+    seeds=$(mktemp -d)
+    # Small files only: the seeds are read whole for every mutation.
+    find "${extra[$target]}" -type f -size -64k \( -name '*.json' -o -name '*.csv' -o -name '*.txt' \) \
+      -exec cp {} "$seeds/" \; 2>/dev/null || true
+    dirs+=("$seeds")
+  fi
+  dict=()
+  [ -f "tests/fuzz/dict/$target.dict" ] && dict=(-dict="tests/fuzz/dict/$target.dict")
+  echo "fuzz: $target for ${seconds}s"
+  if ! "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$target-" \
+      2> "build-fuzz/fuzz_$target.log"; then
+    echo "fuzz: $target FAILED (build-fuzz/fuzz_$target.log, input in build-fuzz/findings/)"
+    tail -40 "build-fuzz/fuzz_$target.log"
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$target.log" | sed "s/^/fuzz: $target /"
+  rm -rf "$work" "${seeds:-}"
+  unset seeds
+done
+exit $status
