@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/version.hpp"
 #include "chopsim/experiments/sweep.hpp"
 
@@ -49,13 +50,8 @@ constexpr FigureColumn kFigures[] = {
     {"throttled_fraction", &PointFigures::throttled_fraction},
 };
 
-/// Shortest text that reads back as the same double (what summary.json writes).
-std::string number_text(double value) {
-  if (!std::isfinite(value)) return "";
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  return ec == std::errc() ? std::string(text, end) : std::string();
-}
+/// Shortest text that reads back as the same double (what summary.json writes); empty for a missing figure.
+std::string number_text(double value) { return std::isfinite(value) ? JsonWriter::format_number(value) : ""; }
 
 /// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result.
 std::string point_key(const std::string& base_text, const SweepPoint& point) {

@@ -7,44 +7,18 @@
 #include <iterator>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/json_writer.hpp"
 
 namespace chopsim::report_detail {
 
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  std::array<char, 32> text{};
-  const auto [end, ec] = std::to_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() ? std::string(text.data(), end) : "null";
-}
+std::string json_number(double value) { return JsonWriter::format_number(value); }
 
 std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '/':
-        out += (i > 0 && text[i - 1] == '<') ? "\\/" : "/";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          std::array<char, 8> escaped{};
-          std::snprintf(escaped.data(), escaped.size(), "\\u%04x", static_cast<unsigned>(c));
-          out += escaped.data();
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  // JsonWriter's escaping, and "</" as "<\/" so that the text cannot close the <script> element it sits in.
+  std::string escaped = JsonWriter::escape(text);
+  for (std::size_t at = escaped.find("</"); at != std::string::npos; at = escaped.find("</", at + 3))
+    escaped.replace(at, 2, "<\\/");
+  return "\"" + escaped + "\"";
 }
 
 std::string html_escape(std::string_view text) {
