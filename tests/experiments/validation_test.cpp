@@ -32,6 +32,18 @@ std::vector<ValidationResult> predict(const std::function<bool(const ValidationC
   return run_validation(chosen, registries, 2);
 }
 
+/// The cases `keep` selects, predicted with `jobs` threads, as the markdown page `chopsim validate` writes.
+std::string page_with_jobs(const std::function<bool(const ValidationCase&)>& keep, int jobs) {
+  const auto registries = ModelRegistries::with_builtins();
+  std::vector<ValidationCase> chosen;
+  for (ValidationCase& c :
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir()))
+    if (keep(c)) chosen.push_back(std::move(c));
+  std::ostringstream page;
+  write_validation_markdown(page, run_validation(chosen, registries, jobs));
+  return page.str();
+}
+
 /// The Megatron-LM 7B rows of DGX H100 and DGX A100.
 bool is_megatron_7b(const ValidationCase& c) { return c.group == "megatron_lm" || c.group == "megatron_lm_a100"; }
 
@@ -76,6 +88,19 @@ TEST(Validation, EveryCaseOnAProfiledGpuGetsTheCalibratedRun) {
   for (const char* group : {"megatron_lm", "llm_foundry", "seed_findings"})
     EXPECT_EQ(groups_with_profile.count(group), 1u) << group;
   EXPECT_EQ(groups_with_profile.count("perseus_a100"), 0u);
+}
+
+// `chopsim validate --jobs N` writes the same page byte for byte whatever N (issue 16): cases are predicted in
+// parallel, the table is written in case order.
+TEST(Validation, ThePageIsByteIdenticalWhateverTheJobCount) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  auto keep = [](const ValidationCase& c) {
+    return c.group == "megatron_lm" || c.group == "megatron_lm_a100" || c.group == "h200_eager";
+  };
+  const std::string one = page_with_jobs(keep, 1);
+  EXPECT_GT(one.size(), 1000u);
+  EXPECT_EQ(page_with_jobs(keep, 2), one);
+  EXPECT_EQ(page_with_jobs(keep, 3), one);
 }
 
 TEST(Validation, BothPredictionsAreMadeAndShown) {
