@@ -89,10 +89,12 @@ inline constexpr std::string_view kImportUsage =
     "      chopsim run checks it before it is written; settings not carried over are printed as notes (--strict:\n"
     "      an error).\n";
 inline constexpr std::string_view kReportUsage =
-    "  report RUN_DIR [-o report.html]\n"
+    "  report DIR [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"
     "      folder: headline figures, time breakdown, loss waterfall, memory against capacity, power, clock and\n"
-    "      temperature per GPU over time, throttled share per GPU (docs/report.md). Default: RUN_DIR/report.html.\n";
+    "      temperature per GPU over time, throttled share per GPU; or of a sweep's --out folder: best points,\n"
+    "      throughput per point, Pareto front, power peaks and memory per point (docs/report.md).\n"
+    "      Default: DIR/report.html.\n";
 inline constexpr std::string_view kSweepUsage =
     "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N]\n"
     "  sweep merge SWEEP --out DIR SHARD_DIR...\n"

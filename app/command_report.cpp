@@ -13,7 +13,7 @@ int command_report(const std::vector<std::string>& raw) {
   const std::filesystem::path run_dir = args.positional()[0];
   const std::filesystem::path html =
       args.option("-o").value_or(args.option("--out").value_or((run_dir / "report.html").string()));
-  write_run_report(run_dir, html);
+  write_report(run_dir, html);
   std::cout << "wrote " << html.string() << "\n";
   return kExitOk;
 }

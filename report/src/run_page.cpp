@@ -14,6 +14,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/report/report.hpp"
 #include "html_report.hpp"
+#include "report_pages.hpp"
 
 namespace chopsim {
 
@@ -319,7 +320,17 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
 
 }  // namespace
 
-void write_run_report(const fs::path& run_dir, const fs::path& html) {
+void write_report(const fs::path& folder, const fs::path& html) {
+  std::error_code error;
+  if (fs::is_regular_file(folder / "summary.json", error)) return report_detail::write_run_page(folder, html);
+  if (fs::is_regular_file(folder / "results.csv", error)) return report_detail::write_sweep_page(folder, html);
+  throw InputError({folder.string()}, "", "no summary.json (a run) or results.csv (a sweep) in this folder",
+                   "pass the --out folder of chopsim run or chopsim sweep");
+}
+
+void write_run_report(const fs::path& run_dir, const fs::path& html) { report_detail::write_run_page(run_dir, html); }
+
+void report_detail::write_run_page(const fs::path& run_dir, const fs::path& html) {
   const fs::path summary_file = run_dir / "summary.json";
   std::error_code error;
   if (!fs::is_regular_file(summary_file, error))

@@ -14,6 +14,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/sweep.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
@@ -95,9 +96,58 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   EXPECT_NE(html.find(std::string("<td class=\"n\">") + seconds + "</td>"), std::string::npos);
 }
 
+/// The chart configs of a report page, parsed.
+simdjson::dom::object chart_configs(const std::string& html, simdjson::dom::parser& parser,
+                                    simdjson::padded_string& text) {
+  const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
+  const std::size_t start = html.find(open);
+  const std::size_t end = html.find("</script>", start);
+  text = simdjson::padded_string(html.substr(start + open.size(), end - start - open.size()));
+  simdjson::dom::object charts;
+  EXPECT_EQ(parser.parse(text).get(charts), simdjson::SUCCESS);
+  return charts;
+}
+
+// A sweep's folder gets the sweep page: the best points, throughput per point, the Pareto front (a subset of the
+// points, none of them beaten on both throughput and energy per token), power peaks and memory per point.
+TEST_F(Report, ASweepFolderGetsTheSweepPage) {
+  const auto registries = ModelRegistries::with_builtins();
+  const auto sweep_file =
+      write("sweep.yaml", "base: " + (test::configs_dir() / "llama3-8b-fsdp.yaml").string() +
+                              "\nset: {training.global_batch: 64}\n"
+                              "axes:\n  training.micro_batch: [1, 2, 8]\n  training.recompute: [none, full]\n");
+  const SweepSpec spec = load_sweep(sweep_file);
+  SweepOptions options;
+  options.out_dir = dir_ / "sweep";
+  options.jobs = 2;
+  const SweepResult result = run_sweep(spec, default_search_path(spec.base), registries, options);
+  write_report(dir_ / "sweep", dir_ / "sweep.html");
+  const std::string html = read_text(dir_ / "sweep.html");
+  EXPECT_NE(html.find("6 points: 5 simulated, 1 out of memory"), std::string::npos);  // micro-batch 8 without recompute
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  const simdjson::dom::object charts = chart_configs(html, parser, text);
+  simdjson::dom::array points, front;
+  ASSERT_EQ(charts.at_pointer("/pareto/data/datasets/0/data").get(points), simdjson::SUCCESS);
+  ASSERT_EQ(charts.at_pointer("/pareto/data/datasets/1/data").get(front), simdjson::SUCCESS);
+  EXPECT_EQ(points.size(), 5u);
+  EXPECT_GE(front.size(), 1u);
+  EXPECT_LE(front.size(), points.size());
+  for (const auto f : front)
+    for (const auto p : points) {
+      const double fx = f["x"].get_double().value(), fy = f["y"].get_double().value();
+      const double px = p["x"].get_double().value(), py = p["y"].get_double().value();
+      EXPECT_FALSE(px >= fx && py <= fy && (px > fx || py < fy)) << "a front point is dominated";
+    }
+  simdjson::dom::array memory;
+  ASSERT_EQ(charts.at_pointer("/memory/data/labels").get(memory), simdjson::SUCCESS);
+  EXPECT_EQ(memory.size(), 6u);  // the out-of-memory point too
+  (void)result;
+}
+
 TEST_F(Report, AFolderWithoutARunIsAnInputErrorAndNothingIsWritten) {
-  const std::string message = test::input_error([&] { write_run_report(dir_, dir_ / "report.html"); });
-  EXPECT_NE(message.find("no summary.json"), std::string::npos) << message;
+  const std::string message = test::input_error([&] { write_report(dir_, dir_ / "report.html"); });
+  EXPECT_NE(message.find("no summary.json (a run) or results.csv (a sweep)"), std::string::npos) << message;
   write("bad/summary.json", "{\"not\": \"chopsim\"}");
   EXPECT_NE(test::input_error([&] { write_run_report(dir_ / "bad", dir_ / "report.html"); }).find("not a chopsim"),
             std::string::npos);

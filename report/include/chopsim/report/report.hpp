@@ -12,4 +12,8 @@ namespace chopsim {
 /// (Debian's libjs-chart.js) was not found at build time.
 void write_run_report(const std::filesystem::path& run_dir, const std::filesystem::path& html);
 
+/// The page `folder` calls for: a run's (summary.json) or a sweep's (results.csv: the best points, each point's
+/// throughput, the Pareto front of throughput against energy per token, power peaks and memory per point).
+void write_report(const std::filesystem::path& folder, const std::filesystem::path& html);
+
 }  // namespace chopsim
