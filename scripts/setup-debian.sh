@@ -17,6 +17,9 @@ packages=(
   libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
   python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
   libjs-chart.js          # chopsim report inlines Chart.js 3.9 (/usr/share/javascript/chart.js/chart.min.js)
+  pybind11-dev            # the Python module (python/)
+  python3-dev             # its headers
+  python3-pytest          # tests/python
   time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
   python3                 # test scripts read outputs back
   clang-format            # scripts/check-format.sh (a ctest) checks the style

@@ -20,6 +20,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/text.hpp"
+#include "chopsim/common/version.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run_spec.hpp"
 #include "chopsim/models/topology.hpp"
@@ -32,8 +33,6 @@ namespace fs = std::filesystem;
 using replay_detail::MeasuredRecord;
 
 namespace {
-
-constexpr std::string_view kVersion = "0.1.0";
 
 /// GPU names as traces report them (nvidia-smi / CUDA device names, ROCm marketing names) -> the shipped hardware
 /// file and the node it usually sits in. First match wins; `unless` excludes other boards of the same chip.
@@ -124,7 +123,7 @@ std::string signed_percent(double fraction) { return (fraction >= 0 ? "+" : "") 
 void write_summary(std::ostream& out, const ReplayReport& r) {
   JsonWriter json(out);
   json.begin_object();
-  json.field("chopsim_version", kVersion);
+  json.field("chopsim_version", kChopsimVersion);
   json.field("store", r.store);
   json.key("measured").begin_object();
   json.field("gpu", r.measured_gpu);

@@ -11,6 +11,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/units.hpp"
+#include "chopsim/common/version.hpp"
 #include "chopsim/models/topology.hpp"
 #include "observers.hpp"
 #include "power_report.hpp"
@@ -18,8 +19,6 @@
 namespace chopsim {
 
 namespace {
-
-constexpr std::string_view kVersion = "0.1.0";
 
 std::string_view schedule_name(PipelineSchedule schedule) {
   return schedule == PipelineSchedule::interleaved ? "interleaved" : "1f1b";
@@ -87,6 +86,12 @@ double peak_flops(const RunSpec& run) {
 
 Workload build_run_workload(const RunSpec& run) {
   return build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
+}
+
+std::string summary_json(const RunSpec& run, const RunReport& report) {
+  std::ostringstream out;
+  detail::write_summary_json(out, run, report);
+  return out.str();
 }
 
 RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
@@ -240,7 +245,7 @@ void write_power_json(JsonWriter& json, const RunSpec& run, const RunReport& rep
 void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& report) {
   JsonWriter json(out);
   json.begin_object();
-  json.field("chopsim_version", kVersion);
+  json.field("chopsim_version", kChopsimVersion);
   json.field("status", report.out_of_memory ? "out_of_memory" : "ok");
 
   json.key("run").begin_object();

@@ -109,6 +109,9 @@ struct RunReport {
 /// hardware. A RunOptions::observer sees the events of exactly this workload.
 [[nodiscard]] Workload build_run_workload(const RunSpec& run);
 
+/// summary.json's text for a finished run (what `--out` writes; the Python API parses it).
+[[nodiscard]] std::string summary_json(const RunSpec& run, const RunReport& report);
+
 [[nodiscard]] RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries,
                                        const RunOptions& options = {});
 

@@ -1,0 +1,91 @@
+"""chopsim from Python (docs/python.md).
+
+    import chopsim
+    r = chopsim.run("configs/llama3-8b-fsdp.yaml", training__micro_batch=1)
+    r.tokens_per_s, r.mfu, r.memory["peak_bytes_per_gpu"], r.to_dict()
+
+Keys of a run config are given as keyword arguments with "__" for "." (training__micro_batch=1), or as a mapping
+(overrides={"training.micro_batch": 1}); values are checked as the config file's own. Bad input raises
+chopsim.InputError (a ValueError) with the CLI's message: file, line, key and the fix.
+"""
+
+import csv
+import json
+import os
+
+from . import _chopsim
+
+__version__ = _chopsim.__version__
+InputError = _chopsim.InputError
+Error = _chopsim.Error
+
+__all__ = ["run", "sweep", "read_sweep", "report", "RunResult", "InputError", "Error", "__version__"]
+
+
+def _yaml_text(value):
+    """A Python value as the YAML text a config would hold (JSON is YAML)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+class RunResult:
+    """A run's figures: every key of summary.json as an attribute (nested ones as dicts), and to_dict()."""
+
+    def __init__(self, summary):
+        self._summary = summary
+        for key, value in summary.items():
+            setattr(self, key, value)
+
+    def to_dict(self):
+        return json.loads(json.dumps(self._summary))
+
+    def __repr__(self):
+        run = self._summary.get("run", {})
+        return "RunResult(%s on %s GPUs: %.4g s/iteration, %.4g tokens/s, MFU %.1f %%)" % (
+            run.get("name"), run.get("gpus"), self._summary.get("iteration_time_s", 0.0),
+            self._summary.get("tokens_per_s", 0.0), 100.0 * self._summary.get("mfu", 0.0))
+
+
+def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, **keys):
+    """Predicts one run of `config` (a path) with its keys overridden; `out` also writes summary.json,
+    timeline.json and ops.h5 there. Returns a RunResult (status "out_of_memory" when it does not fit, unless
+    simulate_oom)."""
+    merged = dict(overrides or {})
+    merged.update({key.replace("__", "."): value for key, value in keys.items()})
+    pairs = [(key, _yaml_text(value)) for key, value in merged.items()]
+    text = _chopsim.run(os.fspath(config), pairs, os.fspath(out) if out else "", os.fspath(configs) if configs else "",
+                        bool(simulate_oom))
+    return RunResult(json.loads(text))
+
+
+def read_sweep(folder):
+    """The rows of a sweep's results.csv as dicts, figures as floats (None where a point has none)."""
+    rows = []
+    with open(os.path.join(os.fspath(folder), "results.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            for key, value in row.items():
+                if key in ("point",):
+                    row[key] = int(value)
+                elif key.endswith(("_s", "_w", "_j", "_bytes_per_gpu", "_mhz", "_fraction", "_per_gpu")) or key in (
+                        "mfu", "tokens_per_s"):
+                    row[key] = float(value) if value != "" else None
+            rows.append(row)
+    return rows
+
+
+def sweep(sweep_file, out, *, jobs=1, configs=None):
+    """Runs a sweep file (docs/sweeps.md) into `out` (resumable) and returns its rows (read_sweep)."""
+    _chopsim.sweep(os.fspath(sweep_file), os.fspath(out), int(jobs), os.fspath(configs) if configs else "")
+    return read_sweep(out)
+
+
+def report(folder, html=None):
+    """Writes the HTML report of a run's or a sweep's folder (docs/report.md); returns its path."""
+    path = os.fspath(html) if html else os.path.join(os.fspath(folder), "report.html")
+    _chopsim.report(os.fspath(folder), path)
+    return path

@@ -1,0 +1,86 @@
+// chopsim._chopsim: the C++ side of the Python API (python/chopsim/__init__.py wraps it). Strings in and out: a run's
+// summary is summary.json's text, so Python sees exactly the figures the CLI writes. The GIL is released while a run
+// or a sweep simulates.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/version.hpp"
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/sweep.hpp"
+#include "chopsim/report/report.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+chopsim::ConfigSearchPath search_for(const std::string& file, const std::string& configs) {
+  chopsim::ConfigSearchPath search = chopsim::default_search_path(file);
+  if (!configs.empty()) search.roots.insert(search.roots.begin(), configs);
+  return search;
+}
+
+/// Runs `config` with `overrides` (key, YAML text); returns summary.json's text.
+std::string run(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
+                const std::string& out, const std::string& configs, bool simulate_oom) {
+  const auto registries = chopsim::ModelRegistries::with_builtins();
+  std::vector<chopsim::ConfigOverride> list;
+  for (const auto& [key, value] : overrides) list.push_back({key, value, "chopsim.run(" + key + "=...)"});
+  const chopsim::RunSpec spec = chopsim::load_run_config(config, search_for(config, configs), registries, list);
+  chopsim::RunOptions options;
+  options.output_dir = out;
+  options.simulate_when_out_of_memory = simulate_oom;
+  chopsim::RunReport report;
+  {
+    const py::gil_scoped_release release;
+    report = chopsim::run_simulation(spec, registries, options);
+  }
+  return chopsim::summary_json(spec, report);
+}
+
+/// Runs a sweep file into `out`; returns the results.csv path.
+std::string sweep(const std::string& file, const std::string& out, int jobs, const std::string& configs) {
+  const auto registries = chopsim::ModelRegistries::with_builtins();
+  const chopsim::SweepSpec spec = chopsim::load_sweep(file);
+  chopsim::SweepOptions options;
+  options.out_dir = out;
+  options.jobs = jobs;
+  chopsim::SweepResult result;
+  {
+    const py::gil_scoped_release release;
+    result = chopsim::run_sweep(spec, search_for(spec.base.string(), configs), registries, options);
+  }
+  return result.results_csv.string();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_chopsim, m) {
+  m.doc() = "chopsim's C++ core (use the chopsim package)";
+  m.attr("__version__") = chopsim::kChopsimVersion;
+  // Python exceptions with the CLI's messages: bad input (file, line, key, fix) is a ValueError.
+  static py::exception<chopsim::InputError> input_error(m, "InputError", PyExc_ValueError);
+  static py::exception<chopsim::Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const chopsim::InputError& e) {
+      input_error(e.what());
+    } catch (const chopsim::UnknownNameError& e) {
+      input_error(e.what());
+    } catch (const chopsim::Error& e) {
+      error(e.what());
+    }
+  });
+  m.def("run", &run, py::arg("config"), py::arg("overrides"), py::arg("out"), py::arg("configs"),
+        py::arg("simulate_oom"));
+  m.def("sweep", &sweep, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
+  m.def("report", [](const std::string& folder, const std::string& html) { chopsim::write_report(folder, html); });
+}

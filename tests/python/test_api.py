@@ -1,0 +1,61 @@
+"""The Python API (issue 18): chopsim.run, sweep, read_sweep, report and errors, against the CLI's own figures and
+physics (tokens per second = tokens per iteration / iteration time). Run by ctest (python_api) with PYTHONPATH set
+to the build's python/ folder."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import chopsim
+
+SOURCE = os.environ["CHOPSIM_SOURCE_DIR"]
+CHOPSIM = os.environ["CHOPSIM_BINARY"]
+QUICK_START = os.path.join(SOURCE, "configs", "llama3-8b-fsdp.yaml")
+
+
+def test_run_gives_the_cli_figures(tmp_path):
+    result = chopsim.run(QUICK_START, out=tmp_path / "py")
+    subprocess.run([CHOPSIM, "run", QUICK_START, "--out", str(tmp_path / "cli")], check=True, capture_output=True)
+    cli = json.load(open(tmp_path / "cli" / "summary.json"))
+    assert result.to_dict() == json.load(open(tmp_path / "py" / "summary.json"))
+    for key in ("iteration_time_s", "tokens_per_s", "mfu", "energy_per_token_j"):
+        assert getattr(result, key) == cli[key], key
+    tokens = result.run["training"]["tokens_per_iteration"]
+    assert result.tokens_per_s == pytest.approx(tokens / result.iteration_time_s, rel=1e-12)
+    assert "MFU" in repr(result)
+
+
+def test_overrides_as_keywords_or_a_mapping_are_checked_like_the_file():
+    a = chopsim.run(QUICK_START, training__micro_batch=1)
+    b = chopsim.run(QUICK_START, overrides={"training.micro_batch": 1})
+    assert a.to_dict() == b.to_dict()
+    assert a.run["training"]["micro_batch"] == 1
+    assert a.iteration_time_s != chopsim.run(QUICK_START).iteration_time_s
+    with pytest.raises(chopsim.InputError, match="did you mean 'micro_batch'"):
+        chopsim.run(QUICK_START, training__micro_bach=1)
+    with pytest.raises(ValueError, match="does not match the cluster's 8 GPUs"):
+        chopsim.run(QUICK_START, parallelism__dp=3)
+
+
+def test_out_of_memory_is_a_status_not_an_error():
+    r = chopsim.run(QUICK_START, training__micro_batch=8, training__global_batch=64, training__recompute="none")
+    assert r.status == "out_of_memory"
+    assert r.memory["peak_bytes_per_gpu"] > r.memory["capacity_bytes"]
+
+
+def test_sweep_rows_and_report(tmp_path):
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text("base: %s\naxes:\n  training.micro_batch: [1, 2]\n" % QUICK_START)
+    rows = chopsim.sweep(sweep_file, tmp_path / "out", jobs=2)
+    assert [row["status"] for row in rows] == ["ok", "ok"]
+    assert [row["training.micro_batch"] for row in rows] == ["1", "2"]
+    assert all(row["tokens_per_s"] > 0 for row in rows)
+    assert chopsim.read_sweep(tmp_path / "out") == rows
+    html = chopsim.report(tmp_path / "out")
+    assert open(html).read().startswith("<!DOCTYPE html>")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
