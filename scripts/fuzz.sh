@@ -54,7 +54,8 @@ for target in "${targets[@]}"; do
   dict=()
   [ -f "tests/fuzz/dict/$target.dict" ] && dict=(-dict="tests/fuzz/dict/$target.dict")
   echo "fuzz: $target for ${seconds}s"
-  if ! "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
+  # -seed=1: the same mutations on every run of the same build, so that CI and a local run agree.
+  if ! "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 \
       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$target-" \
       2> "build-fuzz/fuzz_$target.log"; then
     echo "fuzz: $target FAILED (build-fuzz/fuzz_$target.log, input in build-fuzz/findings/)"

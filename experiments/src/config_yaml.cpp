@@ -87,12 +87,16 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
   return length;
 }
 
-/// A UTF-8 config (the usual case, with or without a BOM) must be valid UTF-8 without control characters other than
-/// tab, line feed and carriage return: a NUL or invalid byte in a name would reach summary.json and make it
-/// unreadable. UTF-16 and UTF-32 files (with their BOM) are left to yaml-cpp, which decodes them.
+/// A config must be valid UTF-8 (with or without a BOM) without control characters other than tab, line feed and
+/// carriage return: a NUL or invalid byte in a name would reach summary.json and make it unreadable.
 void check_config_text(std::string_view text, const std::string& shown, std::string_view what) {
   const auto starts = [&](std::string_view bom) { return text.substr(0, bom.size()) == bom; };
-  if (starts("\xFF\xFE") || starts("\xFE\xFF") || starts(std::string_view("\0\0\xFE\xFF", 4))) return;
+  // UTF-16 and UTF-32 are refused: yaml-cpp would decode them, but the checks below (and those of
+  // check_document_roots, which keep yaml-cpp out of an endless loop) read UTF-8.
+  if (starts("\xFF\xFE") || starts("\xFE\xFF") || starts(std::string_view("\0\0\xFE\xFF", 4)))
+    throw InputError({shown}, "",
+                     "the " + std::string(what) + " is UTF-16 or UTF-32 (it starts with a byte order mark)",
+                     "save the file as UTF-8");
   int line = 1, column = 1;
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -113,6 +117,58 @@ void check_config_text(std::string_view text, const std::string& shown, std::str
       ++column;
     }
     i += length;
+  }
+}
+
+/// True when `line` (without its indentation) opens a block mapping entry ("key: ...", "key:", "'key': ...") or a
+/// block sequence item ("- ...", refused later with its own message).
+bool opens_block_node(std::string_view line) {
+  if (line == "-" || line.starts_with("- ")) return true;
+  std::size_t i = 0;
+  if (line.front() == '"' || line.front() == '\'') {
+    const std::size_t close = line.find(line.front(), 1);
+    if (close == std::string_view::npos) return false;
+    i = close + 1;
+    while (i < line.size() && line[i] == ' ') ++i;
+    return i < line.size() && line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' ');
+  }
+  if (std::string_view(",[]{}#&*!|>%@`?:-").find(line.front()) != std::string_view::npos) return false;
+  for (; i < line.size(); ++i) {
+    if (line[i] == '#' && i > 0 && line[i - 1] == ' ') return false;
+    if (line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' ' || line[i + 1] == '\t')) return true;
+  }
+  return false;
+}
+
+/// yaml-cpp 0.7 loops forever, allocating until memory runs out, on a document whose root is not a block node and
+/// is followed by a ',' (",", "[a],", "\"x\",", "&a ,": found by fuzz_run_config; tests/bad_inputs has them). A
+/// chopsim file is 'key: value' lines, so every document must open with such a line: checked here, before yaml-cpp.
+void check_document_roots(std::string_view text, const std::string& shown, std::string_view what) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
+  bool expecting_root = true;
+  int line_number = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.starts_with("---") || line.starts_with("...")) {
+      expecting_root = true;
+      line.remove_prefix(3);
+    } else if (!expecting_root) {
+      continue;
+    } else if (line.starts_with("%")) {
+      continue;  // a directive (%YAML 1.2) before '---'
+    }
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    if (!opens_block_node(line.substr(first)))
+      throw InputError({shown, line_number, static_cast<int>(first) + 1}, "",
+                       "the " + std::string(what) + " must start with 'key: value' lines; this line starts with '" +
+                           std::string(line.substr(first, std::min<std::size_t>(20, line.size() - first))) + "'",
+                       "write the file as 'key: value' lines (see docs/configs.md)");
+    expecting_root = false;
   }
 }
 
@@ -144,6 +200,7 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   std::ostringstream text;
   text << in.rdbuf();
   check_config_text(text.view(), shown, what);
+  check_document_roots(text.view(), shown, what);
 
   std::vector<YAML::Node> documents;
   try {
@@ -172,7 +229,12 @@ YAML::Node apply_overrides(const YAML::Node& root, const std::vector<ConfigOverr
   for (const ConfigOverride& o : overrides) {
     YAML::Node value;
     try {
-      value = YAML::Load(o.value);
+      // One line of UTF-8, parsed as the value of a key: a bare document root is where yaml-cpp can loop forever
+      // (check_document_roots).
+      if (o.value.find_first_of("\n\r") != std::string::npos)
+        throw InputError({o.origin}, o.key, "the value spans several lines", "give the value on one line");
+      check_config_text(o.value, o.origin, "value");
+      value = YAML::Load("v: " + o.value)["v"];
     } catch (const YAML::Exception& e) {
       throw InputError({o.origin}, o.key, "the value '" + o.value + "' is not YAML: " + e.msg,
                        "quote text, write lists as [1, 2] and mappings as {key: value}");

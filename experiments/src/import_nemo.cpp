@@ -99,11 +99,13 @@ std::string matching_model(const Job& job, const ConfigSearchPath& search) {
 
 std::string detect_job_format(const fs::path& file) {
   try {
-    const YAML::Node root = YAML::LoadFile(file.string());
+    // Through the config loader's checks: yaml-cpp alone can loop forever on some malformed files.
+    const YAML::Node root = config_detail::load_yaml_file(file, "job config");
     if (root.IsMap() && root["model"].IsMap() && root["trainer"].IsMap() &&
         root["model"]["tensor_model_parallel_size"].IsDefined())
       return "nemo";
   } catch (const YAML::Exception&) {
+  } catch (const InputError&) {
   }
   return "";
 }

@@ -69,11 +69,20 @@ config("unclosed_flow", BASE.replace("fabric: {kind: none}", "fabric: {kind: non
 config("duplicate_key", BASE + "iterations: 2\n", "duplicate")
 config("empty", "", "empty")
 config("only_comments", "# nothing here\n", "empty")
-config("scalar_root", "just a string\n", "mapping")
+config("scalar_root", "just a string\n", "key: value")
 config("list_root", "- a\n- b\n", "mapping")
 config("nul_byte", BASE.replace("name: bad", "name: b\x00ad"), "NUL")
-# UTF-16 with its BOM is valid YAML (yaml-cpp decodes it): the run works.
-case("config/utf16.yaml", BASE.encode("utf-16"), RUN, 0, "", binary=True)
+case("config/utf16.yaml", BASE.encode("utf-16"), RUN, 2, "UTF-8", binary=True)
+# yaml-cpp 0.7 loops forever on a document whose root is a flow node or a scalar followed by ',' (fuzz_run_config).
+config("root_comma", ",\n", "must start with 'key: value'")
+config("root_flow_then_comma", "[a],\n", "must start with 'key: value'")
+config("root_quoted_then_comma", '"x",\n', "must start with 'key: value'")
+config("root_anchor_then_comma", "&a ,\n", "must start with 'key: value'")
+config("second_document_comma", BASE + "---\n,\n", "must start with 'key: value'")
+config("fuzz_run_config_timeout", BASE.replace("name: bad", "# a comment\n,6f optim\nname: bad"), "must start with 'key: value'")
+# The fuzzer's own input (kept in its corpus too): it hung `chopsim run` in yaml-cpp before the check.
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-root-comma.yaml"), "rb") as f:
+    case("config/fuzz_finding_timeout.yaml", f.read(), RUN, 2, "must start with 'key: value'", binary=True)
 case("config/invalid_utf8.yaml", BASE.replace("name: bad", "name: bad").encode() .replace(b"name: bad", b"name: b\xff\xfead"),
      RUN, 2, "UTF-8", binary=True)
 config("deep_nesting", "name: " + "[" * 100000 + "]" * 100000 + "\n", "YAML")
@@ -173,7 +182,7 @@ kineto("nul_byte", events(K_EVENT % ("100", "5")).replace("ampere", "amp\x00ere"
 case("kineto/utf16.json", events(K_EVENT % ("100", "5")).encode("utf-16"), INGEST, 2, "format", binary=True)
 case("kineto/invalid_utf8.json", events(K_EVENT % ("100", "5")).encode().replace(b"ampere", b"amp\xff\xfeere"),
      INGEST, 2, "kineto", binary=True)
-case("kineto/truncated.json.gz", gzip.compress(events(K_EVENT % ("100", "5")).encode())[:-12], INGEST, 2, "gzip",
+case("kineto/truncated.json.gz", gzip.compress(events(K_EVENT % ("100", "5")).encode(), mtime=0)[:-12], INGEST, 2, "gzip",
      binary=True)
 case("kineto/garbage.json.gz", b"\x1f\x8b\x08\x00" + b"\x00garbage" * 8, INGEST, 2, "gzip", binary=True)
 kineto("dur_overflow_sum", events(K_EVENT % ("9000000000000000", "900000000000000")), "kineto")
