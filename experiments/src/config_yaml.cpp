@@ -147,16 +147,56 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
   bool expecting_root = true;
   int line_number = 0;
+  int flow_depth = 0;            // [ and { open, ] and } close (outside quotes and comments)
+  int block_scalar_indent = -1;  // >= 0: inside a block scalar opened on a line of this indentation
+  const auto track = [&](std::string_view line, std::size_t indent) {
+    char quote = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '#' && (i == 0 || line[i - 1] == ' ')) {
+        line = line.substr(0, i);
+        break;
+      } else if (c == '[' || c == '{') {
+        ++flow_depth;
+      } else if (c == ']' || c == '}') {
+        --flow_depth;
+      }
+    }
+    const std::size_t last = line.find_last_not_of(" \t");
+    if (last != std::string_view::npos && flow_depth <= 0) {
+      // "key: |", "key: >-", "- |2": the lines below, more indented, are a block scalar.
+      std::size_t k = last;
+      while (k > 0 && (line[k] == '-' || line[k] == '+' || std::isdigit(static_cast<unsigned char>(line[k])))) --k;
+      if ((line[k] == '|' || line[k] == '>') && k > 0 && line[k - 1] == ' ')
+        block_scalar_indent = static_cast<int>(indent);
+    }
+  };
   for (std::size_t start = 0; start < text.size();) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // Block scalar content ("key: |" and its more-indented lines) is text, not YAML structure.
+    const std::size_t indent = line.find_first_not_of(" \t");
+    if (block_scalar_indent >= 0) {
+      if (indent == std::string_view::npos || static_cast<int>(indent) > block_scalar_indent) continue;
+      block_scalar_indent = -1;
+    }
     if (line.starts_with("---") || line.starts_with("...")) {
       expecting_root = true;
       line.remove_prefix(3);
     } else if (!expecting_root) {
+      // A ',' opening a line outside a flow collection: yaml-cpp 0.7 can loop forever on it (fuzz_run_config).
+      if (indent != std::string_view::npos && line[indent] == ',' && flow_depth <= 0)
+        throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
+                         "a line of the " + std::string(what) + " starts with ',' outside a [list] or {mapping}",
+                         "remove the ',' or put the list in brackets");
+      track(line, indent);
       continue;
     } else if (line.starts_with("%")) {
       continue;  // a directive (%YAML 1.2) before '---'
@@ -169,6 +209,7 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
                            std::string(line.substr(first, std::min<std::size_t>(20, line.size() - first))) + "'",
                        "write the file as 'key: value' lines (see docs/configs.md)");
     expecting_root = false;
+    track(line, first);
   }
 }
 

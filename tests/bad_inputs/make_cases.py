@@ -83,6 +83,10 @@ config("fuzz_run_config_timeout", BASE.replace("name: bad", "# a comment\n,6f op
 # The fuzzer's own input (kept in its corpus too): it hung `chopsim run` in yaml-cpp before the check.
 with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-root-comma.yaml"), "rb") as f:
     case("config/fuzz_finding_timeout.yaml", f.read(), RUN, 2, "must start with 'key: value'", binary=True)
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-indented-comma.yaml"), "rb") as f:
+    case("config/fuzz_finding_indented_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
+config("line_starts_with_comma", BASE.replace("  dp: 8", "    dp: 8\n   , 2"), "starts with ','")
+config("block_scalar_comma_is_text", BASE + "description: |\n  a, b\n  , c\n", "", 0)
 case("config/invalid_utf8.yaml", BASE.replace("name: bad", "name: bad").encode() .replace(b"name: bad", b"name: b\xff\xfead"),
      RUN, 2, "UTF-8", binary=True)
 config("deep_nesting", "name: " + "[" * 100000 + "]" * 100000 + "\n", "YAML")
