@@ -39,6 +39,10 @@ declare -A extra=(
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=0"  # SimGrid's process-wide state (tests/sanitizers/lsan.supp) is not our leak
 mkdir -p build-fuzz/findings
+# The targets write each input to a file under TMPDIR: a folder of this run's own, removed at the end.
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 status=0
 for target in "${targets[@]}"; do
   work=$(mktemp -d)
