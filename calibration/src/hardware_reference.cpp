@@ -143,6 +143,18 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   hw.tdp_w = yaml.optional("power_w.tdp", 0.0);
   hw.thermal_resistance_k_per_w = yaml.optional("thermal.resistance_k_per_w", 0.0);
   hw.thermal_capacitance_j_per_k = yaml.optional("thermal.capacitance_j_per_k", 0.0);
+  PowerModelReference& pm = hw.power_model;
+  pm.present = yaml.optional("power_model.dynamic_w", -1.0) >= 0.0;
+  pm.dynamic_w = yaml.optional("power_model.dynamic_w", 0.0);
+  pm.hbm_w = yaml.optional("power_model.hbm_w", 0.0);
+  pm.busy_activity = yaml.optional("power_model.busy_activity", pm.busy_activity);
+  pm.tensor_activity = yaml.optional("power_model.tensor_activity", pm.tensor_activity);
+  pm.vector_activity = yaml.optional("power_model.vector_activity", pm.vector_activity);
+  pm.leakage_w_per_k = yaml.optional("power_model.leakage_w_per_k", 0.0);
+  pm.reference_c = yaml.optional("power_model.reference_c", pm.reference_c);
+  pm.voltage.knee_hz = yaml.optional("power_model.voltage.knee_mhz", 0.0) * units::kMega;
+  pm.voltage.max_ratio = yaml.optional("power_model.voltage.max_ratio", 1.0);
+  pm.voltage.exponent = yaml.optional("power_model.voltage.exponent", 1.0);
   for (std::size_t c = 0; c < kKernelClassCount; ++c) {
     const std::string prefix = "kernels.efficiency." + std::string(kernel_class_name(static_cast<KernelClass>(c)));
     EfficiencyDefaults& e = hw.efficiency[c];

@@ -103,6 +103,7 @@ CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareRe
   result.host_launch = fit_host_launch(measurements);
   result.collectives = fit_collectives(measurements, hardware, node_links);
   result.telemetry = fit_telemetry(measurements);
+  result.power_model = fit_dynamic_power(measurements, hardware, result.telemetry, kernel_options.clock_hz);
   return result;
 }
 
@@ -115,9 +116,13 @@ std::string render_profile_yaml(const CalibrationResult& result) {
   for (std::size_t i = 0; i < result.inputs.size(); ++i)
     out << "#   [" << i + 1 << "] " << result.inputs[i].path << " (" << result.inputs[i].kind << ") "
         << result.inputs[i].sha256 << "\n";
-  out << "# `kernels`, `intra_node_link` and `nic` override the keys of the same name and unit in the hardware file\n"
-         "# (docs/configs.md); keys not written here keep the hardware file's values. `collectives` holds run-level\n"
-         "# collective-model parameters (a run's `collectives:` section). `telemetry_fit` is informational.\n";
+  out << "# `kernels`, `intra_node_link`, `nic`, `power_w` (idle only) and `power_model` override the keys of the "
+         "same\n"
+         "# name and unit in the hardware file (docs/configs.md); keys not written here keep the hardware file's "
+         "values.\n"
+         "# `collectives` holds run-level collective-model parameters (a run's `collectives:` section). "
+         "`telemetry_fit`\n"
+         "# is informational.\n";
   out << line(0, "profile_version", std::to_string(kCalibrationProfileVersion));
   out << line(0, "hardware", hw.name);
 
@@ -175,6 +180,20 @@ std::string render_profile_yaml(const CalibrationResult& result) {
                 "per algorithm step on top of the link latency; default 2");
   }
   const TelemetryFit& t = result.telemetry;
+  const DynamicPowerFit& p = result.power_model;
+  if (p.fitted) {
+    if (t.idle_points > 0) {
+      out << line(0, "power_w", "");
+      out << line(2, "idle", num(p.idle_w),
+                  "median of " + std::to_string(t.idle_points) + " readings at activity <= 1 % " +
+                      input_refs(t.inputs) + "; file: " + num(hw.idle_power_w));
+    }
+    out << line(0, "power_model", "");
+    out << line(2, "dynamic_w", num(p.dynamic_w),
+                "the traced kernels' load draws the " + num(p.mean_power_w, 3) + " W read at " +
+                    num(p.mean_clock_hz / units::kMega, 4) + " MHz, " + std::to_string(p.readings) + " readings " +
+                    input_refs(p.inputs) + "; file: " + num(hw.power_model.dynamic_w));
+  }
   if (t.power_fitted || t.thermal_fitted || t.idle_points > 0) {
     out << line(
         0, "telemetry_fit", "",
@@ -461,6 +480,32 @@ std::string render_fit_report(const CalibrationResult& result) {
     }
     for (const auto& n : t.notes) out << "\n* " << n;
     if (!t.notes.empty()) out << "\n";
+  }
+
+  out << "\n## Dynamic power (the profile's `power_model.dynamic_w`)\n\n";
+  const DynamicPowerFit& p = result.power_model;
+  if (!p.fitted) {
+    out << "Not fitted: " << p.not_fitted_because << ".\n";
+  } else {
+    const PowerModelReference& m = hw.power_model;
+    out << "The power model (models/power.hpp) P = static(T) + P_dyn·g(f)·a + P_hbm·u, with the activity weights, HBM "
+           "power and voltage curve of the hardware file, solved for P_dyn at the operating point the telemetry "
+        << input_refs(p.inputs) << " read while the traced kernels ran (" << p.readings << " readings over "
+        << num(p.span_s, 3) << " s of kernels, " << p.kernels << " kernels):\n\n"
+        << "| quantity | value | from |\n|---|---|---|\n"
+        << "| mean power | " << num(p.mean_power_w) << " W | readings |\n"
+        << "| mean clock | " << num(p.mean_clock_hz / units::kMega) << " MHz | readings |\n"
+        << "| mean g(f) | " << num(p.mean_dynamic_scale) << " | readings, the file's voltage curve |\n"
+        << "| mean temperature | " << num(p.mean_temperature_c) << " °C | readings |\n"
+        << "| busy | " << percent(p.busy) << " | kernel time / span |\n"
+        << "| tensor-core use | " << percent(p.tensor) << " | GEMM/attention FLOPs / (peak at the clock × span) |\n"
+        << "| vector use | " << percent(p.vector) << " | other FLOPs / (peak × span) |\n"
+        << "| HBM use | " << percent(p.hbm) << " | bytes / (bandwidth × span) |\n"
+        << "| activity a | " << num(p.activity) << " | " << num(m.busy_activity) << "·busy + " << num(m.tensor_activity)
+        << "·tensor + " << num(m.vector_activity) << "·vector |\n"
+        << "| static power | " << num(p.static_w) << " W | idle " << num(p.idle_w) << " W + leakage |\n"
+        << "| HBM power | " << num(p.hbm_power_w) << " W | P_hbm " << num(m.hbm_w) << " W × u |\n"
+        << "| **P_dyn** | **" << num(p.dynamic_w) << " W** | hardware file: " << num(m.dynamic_w) << " W |\n";
   }
   return out.str();
 }

@@ -211,4 +211,100 @@ TelemetryFit fit_telemetry(const MeasurementSet& measurements) {
   return fit;
 }
 
+DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                  const TelemetryFit& telemetry, double measurement_clock_hz) {
+  DynamicPowerFit fit;
+  const PowerModelReference& model = hardware.power_model;
+  if (!model.present) {
+    fit.not_fitted_because = "the hardware file has no power_model";
+    return fit;
+  }
+  if (!(hardware.boost_clock_hz > 0.0) || !(hardware.hbm_bandwidth_bytes_per_s > 0.0)) {
+    fit.not_fitted_because = "the hardware file gives no boost clock or HBM bandwidth";
+    return fit;
+  }
+  // Readings taken while a trace's kernels ran, with power and clock.
+  std::set<std::size_t> spans_used, inputs;
+  double power = 0.0, clock = 0.0, scale = 0.0, temperature = 0.0;
+  std::size_t temperatures = 0;
+  for (const TelemetryReading& r : measurements.telemetry) {
+    if (!(std::isfinite(r.power_w) && r.power_w > 0.0 && r.gfx_clock_hz > 0.0)) continue;
+    for (std::size_t s = 0; s < measurements.kernel_spans.size(); ++s) {
+      const KernelSpan& span = measurements.kernel_spans[s];
+      if (r.time_s < span.start_s || r.time_s > span.end_s) continue;
+      spans_used.insert(s);
+      inputs.insert(r.input);
+      inputs.insert(span.input);
+      ++fit.readings;
+      power += r.power_w;
+      clock += r.gfx_clock_hz;
+      scale += dynamic_power_scale(model.voltage, r.gfx_clock_hz, hardware.boost_clock_hz);
+      const double t = std::isfinite(r.temp_junction_c) ? r.temp_junction_c : r.temp_edge_c;
+      if (std::isfinite(t) && t > -100.0) {
+        temperature += t;
+        ++temperatures;
+      }
+      break;
+    }
+  }
+  if (fit.readings == 0) {
+    fit.not_fitted_because =
+        "no telemetry reading (power and clock) was taken while a trace's kernels ran (give a trace and the "
+        "telemetry of the same run, both on the Unix-epoch clock)";
+    return fit;
+  }
+  const auto n = static_cast<double>(fit.readings);
+  fit.mean_power_w = power / n;
+  fit.mean_clock_hz = clock / n;
+  fit.mean_dynamic_scale = scale / n;
+  fit.mean_temperature_c = temperatures > 0 ? temperature / static_cast<double>(temperatures) : model.reference_c;
+
+  // The kernels' load over their spans, as the power model counts it (models/src/power_dynamics.cpp): busy time,
+  // FLOPs against the peak of their element type at the measured clock (tensor cores for GEMM and attention below
+  // fp32, the vector units otherwise), bytes against the HBM bandwidth.
+  std::set<std::size_t> span_inputs;
+  for (const std::size_t s : spans_used) {
+    span_inputs.insert(measurements.kernel_spans[s].input);
+    fit.span_s += measurements.kernel_spans[s].end_s - measurements.kernel_spans[s].start_s;
+  }
+  const double clock_for_peak = measurement_clock_hz > 0.0 ? measurement_clock_hz : fit.mean_clock_hz;
+  const double clock_ratio = clock_for_peak / hardware.rated_clock_hz;
+  double busy_s = 0.0, tensor_s = 0.0, vector_s = 0.0, hbm_s = 0.0;
+  for (const KernelSample& k : measurements.kernels) {
+    if (span_inputs.count(k.input) == 0) continue;
+    ++fit.kernels;
+    busy_s += k.duration_s;
+    const bool tensor = (k.kernel_class == KernelClass::gemm || k.kernel_class == KernelClass::attention) &&
+                        !k.dtype.empty() && k.dtype != "fp32";
+    if (k.flops > 0.0) {
+      const double peak = hardware.peak_for(k.dtype.empty() ? std::string("fp32") : k.dtype) * clock_ratio;
+      if (peak > 0.0) (tensor ? tensor_s : vector_s) += k.flops / peak;
+    }
+    if (k.bytes > 0.0) hbm_s += k.bytes / hardware.hbm_bandwidth_bytes_per_s;
+  }
+  if (!(fit.span_s > 0.0) || fit.kernels == 0) {
+    fit.not_fitted_because = "the traces' kernel spans hold no kernels";
+    return fit;
+  }
+  fit.busy = std::min(busy_s / fit.span_s, 1.0);
+  fit.tensor = std::min(tensor_s / fit.span_s, 1.0);
+  fit.vector = std::min(vector_s / fit.span_s, 1.0);
+  fit.hbm = std::min(hbm_s / fit.span_s, 1.0);
+  fit.activity =
+      model.busy_activity * fit.busy + model.tensor_activity * fit.tensor + model.vector_activity * fit.vector;
+  fit.idle_w = telemetry.idle_points > 0 ? telemetry.idle_power_w : hardware.idle_power_w;
+  fit.static_w = std::max(fit.idle_w + model.leakage_w_per_k * (fit.mean_temperature_c - model.reference_c),
+                          fit.idle_w / 3.0);  // as the power model bounds leakage
+  fit.hbm_power_w = model.hbm_w * fit.hbm;
+  const double dynamic_share = fit.mean_power_w - fit.static_w - fit.hbm_power_w;
+  if (!(fit.activity > 0.0) || !(fit.mean_dynamic_scale > 0.0) || !(dynamic_share > 0.0)) {
+    fit.not_fitted_because = "the measured power leaves no dynamic power above the static and HBM power";
+    return fit;
+  }
+  fit.dynamic_w = dynamic_share / (fit.mean_dynamic_scale * fit.activity);
+  fit.inputs.assign(inputs.begin(), inputs.end());
+  fit.fitted = true;
+  return fit;
+}
+
 }  // namespace chopsim

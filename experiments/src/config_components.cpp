@@ -114,6 +114,10 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
     g.read("clock_step_mhz", p.clock_step_hz, kMega, kPositiveReal, "MHz", need);
     g.read("hold_band", p.hold_band, 1.0, kFractionBelowOne, "");
     g.read("thermal_hysteresis_k", p.thermal_hysteresis_k, 1.0, kNonNegativeReal, "K");
+    g.read("control_period_ms", p.control_period_s, units::kMillisecond, kNonNegativeReal, "ms");
+    if (p.control_period_s > 0.0 && p.control_period_s < 1e-5)
+      g.fail("control_period_ms", "a control period below 0.01 ms would re-decide clocks within single kernels",
+             "use 0 (a clock per load change) or a period of at least 0.01 ms");
   });
 
   section(m, "cooling", Need::optional, "", [&](Mapping& c) { apply_cooling(c, hw.cooling); });

@@ -6,6 +6,8 @@
 //   kernels: {...}                  # hardware-file keys and units: override the run's hardware
 //   intra_node_link: {...}          #   "
 //   nic: {...}                      #   "
+//   power_w: {idle: ...}            #   "  (idle only: the TDP is the datasheet's)
+//   power_model: {...}              #   "
 //   collectives: {...}              # the run's `collectives:` keys (the run's own section wins)
 //   telemetry_fit: {...}            # informational: checked, not applied
 //
@@ -28,8 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kProfileKeys = {
-    "profile_version", "hardware", "kernels", "intra_node_link", "nic", "collectives", "telemetry_fit"};
+constexpr std::array<std::string_view, 9> kProfileKeys = {"profile_version", "hardware",    "kernels",
+                                                          "intra_node_link", "nic",         "power_w",
+                                                          "power_model",     "collectives", "telemetry_fit"};
 
 /// Rejects top-level keys other than kProfileKeys before the hardware decoder sees the file (it would otherwise accept
 /// every hardware key, e.g. peak_tflops, which a profile may not change).
@@ -43,9 +46,9 @@ void reject_foreign_sections(const YAML::Node& root, const std::string& shown) {
     const std::string suggestion = closest_match(key, valid);
     throw InputError(location_of(entry.first, shown), key,
                      "unknown key '" + key + "' in a calibration profile; valid keys: " + join(valid),
-                     suggestion.empty() ? "a profile overrides only kernels, intra_node_link and nic of the hardware "
-                                          "file and the run's collectives; put other changes in the run's "
-                                          "'hardware:' mapping (docs/configs.md)"
+                     suggestion.empty() ? "a profile overrides only kernels, intra_node_link, nic, power_w.idle and "
+                                          "power_model of the hardware file and the run's collectives; put other "
+                                          "changes in the run's 'hardware:' mapping (docs/configs.md)"
                                         : "did you mean '" + suggestion + "'?");
   }
 }
@@ -86,7 +89,16 @@ std::string apply_profile(const fs::path& file, const std::string& shown_referen
              "use a profile fitted on " + hardware->name + " (chopsim calibrate ... --hardware " + hardware->name +
                  "), run on " + fitted_on + ", or remove 'calibration'");
 
-  // kernels, intra_node_link, nic: the hardware decoder with nothing required, as a run's override mapping.
+  // A profile measures the idle power; the power limit is the datasheet's (or the run's `power:` section's).
+  if (top.has("power_w")) {
+    const YAML::Node power = root["power_w"];
+    if (power.IsMap() && power["tdp"])
+      throw InputError(location_of(power["tdp"], shown), "power_w.tdp",
+                       "a calibration profile may not change the TDP (a datasheet figure)",
+                       "remove power_w.tdp from the profile; set a power limit with the run's power.power_cap_w");
+  }
+  // kernels, intra_node_link, nic, power_w, power_model: the hardware decoder with nothing required, as a run's
+  // override mapping.
   HardwareSpec scratch;
   apply_hardware(top, hardware != nullptr ? *hardware : scratch, Need::optional);
 

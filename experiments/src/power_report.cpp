@@ -13,6 +13,7 @@ namespace chopsim::detail {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kWindow1ms = 1e-3;
+constexpr double kWindow25ms = 0.025;  // the NVML sensor's averaging window (PowerReport::peak_25ms_w)
 constexpr double kWindow100ms = 0.1;
 /// "Time below 90 % of the max clock" (the brief's clock metric).
 constexpr double kLowClockFraction = 0.9;
@@ -128,6 +129,7 @@ double WindowedExtreme::finish(double end_s) {
 
 PowerObserver::Gpu::Gpu()
     : average_1ms({0.0, kWindow1ms}, {1.0, -1.0}, kWindow1ms),
+      average_25ms({0.0, kWindow25ms}, {1.0, -1.0}, kWindow25ms),
       average_100ms({0.0, kWindow100ms}, {1.0, -1.0}, kWindow100ms),
       rise_1ms({0.0, kWindow1ms, 2.0 * kWindow1ms}, {1.0, -2.0, 1.0}, kWindow1ms) {}
 
@@ -179,6 +181,7 @@ void PowerObserver::on_telemetry(const TelemetrySample& s) {
   g.peak_c = std::max(g.peak_c, s.temperature_c);
   if ((s.flags & kThrottleThermal) != 0 && g.first_thermal_s < 0.0) g.first_thermal_s = s.time_s;
   g.average_1ms.add(s.time_s, s.power_w);
+  g.average_25ms.add(s.time_s, s.power_w);
   g.average_100ms.add(s.time_s, s.power_w);
   g.rise_1ms.add(s.time_s, s.power_w);
 }
@@ -210,10 +213,12 @@ PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_pe
     if (g.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
     r.peak_w = std::max(r.peak_w, g.peak_w);
     const double a1 = g.average_1ms.finish(end_s);
+    const double a25 = g.average_25ms.finish(end_s);
     const double a100 = g.average_100ms.finish(end_s);
     const double rise = g.rise_1ms.finish(end_s);
     // A run shorter than a window: its average over the whole run.
     r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.energy_j / end_s : a1);
+    r.peak_25ms_w = std::max(r.peak_25ms_w, std::isnan(a25) ? g.energy_j / end_s : a25);
     r.peak_100ms_w = std::max(r.peak_100ms_w, std::isnan(a100) ? g.energy_j / end_s : a100);
     if (!std::isnan(rise)) r.max_rise_w_per_ms = std::max(r.max_rise_w_per_ms, rise);
   }

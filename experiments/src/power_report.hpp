@@ -90,7 +90,7 @@ class PowerObserver final : public SimulationObserver {
     double peak_w = 0.0;
     double peak_c = -1e300;
     double first_thermal_s = -1.0;
-    WindowedExtreme average_1ms, average_100ms, rise_1ms;
+    WindowedExtreme average_1ms, average_25ms, average_100ms, rise_1ms;
     Gpu();
   };
   void advance(Gpu& gpu, double time_s) const;

@@ -214,6 +214,7 @@ void write_power_json(JsonWriter& json, const RunSpec& run, const RunReport& rep
   json.field("mean_w", p.mean_w);
   json.field("peak_w", p.peak_w);
   json.field("peak_1ms_w", p.peak_1ms_w);
+  json.field("peak_25ms_w", p.peak_25ms_w);
   json.field("peak_100ms_w", p.peak_100ms_w);
   json.field("max_rise_w_per_ms", p.max_rise_w_per_ms);
   json.end_object();
@@ -438,8 +439,9 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
     double peak_c = -1e300;
     for (double t : p.peak_temperature_c) peak_c = std::max(peak_c, t);
     out << "\n  power / GPU         mean " << fixed(p.mean_w, 0) << " W, peak " << fixed(p.peak_w, 0) << " W (1 ms "
-        << fixed(p.peak_1ms_w, 0) << " W, 100 ms " << fixed(p.peak_100ms_w, 0) << " W), cap " << fixed(p.cap_w, 0)
-        << " W, largest rise " << fixed(p.max_rise_w_per_ms, 0) << " W/ms\n";
+        << fixed(p.peak_1ms_w, 0) << " W, 25 ms " << fixed(p.peak_25ms_w, 0) << " W, 100 ms "
+        << fixed(p.peak_100ms_w, 0) << " W), cap " << fixed(p.cap_w, 0) << " W, largest rise "
+        << fixed(p.max_rise_w_per_ms, 0) << " W/ms\n";
     out << "  energy              " << fixed(p.energy_per_iteration_j / 1e3, 2) << " kJ per iteration, "
         << fixed(p.energy_per_token_j, 3) << " J per token\n";
     out << "  clock (in kernels)  mean " << fixed(p.clock_mean_hz / units::kMega, 0) << " MHz, min "

@@ -163,7 +163,7 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
   if (p == "iteration_time") return r.report.iteration_time_s;
   if (p == "average_power") return r.report.power.mean_w;
   if (p == "clock_mean") return r.report.power.clock_mean_hz;
-  if (p == "peak_power_1ms") return r.report.power.peak_1ms_w;
+  if (p == "peak_power_25ms") return r.report.power.peak_25ms_w;
   if (p == "relative_time") return r.report.iteration_time_s / baseline->report.iteration_time_s;
   for (const auto& [rank, times] : r.rank_pass_time_s)
     for (int pass = 0; pass < 2; ++pass)

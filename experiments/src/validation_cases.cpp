@@ -543,9 +543,9 @@ void add_h200_eager_cases(const std::filesystem::path& data_dir, const std::file
     add("mean SM clock", window, ValidationMetric::mean_clock_hz, "clock_mean", clock / readings,
         "measured: every reading; predicted: while kernels run (the GPU is busy 98 % of a step)");
     add("largest instantaneous power", "nvml.csv over runs." + key + ".window_s", ValidationMetric::peak_power_w,
-        "peak_power_1ms", peak,
-        "largest NVML instantaneous reading (refreshed every ~100 ms: it cannot show 1 ms peaks) vs the predicted "
-        "largest 1 ms average");
+        "peak_power_25ms", peak,
+        "largest NVML instantaneous reading vs the predicted largest 25 ms average: Hopper's sensor averages 25 ms "
+        "of every 100 ms (Yang et al., SC24), so it cannot show 1 ms peaks");
   }
 }
 

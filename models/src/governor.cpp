@@ -24,6 +24,9 @@ void check(const GovernorParams& p) {
   if (!(p.clock_step_hz >= 1e5)) throw ModelError("governor: clock_step_hz must be at least 0.1 MHz");
   if (p.hold_band < 0.0 || p.hold_band >= 1.0) throw ModelError("governor: hold_band must be in [0, 1)");
   if (p.thermal_hysteresis_k < 0.0) throw ModelError("governor: thermal_hysteresis_k must be >= 0");
+  // Below 10 µs a control loop would re-decide within single kernels: use 0 (per load change) instead.
+  if (!(p.control_period_s == 0.0 || (p.control_period_s >= 1e-5 && std::isfinite(p.control_period_s))))
+    throw ModelError("governor: control_period_s must be 0 or at least 10 µs");
 }
 
 /// Firmware power and thermal management as NVIDIA's and AMD's boards do it, reduced to what decides time and
@@ -44,6 +47,11 @@ class FirmwareGovernor final : public Governor {
   const GovernorParams& params() const override { return params_; }
 
   void decide(const GovernorContext& c, GovernorState& state, GovernorDecision& out) const override {
+    out.period_started = false;
+    if (params_.control_period_s > 0.0) {
+      decide_periodic(c, state, out);
+      return;
+    }
     const int dies = c.dies();
     const double now = c.now_s();
     const double floor = c.floor_hz();
@@ -120,6 +128,94 @@ class FirmwareGovernor final : public Governor {
   }
 
  private:
+  /// The control loop of GovernorParams::control_period_s. Between periods the clocks chosen at the last one hold,
+  /// whatever starts or ends. At a period the firmware knows the load of the period that ended (the die's average
+  /// activity and HBM traffic, as its power telemetry integrates it) and the averaged power; it picks for the next
+  /// period the clock at which that load would bring the averaged power to the cap by the period's end:
+  ///   P_avg(t + T) = P + (P_avg(t) - P) exp(-T / window) = cap  =>  P = (cap - P_avg(t) e^(-T/window)) / (1 -
+  ///   e^(-T/window)),
+  /// or the ceiling when the load draws less than that there. A cold start (P_avg low) therefore bursts at the ceiling
+  /// until the average has filled, and a load that alternates between GEMMs and memory-bound kernels runs at one
+  /// clock over each period, drawing more than the cap in its GEMMs and less in the rest.
+  /// Thermal: the hardware slowdown acts at once, not per period: a die at its slowdown temperature runs at the
+  /// highest clock whose steady temperature with its present load is the slowdown point, re-decided at every load
+  /// change while it is throttled (as decide() does).
+  void decide_periodic(const GovernorContext& c, GovernorState& state, GovernorDecision& out) const {
+    const int dies = c.dies();
+    const auto n = static_cast<std::size_t>(dies);
+    const double now = c.now_s();
+    const double floor = c.floor_hz();
+    const double ceiling = c.ceiling_hz();
+    const double step = params_.clock_step_hz;
+    // Thermal slowdown does not wait for the power loop: a die reaching its slowdown temperature (or cooled enough to
+    // be released) is re-decided at once, and a throttled die's clock follows its present load, as decide() does.
+    state.thermal_throttled.resize(n, 0);
+    bool thermal_changed = false;
+    for (int d = 0; d < dies; ++d) {
+      auto& throttled = state.thermal_throttled[static_cast<std::size_t>(d)];
+      const std::uint8_t before = throttled;
+      const double t = c.temperature_c(d);
+      if (throttled && t <= c.slowdown_c() - params_.thermal_hysteresis_k) throttled = 0;
+      if (!throttled && t >= c.slowdown_c() - kTemperatureTolerance_k) throttled = 1;
+      thermal_changed = thermal_changed || throttled != before;
+    }
+    const bool at_period =
+        !std::isfinite(state.next_period_s) || now >= state.next_period_s - 1e-12 * std::max(1.0, std::abs(now));
+    const bool any_throttled =
+        std::any_of(state.thermal_throttled.begin(), state.thermal_throttled.end(), [](std::uint8_t t) { return t; });
+    if (!at_period && !thermal_changed && !any_throttled && state.held_clock_hz.size() == n) {
+      out.clock_hz = state.held_clock_hz;
+      out.flags = state.held_flags;
+      out.next_s = std::min(state.next_period_s, next_thermal_event_s(c, state, out));
+      return;
+    }
+
+    auto& die_ceiling = state.die_ceiling_hz;
+    die_ceiling.assign(n, ceiling);
+    for (int d = 0; d < dies; ++d)
+      if (state.thermal_throttled[static_cast<std::size_t>(d)])
+        die_ceiling[static_cast<std::size_t>(d)] = highest_clock_within(floor, ceiling, step, c.sustainable_power_w(d),
+                                                                        [&](double f) { return c.die_power_w(d, f); });
+    out.period_started = false;
+    if (at_period) {
+      const double top = *std::max_element(die_ceiling.begin(), die_ceiling.end());
+      auto domain_power = [&](double f) {
+        double p = 0.0;
+        for (int d = 0; d < dies; ++d)
+          p += c.die_period_power_w(d, std::min(f, die_ceiling[static_cast<std::size_t>(d)]));
+        return p;
+      };
+      const double decay = std::exp(-params_.control_period_s / params_.window_s);
+      const double target = std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
+      state.held_common_hz = highest_clock_within(floor, top, step, target, domain_power);
+      state.next_period_s = now + params_.control_period_s;
+      out.period_started = true;
+    }
+    out.clock_hz.assign(n, ceiling);
+    out.flags.assign(n, 0);
+    for (int d = 0; d < dies; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      out.clock_hz[i] = std::min(state.held_common_hz, die_ceiling[i]);
+      if (state.thermal_throttled[i] && die_ceiling[i] < ceiling) out.flags[i] |= kThrottleThermal;
+      if (state.held_common_hz < die_ceiling[i]) out.flags[i] |= kThrottlePower;
+    }
+    state.held_clock_hz = out.clock_hz;
+    state.held_flags = out.flags;
+    out.next_s = std::min(state.next_period_s, next_thermal_event_s(c, state, out));
+  }
+
+  /// When a die next reaches its slowdown temperature (or, throttled, cools to its release point) at the clocks of
+  /// `out` and its present load.
+  double next_thermal_event_s(const GovernorContext& c, const GovernorState& state, const GovernorDecision& out) const {
+    double next = kInfinity;
+    for (int d = 0; d < c.dies(); ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      const double goal = state.thermal_throttled[i] ? c.slowdown_c() - params_.thermal_hysteresis_k : c.slowdown_c();
+      next = std::min(next, c.now_s() + c.time_to_temperature_s(d, c.die_power_w(d, out.clock_hz[i]), goal));
+    }
+    return next;
+  }
+
   GovernorParams params_;
 };
 

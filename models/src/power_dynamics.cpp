@@ -81,6 +81,20 @@ double PowerDomain::die_power_w(int die, double clock_hz) const {
   return power_.power_w(activity(d, clock_hz), clock_hz, d.temperature_c);
 }
 
+double PowerDomain::die_period_power_w(int die, double clock_hz) const {
+  const DieState& d = dies_[static_cast<std::size_t>(die)];
+  if (!(d.period_s > 0.0)) return die_power_w(die, clock_hz);
+  const double w = 1.0 / d.period_s;
+  const DieActivity average{d.period_load.busy * w, d.period_load.tensor * w, d.period_load.vector * w,
+                            d.period_load.hbm * w, d.period_load.communication * w};
+  return power_.power_w(average, clock_hz, d.temperature_c);
+}
+
+void PowerDomain::refresh_power(DieState& d) const {
+  d.activity = activity(d, d.clock_hz);
+  d.power_w = power_.power_w(d.activity, d.clock_hz, d.temperature_c);
+}
+
 double PowerDomain::slowdown_c() const { return thermal_.params().slowdown_c; }
 
 double PowerDomain::sustainable_power_w(int die) const {
@@ -108,6 +122,12 @@ void PowerDomain::integrate(double time_s) {
   double total = 0.0;
   for (DieState& d : dies_) {
     d.energy_j += d.power_w * dt;
+    d.period_load.busy += d.activity.busy * dt;
+    d.period_load.tensor += d.activity.tensor * dt;
+    d.period_load.vector += d.activity.vector * dt;
+    d.period_load.hbm += d.activity.hbm * dt;
+    d.period_load.communication += d.activity.communication * dt;
+    d.period_s += dt;
     d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
     total += d.power_w;
   }
@@ -152,7 +172,11 @@ void PowerDomain::decide() {
     const bool clock_changed = decision_.clock_hz[i] != d.clock_hz;
     d.clock_hz = decision_.clock_hz[i];
     d.flags = decision_.flags[i];
-    d.power_w = power_.power_w(activity(d, d.clock_hz), d.clock_hz, d.temperature_c);
+    if (decision_.period_started) {
+      d.period_load = DieActivity{};
+      d.period_s = 0.0;
+    }
+    refresh_power(d);
     if ((clock_changed || d.load_changed) && listener_ != nullptr && !d.kernels.empty())
       listener_->on_rates_changed(static_cast<int>(i), now_s_);
     d.load_changed = false;
@@ -186,7 +210,7 @@ void PowerDomain::report(DieState& d, bool force) {
 
 void PowerDomain::start(double time_s) {
   now_s_ = time_s;
-  for (DieState& d : dies_) d.power_w = power_.power_w(DieActivity{}, d.clock_hz, d.temperature_c);
+  for (DieState& d : dies_) refresh_power(d);  // idle: no kernels yet
   filtered_w_ = 0.0;
   for (const DieState& d : dies_) filtered_w_ += d.power_w;
   decide();  // reports every die: none has been reported yet

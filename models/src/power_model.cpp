@@ -25,9 +25,7 @@ class Cv2fPowerModel final : public PowerModel {
   }
 
   double dynamic_scale(double clock_hz) const override {
-    const double f = std::max(clock_hz, 0.0);
-    const double v = relative_voltage(f) / params_.voltage.max_ratio;
-    return f / params_.max_clock_hz * v * v;
+    return dynamic_power_scale(params_.voltage, clock_hz, params_.max_clock_hz);
   }
 
   double power_w(const DieActivity& a, double clock_hz, double temperature_c) const override {
@@ -43,14 +41,6 @@ class Cv2fPowerModel final : public PowerModel {
   const PowerParams& params() const override { return params_; }
 
  private:
-  /// V(f) / V_min.
-  double relative_voltage(double f) const {
-    const auto& v = params_.voltage;
-    if (f <= v.knee_hz || params_.max_clock_hz <= v.knee_hz) return 1.0;
-    const double x = std::min((f - v.knee_hz) / (params_.max_clock_hz - v.knee_hz), 1.0);
-    return 1.0 + (v.max_ratio - 1.0) * std::pow(x, v.exponent);
-  }
-
   PowerParams params_;
 };
 

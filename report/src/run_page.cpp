@@ -150,9 +150,10 @@ std::string headline_table(const Summary& s) {
     rows.push_back({"energy per token", fixed(s.value({"energy_per_token_j"}), 3), "J"});
     rows.push_back({"mean power per GPU", fixed(s.value({"power", "mean_w"}), 0),
                     "W (cap " + fixed(s.value({"power", "cap_w"}), 0) + " W)"});
-    rows.push_back({"peak power, 1 ms / 100 ms average",
-                    fixed(s.value({"power", "peak_1ms_w"}), 0) + " / " + fixed(s.value({"power", "peak_100ms_w"}), 0),
-                    "W"});
+    rows.push_back({"peak power, 1 ms / 25 ms / 100 ms average",
+                    fixed(s.value({"power", "peak_1ms_w"}), 0) + " / " + fixed(s.value({"power", "peak_25ms_w"}), 0) +
+                        " / " + fixed(s.value({"power", "peak_100ms_w"}), 0),
+                    "W (25 ms: the most an nvidia-smi reading can show)"});
     rows.push_back({"mean clock in kernels", fixed(s.value({"clock", "mean_mhz"}), 0),
                     "MHz (max " + fixed(s.value({"clock", "max_mhz"}), 0) + ")"});
     rows.push_back({"throttled", fixed(100.0 * s.value({"throttled_fraction"}), 1), "% of GPU time"});
@@ -284,10 +285,12 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
   const std::string power = traces(by_gpu, &Sample::power_w, true) +
                             flat("cap", s.value({"power", "cap_w"}), "#000000") +
                             flat("peak 1 ms average", s.value({"power", "peak_1ms_w"}), "#d62728") +
+                            flat("peak 25 ms average", s.value({"power", "peak_25ms_w"}), "#ff7f0e") +
                             flat("peak 100 ms average", s.value({"power", "peak_100ms_w"}), "#9467bd");
   charts.push_back({"power", "Power per GPU over the run",
                     shown + "Board power of each simulated GPU (each stands for its symmetry class), the power cap, "
-                            "and the highest 1 ms and 100 ms averages of any GPU. Each point is the highest sample "
+                            "and the highest 1 ms, 25 ms (what an nvidia-smi reading averages) and 100 ms averages of "
+                            "any GPU. Each point is the highest sample "
                             "of its bucket.",
                     line_config(power, "power (W)")});
   charts.push_back({"clock", "Clock per GPU over the run",

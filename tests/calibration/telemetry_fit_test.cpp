@@ -65,5 +65,70 @@ TEST(TelemetryRoundTrip, NoPowerSwingNoThermalFit) {
   EXPECT_FALSE(fit.notes.empty());
 }
 
+// ---- the dynamic power from a trace and its telemetry ------------------------------------------------------------
+
+/// A hardware reference with a cv2f power model (models/power.hpp) and the peaks the load is measured against.
+HardwareReference power_hardware() {
+  HardwareReference hw;
+  hw.name = "test-gpu";
+  hw.peak_flops_per_s["bf16"] = 1000e12;
+  hw.peak_flops_per_s["fp32"] = 60e12;
+  hw.hbm_bandwidth_bytes_per_s = 4e12;
+  hw.boost_clock_hz = 2.0e9;
+  hw.rated_clock_hz = 2.0e9;
+  hw.idle_power_w = 80.0;
+  hw.power_model.present = true;
+  hw.power_model.dynamic_w = 1000.0;
+  hw.power_model.hbm_w = 100.0;
+  hw.power_model.leakage_w_per_k = 0.5;
+  hw.power_model.reference_c = 40.0;
+  hw.power_model.voltage = {1.3e9, 1.4, 2.5};
+  return hw;
+}
+
+TEST(DynamicPowerFit, RecoversTheDynamicPowerThatMadeTheReadings) {
+  const HardwareReference hw = power_hardware();
+  const double true_dynamic_w = 1450.0;
+  const double clock = 1.6e9;
+  MeasurementSet set;
+  set.kernel_spans.push_back({0, 100.0, 101.0});  // one second of kernels
+  // 0.4 s of GEMM at 75 % of the peak at 1.6 GHz, 0.5 s of copies at 80 % of the HBM bandwidth, 0.1 s idle.
+  const double peak_at_clock = 1000e12 * clock / 2.0e9;
+  set.kernels.push_back({KernelClass::gemm, "bf16", 0.75 * peak_at_clock * 0.4, 0.0, 0.4, 0, "gemm"});
+  set.kernels.push_back({KernelClass::elementwise, "", 0.0, 0.8 * 4e12 * 0.5, 0.5, 0, "copy"});
+  // The power model's mean power over the span at that clock and 60 °C (leakage 10 W).
+  const double busy = 0.9, tensor = 0.75 * 0.4, hbm = 0.8 * 0.5;
+  const double activity = 0.3 * busy + 0.7 * tensor;
+  const double power = 80.0 + 0.5 * 20.0 +
+                       true_dynamic_w * dynamic_power_scale(hw.power_model.voltage, clock, 2.0e9) * activity +
+                       100.0 * hbm;
+  for (int i = 0; i < 10; ++i) set.telemetry.push_back({1, "0", 100.05 + 0.1 * i, power, 1.0, clock, NAN, 60.0});
+  set.telemetry.push_back({1, "0", 99.0, 700.0, 1.0, 1.9e9, NAN, 60.0});  // before the span: not used
+  TelemetryFit telemetry;                                                 // no idle readings: the file's idle power
+  const DynamicPowerFit fit = fit_dynamic_power(set, hw, telemetry, clock);
+  ASSERT_TRUE(fit.fitted) << fit.not_fitted_because;
+  EXPECT_EQ(fit.readings, 10u);
+  EXPECT_NEAR(fit.busy, busy, 1e-12);
+  EXPECT_NEAR(fit.tensor, tensor, 1e-12);
+  EXPECT_NEAR(fit.hbm, hbm, 1e-12);
+  EXPECT_NEAR(fit.static_w, 90.0, 1e-9);
+  EXPECT_NEAR(fit.dynamic_w, true_dynamic_w, 1e-9 * true_dynamic_w);
+}
+
+TEST(DynamicPowerFit, SaysWhyWhenNothingCanBeFitted) {
+  HardwareReference hw = power_hardware();
+  MeasurementSet set;
+  set.kernel_spans.push_back({0, 100.0, 101.0});
+  set.kernels.push_back({KernelClass::gemm, "bf16", 1e14, 0.0, 0.5, 0, "gemm"});
+  set.telemetry.push_back({1, "0", 50.0, 600.0, 1.0, 1.6e9, NAN, 60.0});  // not while the kernels ran
+  DynamicPowerFit fit = fit_dynamic_power(set, hw, {}, 0.0);
+  EXPECT_FALSE(fit.fitted);
+  EXPECT_NE(fit.not_fitted_because.find("while a trace's kernels ran"), std::string::npos);
+  hw.power_model.present = false;
+  fit = fit_dynamic_power(set, hw, {}, 0.0);
+  EXPECT_FALSE(fit.fitted);
+  EXPECT_NE(fit.not_fitted_because.find("no power_model"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chopsim

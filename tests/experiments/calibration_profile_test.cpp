@@ -144,6 +144,24 @@ TEST_F(CalibrationProfileTest, MissingProfileSaysWhereItLooked) {
   EXPECT_NE(message.find("nope.yaml"), std::string::npos) << message;
 }
 
+TEST_F(CalibrationProfileTest, FittedPowerModelAndIdlePowerApply) {
+  // The shipped H200 profile holds the dynamic power fitted from the probe's trace and telemetry (issue 20).
+  const std::string run =
+      "model: llama3.2-1b\nhardware: H200-SXM-141GB\n"
+      "cluster: {name: dgx-h200, nodes: 1, gpus_per_node: 1, fabric: {kind: none}}\n"
+      "training: {global_batch: 4, micro_batch: 4, seq_len: 4096}\n";
+  const RunSpec plain = load(write("plain.yaml", run));
+  const RunSpec calibrated = load(write("calibrated.yaml", run + "calibration: calibration/profiles/h200.yaml\n"));
+  const YAML::Node profile = YAML::LoadFile(shipped("h200.yaml").string());
+  EXPECT_EQ(calibrated.hardware.power.dynamic_w, profile["power_model"]["dynamic_w"].as<double>());
+  EXPECT_EQ(calibrated.hardware.idle_power_w, profile["power_w"]["idle"].as<double>());
+  EXPECT_NE(calibrated.hardware.idle_power_w, plain.hardware.idle_power_w);  // measured 78.3 W, file 75 W
+  // The rest of the power model and the TDP stay the hardware file's.
+  EXPECT_EQ(calibrated.hardware.power.hbm_w, plain.hardware.power.hbm_w);
+  EXPECT_EQ(calibrated.hardware.power.voltage.knee_hz, plain.hardware.power.voltage.knee_hz);
+  EXPECT_EQ(calibrated.hardware.tdp_w, plain.hardware.tdp_w);
+}
+
 TEST_F(CalibrationProfileTest, BadProfilesNameTheFileAndKey) {
   struct Case {
     std::string text;
@@ -157,6 +175,8 @@ TEST_F(CalibrationProfileTest, BadProfilesNameTheFileAndKey) {
       {head + "intra_node_link: {efficiency: 0}\n", "intra_node_link.efficiency"},
       {head + "collectives: {step_latency: 1}\n", "unknown key 'step_latency'"},
       {head + "telemetry_fit: {idle_power: 70}\n", "unknown key 'idle_power'"},
+      {head + "power_w: {tdp: 900}\n", "may not change the TDP"},
+      {head + "power_model: {dynamic_w: -5}\n", "power_model.dynamic_w"},
       {"profile_version: 2\nhardware: H100-SXM5-80GB\n", "profile_version 2 is not supported"},
       {"hardware: H100-SXM5-80GB\n", "required key 'profile_version'"},
       {"profile_version: 1\n", "required key 'hardware'"},
@@ -170,11 +190,11 @@ TEST_F(CalibrationProfileTest, BadProfilesNameTheFileAndKey) {
 }
 
 TEST_F(CalibrationProfileTest, ShippedProfilesDeclareTheVersionThisChopsimReads) {
-  for (const char* name : {"h100.yaml", "mi300x.yaml"}) {
+  for (const char* name : {"h100.yaml", "mi300x.yaml", "h200.yaml"}) {
     const YAML::Node profile = YAML::LoadFile(shipped(name).string());
     EXPECT_EQ(profile["profile_version"].as<int>(), kCalibrationProfileVersion) << name;
     // No bandwidth keys: fitted rates are efficiencies of the nominal ones (no double derating).
-    EXPECT_FALSE(profile["intra_node_link"]["bandwidth_gb_s"]) << name;
+    EXPECT_FALSE(profile["intra_node_link"] && profile["intra_node_link"]["bandwidth_gb_s"]) << name;
     EXPECT_FALSE(profile["nic"] && profile["nic"]["bandwidth_gbit_s"]) << name;
     EXPECT_NO_THROW((void)calibration_profile_hardware(shipped(name))) << name;
   }

@@ -86,22 +86,40 @@ TEST(EagerH200, PeakAllocatedMemoryMatchesTheMeasuredPeaks) {
   EXPECT_FALSE(estimate_peak_memory(big.model, big.parallelism, big.training, big.hardware).fits());
 }
 
-// The four step times: within 15 % with the hardware file alone, within 8 % with calibration/profiles/h200.yaml.
-TEST(EagerH200, StepTimesWithAndWithoutTheProfile) {
+// The probe's four micro-batches against what was measured (steps.json, nvml.csv), with the hardware file alone and
+// with calibration/profiles/h200.yaml. Bounds per metric, (uncalibrated, calibrated): issue 20's targets where they
+// are met (step time 15 % / 5 %, mean power 5 %), and what holds today where they are not (mean SM clock: the
+// target is 3 %, met at micro-batch 2 and 4 only; largest 25 ms power against the largest NVML reading: the target is
+// 10 %, met at 1, 4 and 8).
+TEST(EagerH200, StepTimePowerClockAndPeaksWithAndWithoutTheProfile) {
   CHOPSIM_REQUIRE_SHARED_DATA(kFolder + "steps.json");
   const auto registries = ModelRegistries::with_builtins();
+  struct Bound {
+    ValidationMetric metric;
+    double uncalibrated, calibrated;
+  };
+  const Bound bounds[] = {{ValidationMetric::iteration_time_s, 0.15, 0.05},
+                          {ValidationMetric::average_power_w, 0.05, 0.05},
+                          {ValidationMetric::mean_clock_hz, 0.06, 0.06},
+                          {ValidationMetric::peak_power_w, 0.20, 0.20}};
   std::vector<ValidationCase> chosen;
   for (ValidationCase& c : load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries,
                                                  test::source_dir() / "calibration" / "profiles"))
-    if (c.group == "h200_eager" && c.metric == ValidationMetric::iteration_time_s) chosen.push_back(std::move(c));
-  ASSERT_EQ(chosen.size(), 4u);
+    if (c.group == "h200_eager" && c.metric != ValidationMetric::peak_memory_bytes) chosen.push_back(std::move(c));
+  ASSERT_EQ(chosen.size(), 16u);
+  int checked = 0;
   for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
     SCOPED_TRACE(r.validation_case.id);
     ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
     ASSERT_TRUE(r.calibrated.ok) << r.calibrated.failure;
-    EXPECT_LT(std::abs(r.uncalibrated.relative_error), 0.15);
-    EXPECT_LT(std::abs(r.calibrated.relative_error), 0.08);
+    for (const Bound& b : bounds) {
+      if (b.metric != r.validation_case.metric) continue;
+      EXPECT_LT(std::abs(r.uncalibrated.relative_error), b.uncalibrated);
+      EXPECT_LT(std::abs(r.calibrated.relative_error), b.calibrated);
+      ++checked;
+    }
   }
+  EXPECT_EQ(checked, 16);
 }
 
 TEST(EagerH200, ModelParallelismIsRejectedWithTheFix) {

@@ -387,5 +387,85 @@ TEST(PowerDomain, TwoDiesShareThePackageCap) {
   EXPECT_LE(single.power_w(0) + single.power_w(1), 700.0 + 1e-9);
 }
 
+// ---- a periodic control loop (GovernorParams::control_period_s) ------------------------------------------------
+
+/// 1 ms GEMMs and 1 ms copies back to back for `duration_s`.
+std::vector<Script> alternating_load(double duration_s) {
+  std::vector<Script> script;
+  int i = 0;
+  for (double t = 0.0; t < duration_s - 1e-9; t += 1e-3, ++i) {
+    script.push_back({t, true, i % 2 == 0 ? gemm(1e-3) : copy(1e-3)});
+    script.push_back({t + 1e-3, false, {}});
+  }
+  return script;
+}
+
+TEST(PowerDomain, PeriodicControlChangesClocksOnlyAtItsPeriods) {
+  GovernorParams g;
+  g.window_s = 10e-3;
+  g.control_period_s = 10e-3;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  Collect sink;
+  const auto script = alternating_load(0.5);
+  const auto domain = run_script(m, one_die(400.0), script, 0.5, sink);
+  int changes = 0;
+  for (std::size_t i = 1; i < sink.samples.size(); ++i) {
+    if (sink.samples[i].clock_hz == sink.samples[i - 1].clock_hz) continue;
+    ++changes;
+    const double periods = sink.samples[i].time_s / g.control_period_s;
+    EXPECT_NEAR(periods, std::round(periods), 1e-6) << "clock changed at " << sink.samples[i].time_s << " s";
+  }
+  EXPECT_GT(changes, 3) << "the cap must bind and the clock move in this test";
+  // Decisions: one per load change plus one per period, not more.
+  EXPECT_LE(domain->stats().decisions, script.size() + 0.5 / g.control_period_s + 3);
+}
+
+TEST(PowerDomain, PeriodicControlHoldsTheAverageAtTheCapWithOneClockForTheMix) {
+  GovernorParams g;
+  g.window_s = 10e-3;
+  g.control_period_s = 10e-3;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  Collect sink;
+  const double cap = 400.0;
+  const auto domain = run_script(m, one_die(cap), alternating_load(1.0), 1.0, sink);
+  // Mean power over the second half, from the telemetry: at the cap within the clock step's resolution.
+  double energy = 0.0, gemm_peak = 0.0, copy_low = 1e9;
+  for (std::size_t i = 0; i + 1 < sink.samples.size(); ++i) {
+    const auto& s = sink.samples[i];
+    const double from = std::max(s.time_s, 0.5), to = sink.samples[i + 1].time_s;
+    if (to > from) energy += s.power_w * (to - from);
+    if (s.time_s >= 0.5 && sink.samples[i + 1].time_s > s.time_s) {
+      // Odd milliseconds hold copies, even ones GEMMs (alternating_load).
+      const bool in_gemm = static_cast<long>(std::floor(s.time_s * 1e3 + 1e-6)) % 2 == 0;
+      (in_gemm ? gemm_peak : copy_low) = in_gemm ? std::max(gemm_peak, s.power_w) : std::min(copy_low, s.power_w);
+    }
+  }
+  EXPECT_NEAR(energy / 0.5, cap, 0.03 * cap);
+  // One clock for both kernels of a period: the GEMMs draw more than the cap, the copies less (a per-kernel governor
+  // would hold every GEMM at the cap itself).
+  EXPECT_GT(gemm_peak, cap * 1.05);
+  EXPECT_LT(copy_low, cap * 0.95);
+}
+
+TEST(PowerDomain, PeriodicControlRunsAnUncappedLoadAtTheCeiling) {
+  GovernorParams g;
+  g.control_period_s = 10e-3;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  Collect sink;
+  (void)run_script(m, one_die(1e4), alternating_load(0.2), 0.2, sink);
+  for (const auto& s : sink.samples) {
+    EXPECT_EQ(s.clock_hz, 1.4e9);
+    EXPECT_EQ(s.flags, 0);
+  }
+}
+
+TEST(Governor, ControlPeriodBelowTenMicrosecondsIsRejected) {
+  GovernorParams g;
+  g.control_period_s = 1e-6;
+  EXPECT_THROW((void)make_models(test_power(), {0.08, 100.0, 500.0}, g), ModelError);
+  g.control_period_s = -1.0;
+  EXPECT_THROW((void)make_models(test_power(), {0.08, 100.0, 500.0}, g), ModelError);
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -80,10 +80,10 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   for (const auto bar : bars) predicted = bar.at(1).get_double().value();
   EXPECT_NEAR(predicted, run.iteration_time_s, 0.01 * run.iteration_time_s);
 
-  // One power trace per simulated GPU (8: front and rear slots differ), plus the cap and the two windowed peaks.
+  // One power trace per simulated GPU (8: front and rear slots differ), plus the cap and the three windowed peaks.
   simdjson::dom::array power;
   ASSERT_EQ(charts.at_pointer("/power/data/datasets").get(power), simdjson::SUCCESS);
-  ASSERT_EQ(power.size(), 8u + 3);
+  ASSERT_EQ(power.size(), 8u + 4);
   double cap = 0.0;
   for (const auto dataset : power)
     if (std::string_view(dataset["label"].get_string().value()) == "cap")

@@ -264,4 +264,32 @@ struct TelemetryFit {
 
 [[nodiscard]] TelemetryFit fit_telemetry(const MeasurementSet& measurements);
 
+/// The power model's dynamic power (models/power.hpp: P = static(T) + P_dyn g(f) a + P_hbm u) refitted so that the
+/// load of a trace's kernels, at the clocks and temperatures the telemetry of the same run read while they ran,
+/// draws the power it read:
+///   P_dyn = (mean P - static(mean T) - P_hbm u) / (mean g(f_i) a),
+/// with a = a_busy busy + a_tensor u_tensor + a_vector u_vector and u the HBM use, each averaged over the kernels'
+/// span from their FLOPs, bytes and durations (u_tensor = sum FLOPs / (peak at the measured clock x span)). The
+/// activity weights, the HBM power and the voltage curve stay the hardware file's: one measured operating point
+/// determines one scale. A power-capped run is what makes the fit matter: its clock is where the model's power
+/// reaches the cap, so a dynamic power too low by x % puts the simulated clock that much too high.
+struct DynamicPowerFit {
+  bool fitted = false;
+  std::string not_fitted_because;  ///< when !fitted
+  std::vector<std::size_t> inputs;
+  std::size_t readings = 0;  ///< telemetry readings taken while the kernels ran
+  std::size_t kernels = 0;   ///< kernels in the span
+  double span_s = 0.0;       ///< summed length of the kernel spans
+  double mean_power_w = 0.0, mean_clock_hz = 0.0, mean_dynamic_scale = 0.0, mean_temperature_c = 0.0;
+  double busy = 0.0, tensor = 0.0, vector = 0.0, hbm = 0.0;  ///< time-averaged load (fractions)
+  double activity = 0.0;                                     ///< a
+  double idle_w = 0.0;    ///< static power at the reference temperature: the telemetry's idle reading, else the file's
+  double static_w = 0.0;  ///< idle_w + leakage at mean_temperature_c
+  double hbm_power_w = 0.0;  ///< P_hbm u
+  double dynamic_w = 0.0;    ///< fitted P_dyn
+};
+
+[[nodiscard]] DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const HardwareReference& hardware,
+                                                const TelemetryFit& telemetry, double measurement_clock_hz);
+
 }  // namespace chopsim

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "chopsim/common/kernel_class.hpp"
+#include "chopsim/common/voltage_curve.hpp"
 
 namespace chopsim {
 
@@ -22,6 +23,19 @@ struct EfficiencyDefaults {
 
 /// How GPUs of one node are joined: decides how many links a ring collective drives at once.
 enum class NodeLinks { nvswitch, xgmi_mesh };
+
+/// The hardware file's power model (`power_model`, models/power.hpp): what the dynamic-power fit holds fixed.
+struct PowerModelReference {
+  bool present = false;  ///< the file has a power_model section with dynamic_w
+  double dynamic_w = 0.0;
+  double hbm_w = 0.0;
+  double busy_activity = 0.3;  ///< the power model's defaults (models/power.hpp) when the file omits them
+  double tensor_activity = 0.7;
+  double vector_activity = 0.35;
+  double leakage_w_per_k = 0.0;
+  double reference_c = 40.0;
+  VoltageCurve voltage;
+};
 
 struct HardwareReference {
   std::string name;    ///< file stem, e.g. "H100-SXM5-80GB"
@@ -46,6 +60,7 @@ struct HardwareReference {
   double tdp_w = 0.0;
   double thermal_resistance_k_per_w = 0.0;   ///< 0 = not in the file
   double thermal_capacitance_j_per_k = 0.0;  ///< 0 = not in the file
+  PowerModelReference power_model;
   std::array<EfficiencyDefaults, kKernelClassCount> efficiency{};
 
   /// The peak for a kernel of element type `dtype` (fp8 falls back to bf16, tf32 to fp32, as the roofline does);

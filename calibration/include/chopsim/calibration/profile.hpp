@@ -24,6 +24,7 @@ struct CalibrationResult {
   HostLaunchFit host_launch;
   CollectiveCalibration collectives;
   TelemetryFit telemetry;
+  DynamicPowerFit power_model;
   std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)
 };
 

@@ -46,12 +46,16 @@ struct LossBreakdown {
 /// Power, clock and temperature over a run (runs with power dynamics). Per GPU unless said otherwise.
 struct PowerReport {
   bool available = false;
-  double cap_w = 0.0;                   ///< power cap per GPU
-  double ceiling_hz = 0.0;              ///< the governor's ceiling (locked clock or max clock)
-  double max_clock_hz = 0.0;            ///< the hardware's max clock
-  double mean_w = 0.0;                  ///< energy / run time, mean over GPUs
-  double peak_w = 0.0;                  ///< highest instantaneous power of any GPU
-  double peak_1ms_w = 0.0;              ///< highest average over any 1 ms window, any GPU
+  double cap_w = 0.0;         ///< power cap per GPU
+  double ceiling_hz = 0.0;    ///< the governor's ceiling (locked clock or max clock)
+  double max_clock_hz = 0.0;  ///< the hardware's max clock
+  double mean_w = 0.0;        ///< energy / run time, mean over GPUs
+  double peak_w = 0.0;        ///< highest instantaneous power of any GPU
+  double peak_1ms_w = 0.0;    ///< highest average over any 1 ms window, any GPU
+  /// Highest average over any 25 ms window, any GPU: the most an NVML/nvidia-smi power reading of A100/H100-class
+  /// boards can show, as their sensor averages 25 ms of every 100 ms (Yang, Adamek, Armour, "Accurate and Convenient
+  /// Energy Measurements for GPUs", SC24, arXiv:2312.02741).
+  double peak_25ms_w = 0.0;
   double peak_100ms_w = 0.0;            ///< highest average over any 100 ms window, any GPU
   double max_rise_w_per_ms = 0.0;       ///< largest rise of the 1 ms average power within 1 ms, any GPU
   double energy_per_iteration_j = 0.0;  ///< all GPUs

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "chopsim/common/registry.hpp"
@@ -28,6 +29,11 @@ struct GovernorParams {
   /// power stays within this fraction below the cap.
   double hold_band = 0.02;
   double thermal_hysteresis_k = 3.0;  ///< thermal throttling ends this far below the slowdown temperature
+  /// Period (s) of the firmware's clock control loop. 0: the clock is re-chosen at every load change for the load
+  /// that starts (an idealised per-kernel DVFS). > 0: the clock is chosen once per period for the load the die
+  /// carried on average over the last period and held in between, whatever kernels start; a GEMM and an elementwise
+  /// kernel of one period run at one clock, and the averaged power is steered back to the cap period by period.
+  double control_period_s = 0.0;
 };
 
 /// Why a die runs below its ceiling clock (bit flags in telemetry).
@@ -50,6 +56,9 @@ class GovernorContext {
   [[nodiscard]] virtual double time_to_filtered_s(double power_w, double target_w) const = 0;
   /// Power of `die` if it ran at `clock_hz`.
   [[nodiscard]] virtual double die_power_w(int die, double clock_hz) const = 0;
+  /// Power of `die` at `clock_hz` with the load it carried on average since the last control period began
+  /// (GovernorDecision::period_started); its present load when no time has passed since.
+  [[nodiscard]] virtual double die_period_power_w(int die, double clock_hz) const = 0;
   [[nodiscard]] virtual double temperature_c(int die) const = 0;
   [[nodiscard]] virtual double slowdown_c() const = 0;
   /// The die power whose steady-state temperature is the slowdown temperature.
@@ -62,12 +71,20 @@ class GovernorContext {
 struct GovernorState {
   std::vector<std::uint8_t> thermal_throttled;  ///< per die
   std::vector<double> die_ceiling_hz;           ///< per die; scratch of the firmware governor
+  // A periodic control loop (GovernorParams::control_period_s > 0): what it chose at its last period and when the
+  // next one begins (-inf: not started).
+  std::vector<double> held_clock_hz;
+  std::vector<std::uint8_t> held_flags;
+  double held_common_hz = 0.0;  ///< the power loop's clock for the domain (dies may be lower for temperature)
+  double next_period_s = -std::numeric_limits<double>::infinity();
 };
 
 struct GovernorDecision {
   std::vector<double> clock_hz;     ///< per die
   std::vector<std::uint8_t> flags;  ///< per die, kThrottle* bits
   double next_s = 0.0;              ///< absolute time of the next decision without a load change; +inf: none
+  /// A new control period begins now: the domain restarts the load average die_period_power_w reads.
+  bool period_started = false;
 };
 
 class Governor {
@@ -81,7 +98,8 @@ class Governor {
 
 using GovernorRegistry = Registry<Governor, const GovernorParams&>;
 /// "firmware": boost clock (or the locked clock) unless the averaged power would exceed the cap or a die reaches
-/// its slowdown temperature; then the highest clock step that holds the cap / the temperature.
+/// its slowdown temperature; then the highest clock step that holds the cap / the temperature. With a control
+/// period, once per period for the last period's average load.
 /// "fixed": the ceiling clock always, whatever the power or temperature (an idealised lock; also the engine
 /// behaviour before power dynamics existed, at the rated clock).
 void register_builtin_governors(GovernorRegistry& registry);

@@ -15,16 +15,9 @@
 #include <memory>
 
 #include "chopsim/common/registry.hpp"
+#include "chopsim/common/voltage_curve.hpp"
 
 namespace chopsim {
-
-/// Core voltage over the clock range, relative to its floor: V(f)/V_min = 1 at and below `knee_hz`, then
-/// 1 + (max_ratio - 1) * ((f - knee) / (f_max - knee))^exponent up to `max_ratio` at the max clock.
-struct VoltageCurve {
-  double knee_hz = 0.0;    ///< clock below which the voltage sits at its floor
-  double max_ratio = 1.0;  ///< V(f_max) / V(knee), >= 1
-  double exponent = 1.0;   ///< shape of the rise above the knee (1 = linear)
-};
 
 /// Parameters of a power model (per die). Units: W, Hz, °C, W/K; activities are dimensionless.
 struct PowerParams {

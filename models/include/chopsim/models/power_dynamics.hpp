@@ -121,6 +121,10 @@ class PowerDomain final : private GovernorContext {
     double temperature_c = 0.0;
     double energy_j = 0.0;
     std::uint8_t flags = 0;
+    DieActivity activity;  ///< the load power_w was computed for
+    /// Integral of `activity` over the governor's present control period (activity x seconds), and its length.
+    DieActivity period_load;
+    double period_s = 0.0;
     bool reported = false;  ///< a sample was sent
     double reported_power_w = 0.0, reported_clock_hz = 0.0;
     std::uint8_t reported_flags = 0;
@@ -137,6 +141,7 @@ class PowerDomain final : private GovernorContext {
   double over_cap_since_s() const override { return over_since_s_; }
   double time_to_filtered_s(double power_w, double target_w) const override;
   double die_power_w(int die, double clock_hz) const override;
+  double die_period_power_w(int die, double clock_hz) const override;
   double slowdown_c() const override;
   double sustainable_power_w(int die) const override;
   double time_to_temperature_s(int die, double power_w, double target_c) const override;
@@ -147,6 +152,8 @@ class PowerDomain final : private GovernorContext {
   void integrate(double time_s);
   /// Asks the governor, applies its clocks, refreshes powers, notifies and reports.
   void decide();
+  /// Sets die.power_w (and die.activity) for its present load and clock.
+  void refresh_power(DieState& die) const;
   void report(DieState& die, bool force);
 
   const ComputeModel& compute_;
