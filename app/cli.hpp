@@ -58,6 +58,7 @@ struct Command {
 
 int command_run(const std::vector<std::string>& args);
 int command_sweep(const std::vector<std::string>& args);
+int command_study(const std::vector<std::string>& args);
 int command_report(const std::vector<std::string>& args);
 int command_import(const std::vector<std::string>& args);
 int command_validate(const std::vector<std::string>& args);
@@ -103,6 +104,12 @@ inline constexpr std::string_view kSweepUsage =
     "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"
     "      of throughput vs energy per token and the effect of each axis. --shard I/N runs the points\n"
     "      whose index % N is I (a job array's task); merge joins the shards' folders into DIR.\n";
+inline constexpr std::string_view kStudyUsage =
+    "  study STUDY [--out DIR] [--jobs N] [--configs DIR]\n"
+    "      A procurement study (docs/studies.md): one training job on each candidate system of STUDY. Each\n"
+    "      candidate runs the study's sweep to find its best parallelism and micro-batch; its best point is priced\n"
+    "      from the cost catalog (time to train, energy, cost, tokens per dollar and per kW, racks, facility\n"
+    "      power). DIR (default study-NAME) holds results.csv and one resumable sweep folder per candidate.\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"

@@ -22,6 +22,7 @@ using chopsim::cli::Command;
 constexpr std::array kCommands = {
     Command{"run", chopsim::cli::kRunUsage, chopsim::cli::command_run},
     Command{"sweep", chopsim::cli::kSweepUsage, chopsim::cli::command_sweep},
+    Command{"study", chopsim::cli::kStudyUsage, chopsim::cli::command_study},
     Command{"report", chopsim::cli::kReportUsage, chopsim::cli::command_report},
     Command{"import", chopsim::cli::kImportUsage, chopsim::cli::command_import},
     Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},

@@ -10,6 +10,19 @@
 
 namespace chopsim::config_detail {
 
+std::string flow_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+std::vector<std::string> keys_of(const YAML::Node& node) {
+  std::vector<std::string> keys;
+  for (const auto& entry : node) keys.push_back(entry.first.Scalar());
+  return keys;
+}
+
 namespace fs = std::filesystem;
 
 SourceLocation Locator::operator()(std::string_view key) const {

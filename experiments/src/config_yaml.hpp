@@ -61,6 +61,11 @@ class Locator {
 
 enum class Need { optional, required };
 
+/// A YAML value as one line of text (flow style), which YAML::Load reads back as the same value.
+[[nodiscard]] std::string flow_text(const YAML::Node& node);
+/// The keys of a mapping in file order (a Mapping over it has checked them for duplicates).
+[[nodiscard]] std::vector<std::string> keys_of(const YAML::Node& node);
+
 struct IntRule {
   long long min = std::numeric_limits<int>::min();
   long long max = std::numeric_limits<int>::max();

@@ -14,18 +14,12 @@
 namespace chopsim {
 
 namespace fs = std::filesystem;
+using config_detail::flow_text;
+using config_detail::keys_of;
 using config_detail::Mapping;
 using config_detail::Scope;
 
 namespace {
-
-/// A YAML value as one line of text (flow style), which YAML::Load reads back as the same value.
-std::string flow_text(const YAML::Node& node) {
-  if (node.IsScalar()) return node.Scalar();
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
 
 /// The values of one axis key: a non-empty list of scalars or flow values.
 std::vector<std::string> axis_values(Mapping& m, const std::string& key) {
@@ -38,13 +32,6 @@ std::vector<std::string> axis_values(Mapping& m, const std::string& key) {
     values.push_back(flow_text(v));
   }
   return values;
-}
-
-/// The keys of a mapping in file order (Mapping checked them for duplicates).
-std::vector<std::string> keys_of(const YAML::Node& node) {
-  std::vector<std::string> keys;
-  for (const auto& entry : node) keys.push_back(entry.first.Scalar());
-  return keys;
 }
 
 // ---- constraint expressions -----------------------------------------------------------------------------------------

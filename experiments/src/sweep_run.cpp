@@ -19,6 +19,7 @@
 #include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/version.hpp"
 #include "chopsim/experiments/sweep.hpp"
+#include "csv_text.hpp"
 
 namespace chopsim {
 
@@ -51,7 +52,9 @@ constexpr FigureColumn kFigures[] = {
 };
 
 /// Shortest text that reads back as the same double (what summary.json writes); empty for a missing figure.
-std::string number_text(double value) { return std::isfinite(value) ? JsonWriter::format_number(value) : ""; }
+using detail::csv_field;
+
+std::string number_text(double value) { return detail::csv_number(value); }
 
 /// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result.
 std::string point_key(const std::string& base_text, const SweepPoint& point) {
@@ -173,16 +176,6 @@ class Store {
   fs::path path_;
   sqlite3* db_ = nullptr;
 };
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
-  }
-  return out + "\"";
-}
 
 std::string memory_reason(const RunReport& r) {
   std::ostringstream out;

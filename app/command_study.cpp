@@ -1,0 +1,38 @@
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
+#include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/study.hpp"
+#include "cli.hpp"
+
+namespace chopsim::cli {
+
+int command_study(const std::vector<std::string>& raw) {
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {});
+  if (args.positional().size() != 1)
+    throw argument_error("study takes exactly one STUDY file", "write chopsim study configs/studies/NAME.yaml");
+  const std::filesystem::path file = args.positional()[0];
+  const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
+  const StudySpec spec = load_study(file);
+  const auto registries = ModelRegistries::with_builtins();
+  ConfigSearchPath search = default_search_path(spec.sweep.base);
+  if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+
+  StudyOptions options;
+  options.out_dir = args.option("--out").value_or(args.option("-o").value_or("study-" + file.stem().string()));
+  options.jobs = jobs;
+  options.on_point = [](const std::string& candidate, const PointResult& r, std::size_t done, std::size_t total) {
+    std::cerr << "[" << candidate << " " << done << "/" << total << "] point " << r.point.index << ": "
+              << to_string(r.status) << "\n";
+  };
+  std::cerr << "chopsim study: " << spec.candidates.size() << " candidates x " << expand_sweep(spec.sweep).size()
+            << " points with " << jobs << " jobs into " << options.out_dir.string() << "\n";
+  const StudyResult result = run_study(spec, search, registries, options);
+  print_study_summary(std::cout, spec, result);
+  return kExitOk;
+}
+
+}  // namespace chopsim::cli

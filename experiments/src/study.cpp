@@ -1,0 +1,335 @@
+// Procurement studies (study.hpp, docs/studies.md): the study and catalog files, each candidate's sweep, the cost
+// arithmetic of its best point, results.csv and the terminal's ranking.
+
+#include "chopsim/experiments/study.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "chopsim/common/atomic_output.hpp"
+#include "config_internal.hpp"
+#include "csv_text.hpp"
+
+namespace chopsim {
+
+namespace fs = std::filesystem;
+using config_detail::flow_text;
+using config_detail::keys_of;
+using config_detail::Mapping;
+using config_detail::Need;
+using config_detail::RealRule;
+using config_detail::Scope;
+
+namespace {
+
+constexpr double kSecondsPerHour = 3600.0;
+constexpr double kJoulesPerKwh = 3.6e6;
+constexpr double kSecondsPerYear = 365.25 * 86400.0;
+const RealRule kPrice{0.0, false, 1e9, false, "a price >= 0"};
+
+/// The keys of a GpuCost mapping (catalog entry or a candidate's `cost:`), over `cost`. Setting one of the two
+/// pricing modes drops the other (a candidate may turn a rented GPU into an owned one).
+void decode_gpu_cost(Mapping& m, GpuCost& cost) {
+  double value = 0.0;
+  if (m.read("gpu_hour_usd", value, 1.0, kPrice, "USD per GPU-hour")) {
+    cost.gpu_hour_usd = value;
+    cost.capex_usd_per_gpu.reset();
+  }
+  if (m.read("capex_usd_per_gpu", value, 1.0, kPrice, "USD per GPU")) {
+    cost.capex_usd_per_gpu = value;
+    cost.gpu_hour_usd.reset();
+  }
+  m.read("amortisation_years", cost.amortisation_years, 1.0, config_detail::kPositiveReal, "years");
+  m.read("node_overhead_w", cost.node_overhead_w, 1.0, config_detail::kNonNegativeReal, "W");
+  m.read("gpus_per_rack", cost.gpus_per_rack, config_detail::kPositiveInt);
+  m.read("source", cost.source);
+  m.finish();
+}
+
+void decode_facility(Mapping& m, FacilityCost& f) {
+  m.read("pue", f.pue, 1.0, config_detail::kAtLeastOne, "");
+  m.read("electricity_usd_per_kwh", f.electricity_usd_per_kwh, 1.0, kPrice, "USD/kWh");
+  m.read("rack_power_kw", f.rack_power_kw, 1.0, config_detail::kPositiveReal, "kW");
+  m.read("source", f.source);
+  m.finish();
+}
+
+CostCatalog load_catalog(const fs::path& file) {
+  const std::string shown = config_detail::display_path(file);
+  const YAML::Node root = config_detail::load_yaml_file(file, "cost catalog");
+  Mapping top(root, Scope{shown, "", "", nullptr});
+  CostCatalog catalog;
+  if (top.has("facility")) {
+    Mapping f = top.child("facility");
+    decode_facility(f, catalog.facility);
+  }
+  top.require("gpus", "a mapping of hardware names to their costs");
+  Mapping gpus = top.child("gpus");
+  for (const std::string& name : keys_of(top.value("gpus"))) {
+    Mapping entry = gpus.child(name);
+    GpuCost cost;
+    decode_gpu_cost(entry, cost);
+    if (!cost.gpu_hour_usd && !cost.capex_usd_per_gpu)
+      gpus.fail(name, name + " has neither gpu_hour_usd nor capex_usd_per_gpu",
+                "give a rental price (gpu_hour_usd) or a purchase price (capex_usd_per_gpu)");
+    catalog.gpus[name] = cost;
+  }
+  gpus.finish();
+  top.finish();
+  return catalog;
+}
+
+/// A folder name for a candidate: its name with everything but letters, digits, '-' and '.' as '_'.
+std::string slug(const std::string& name) {
+  std::string out;
+  for (const char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  return out.empty() ? "candidate" : out;
+}
+
+bool better(const SweepSpec& spec, const PointResult& a, const PointResult& b) {
+  switch (spec.objective) {
+    case SweepObjective::energy_per_token:
+      return a.figures.energy_per_token_j < b.figures.energy_per_token_j;
+    case SweepObjective::mfu:
+      return a.figures.mfu > b.figures.mfu;
+    case SweepObjective::tokens_per_s:
+      break;
+  }
+  return a.figures.tokens_per_s > b.figures.tokens_per_s;
+}
+
+}  // namespace
+
+StudySpec load_study(const fs::path& file) {
+  const std::string shown = config_detail::display_path(file);
+  const YAML::Node root = config_detail::load_yaml_file(file, "study file");
+  Mapping top(root, Scope{shown, "", "", nullptr});
+  StudySpec spec;
+  spec.file = file;
+  const auto relative = [&](const std::string& text) {
+    fs::path p(text);
+    return p.is_relative() ? file.parent_path() / p : p;
+  };
+  std::string sweep;
+  top.read("sweep", sweep, Need::required);
+  const fs::path sweep_file = relative(sweep);
+  std::error_code error;
+  if (!fs::is_regular_file(sweep_file, error))
+    top.fail("sweep", "no sweep file at " + sweep_file.string(),
+             "give the path of a sweep file (docs/sweeps.md), relative to " + shown);
+  spec.sweep = load_sweep(sweep_file);
+
+  top.require("goal", "a mapping with tokens");
+  Mapping goal = top.child("goal");
+  goal.read("tokens", spec.tokens_to_train, 1.0, config_detail::kPositiveReal, "tokens", Need::required);
+  goal.finish();
+
+  std::string catalog = "catalog.yaml";
+  top.read("catalog", catalog);
+  spec.catalog_file = relative(catalog);
+  if (!fs::is_regular_file(spec.catalog_file, error))
+    top.fail("catalog", "no cost catalog at " + spec.catalog_file.string(),
+             "give the path of a catalog (configs/studies/catalog.yaml is the shipped one), relative to " + shown);
+  spec.catalog = load_catalog(spec.catalog_file);
+  if (top.has("facility")) {
+    Mapping f = top.child("facility");
+    decode_facility(f, spec.catalog.facility);
+  }
+
+  std::set<std::string> axis_keys;
+  for (const SweepAxis& axis : spec.sweep.axes) axis_keys.insert(axis.keys.begin(), axis.keys.end());
+  top.require("candidates", "a list of candidate systems");
+  const YAML::Node list = top.value("candidates");
+  if (!list.IsSequence() || list.size() == 0)
+    top.fail("candidates", "candidates is a non-empty list of {name, set, cost}",
+             "write candidates: [{name: 64x H100, set: {hardware: H100-SXM5-80GB, cluster.nodes: 8}}]");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Mapping m(list[i], Scope{shown, "candidates[" + std::to_string(i) + "]", "", nullptr});
+    StudyCandidate c;
+    c.where = m.where();
+    m.read("name", c.name, Need::required);
+    if (!names.insert(c.name).second) m.fail("name", "two candidates are named '" + c.name + "'", "rename one");
+    m.require("set", "a mapping of run keys (hardware, cluster.name, cluster.nodes, ...)");
+    Mapping set = m.child("set");
+    for (const std::string& key : keys_of(m.value("set"))) {
+      const YAML::Node value = set.value(key);
+      if (!value.IsDefined() || value.IsNull()) set.fail(key, "no value", "give " + key + " a value");
+      if (axis_keys.count(key) != 0)
+        set.fail(key, key + " is an axis of the study's sweep", "sweep it there or set it here, not both");
+      c.set.push_back({key, flow_text(value), set.where(key).to_string() + " (candidate " + c.name + ")"});
+    }
+    set.finish();
+    std::string hardware;
+    for (const ConfigOverride& o : c.set)
+      if (o.key == "hardware") hardware = o.value;
+    if (hardware.empty())
+      set.fail("hardware", "the candidate names no hardware", "set hardware: NAME (a file of configs/hardware)");
+    const auto entry = spec.catalog.gpus.find(hardware);
+    if (entry == spec.catalog.gpus.end()) {
+      std::vector<std::string> priced;
+      for (const auto& [name, cost] : spec.catalog.gpus) priced.push_back(name);
+      set.fail("hardware",
+               "the catalog " + config_detail::display_path(spec.catalog_file) + " does not price " + hardware +
+                   "; it prices " + join(priced),
+               "add " + hardware + " to the catalog, or give the candidate a cost: mapping with its prices");
+    }
+    c.cost = entry->second;
+    if (m.has("cost")) {
+      Mapping cost = m.child("cost");
+      decode_gpu_cost(cost, *c.cost);
+    }
+    m.finish();
+    spec.candidates.push_back(std::move(c));
+  }
+  top.finish();
+  return spec;
+}
+
+CandidateResult price_candidate(const std::string& name, const std::string& hardware, int gpus, int nodes,
+                                const PointResult& best, double tokens_to_train, const GpuCost& cost,
+                                const FacilityCost& facility) {
+  CandidateResult r;
+  r.name = name;
+  r.hardware = hardware;
+  r.gpus = gpus;
+  r.nodes = nodes;
+  r.best = best;
+  r.feasible = best.status == PointStatus::ok && best.figures.tokens_per_s > 0.0;
+  if (!r.feasible) return r;
+  const PointFigures& f = best.figures;
+  const double n = static_cast<double>(gpus);
+  const double overhead_w = cost.node_overhead_w * static_cast<double>(nodes);
+  r.tokens_per_s = f.tokens_per_s;
+  r.time_to_train_s = tokens_to_train / f.tokens_per_s;
+  r.gpu_energy_j = f.mean_power_w * n * r.time_to_train_s;
+  r.facility_energy_j = (f.mean_power_w * n + overhead_w) * facility.pue * r.time_to_train_s;
+  if (cost.gpu_hour_usd) {
+    r.cost_usd = *cost.gpu_hour_usd * n * r.time_to_train_s / kSecondsPerHour;
+  } else {
+    const double capex = cost.capex_usd_per_gpu.value_or(0.0) * n;
+    r.cost_usd = capex * r.time_to_train_s / (cost.amortisation_years * kSecondsPerYear) +
+                 r.facility_energy_j / kJoulesPerKwh * facility.electricity_usd_per_kwh;
+  }
+  r.tokens_per_dollar = r.cost_usd > 0.0 ? tokens_to_train / r.cost_usd : 0.0;
+  // Provision for the largest 100 ms average (what breakers and PDUs see), not the mean.
+  const double it_peak_w = f.peak_power_100ms_w * n + overhead_w;
+  r.facility_power_w = it_peak_w * facility.pue;
+  r.tokens_per_s_per_kw = r.facility_power_w > 0.0 ? f.tokens_per_s / (r.facility_power_w / 1e3) : 0.0;
+  const int by_space = (gpus + cost.gpus_per_rack - 1) / cost.gpus_per_rack;
+  const int by_power = static_cast<int>(std::ceil(it_peak_w / 1e3 / facility.rack_power_kw - 1e-9));
+  r.racks = std::max(by_space, by_power);
+  return r;
+}
+
+StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, const ModelRegistries& registries,
+                      const StudyOptions& options) {
+  StudyResult result;
+  fs::create_directories(options.out_dir);
+  for (const StudyCandidate& c : spec.candidates) {
+    SweepSpec sweep = spec.sweep;
+    sweep.fixed.insert(sweep.fixed.end(), c.set.begin(), c.set.end());
+    SweepOptions sweep_options;
+    sweep_options.out_dir = options.out_dir / slug(c.name);
+    sweep_options.jobs = options.jobs;
+    if (options.on_point)
+      sweep_options.on_point = [&](const PointResult& p, std::size_t done, std::size_t total) {
+        options.on_point(c.name, p, done, total);
+      };
+    const SweepResult points = run_sweep(sweep, search, registries, sweep_options);
+
+    const PointResult* best = nullptr;
+    std::map<std::string, int> statuses;
+    for (const PointResult& p : points.points) {
+      ++statuses[to_string(p.status)];
+      if (p.status == PointStatus::ok && (best == nullptr || better(sweep, p, *best))) best = &p;
+    }
+    std::string hardware;
+    int gpus = 0, nodes = 0;
+    if (best != nullptr) {
+      const RunSpec run = load_run_config(sweep.base, search, registries, best->point.overrides);
+      hardware = run.hardware.name;
+      gpus = run.cluster.gpu_count();
+      nodes = run.cluster.nodes;
+    }
+    CandidateResult r = price_candidate(c.name, hardware, gpus, nodes, best != nullptr ? *best : PointResult{},
+                                        spec.tokens_to_train, *c.cost, spec.catalog.facility);
+    if (best == nullptr) {
+      r.best.status = PointStatus::invalid;
+      for (const auto& [status, count] : statuses)
+        r.why_not += (r.why_not.empty() ? "" : ", ") + std::to_string(count) + " " + status;
+      r.why_not = "no point ran: " + r.why_not;
+      for (const ConfigOverride& o : c.set)
+        if (o.key == "hardware") r.hardware = o.value;
+    }
+    r.sweep_dir = sweep_options.out_dir;
+    result.candidates.push_back(std::move(r));
+  }
+
+  // results.csv: one row per candidate, in the study's order.
+  std::ostringstream out;
+  out << "candidate,hardware,gpus,nodes,status";
+  std::vector<std::string> axis_keys;
+  for (const SweepAxis& axis : spec.sweep.axes) axis_keys.insert(axis_keys.end(), axis.keys.begin(), axis.keys.end());
+  for (const std::string& key : axis_keys) out << ',' << detail::csv_field(key);
+  out << ",tokens_per_s,time_to_train_s,energy_j,facility_energy_j,cost_usd,tokens_per_dollar,tokens_per_s_per_kw,"
+         "racks,facility_power_kw,mfu,mean_power_w,peak_power_1ms_w,peak_power_100ms_w,throttled_fraction,reason,"
+         "sweep_dir\n";
+  for (const CandidateResult& r : result.candidates) {
+    out << detail::csv_field(r.name) << ',' << detail::csv_field(r.hardware) << ',' << r.gpus << ',' << r.nodes << ','
+        << (r.feasible ? "ok" : "infeasible");
+    for (const std::string& key : axis_keys) {
+      std::string value;
+      for (const auto& [k, v] : r.best.point.values)
+        if (k == key) value = v;
+      out << ',' << detail::csv_field(r.feasible ? value : "");
+    }
+    const auto number = [&](double v) { return r.feasible ? detail::csv_number(v) : std::string(); };
+    const PointFigures& f = r.best.figures;
+    out << ',' << number(r.tokens_per_s) << ',' << number(r.time_to_train_s) << ',' << number(r.gpu_energy_j) << ','
+        << number(r.facility_energy_j) << ',' << number(r.cost_usd) << ',' << number(r.tokens_per_dollar) << ','
+        << number(r.tokens_per_s_per_kw) << ',' << (r.feasible ? std::to_string(r.racks) : "") << ','
+        << number(r.facility_power_w / 1e3) << ',' << number(f.mfu) << ',' << number(f.mean_power_w) << ','
+        << number(f.peak_power_1ms_w) << ',' << number(f.peak_power_100ms_w) << ',' << number(f.throttled_fraction)
+        << ',' << detail::csv_field(r.why_not) << ',' << detail::csv_field(r.sweep_dir.filename().string()) << '\n';
+  }
+  result.results_csv = options.out_dir / "results.csv";
+  write_file_atomically(result.results_csv, out.str());
+  return result;
+}
+
+void print_study_summary(std::ostream& out, const StudySpec& spec, const StudyResult& result) {
+  std::vector<const CandidateResult*> ranked;
+  for (const CandidateResult& r : result.candidates) ranked.push_back(&r);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const CandidateResult* a, const CandidateResult* b) {
+    if (a->feasible != b->feasible) return a->feasible;
+    return a->tokens_per_dollar > b->tokens_per_dollar;
+  });
+  out << "Study " << config_detail::display_path(spec.file) << ": " << std::setprecision(3) << spec.tokens_to_train
+      << " tokens, ranked by tokens per dollar\n";
+  out << std::fixed;
+  for (const CandidateResult* r : ranked) {
+    out << "  " << std::left << std::setw(22) << r->name << std::right;
+    if (!r->feasible) {
+      out << " infeasible (" << r->why_not << ")\n";
+      continue;
+    }
+    std::string mix;
+    for (const auto& [key, value] : r->best.point.values) mix += (mix.empty() ? "" : " ") + key + "=" + value;
+    out << std::setprecision(0) << std::setw(9) << r->tokens_per_s << " tokens/s  " << std::setprecision(1)
+        << std::setw(7) << r->time_to_train_s / 86400.0 << " days  $" << std::setprecision(0) << r->cost_usd << "  "
+        << std::setprecision(0) << r->tokens_per_dollar << " tokens/$  " << std::setprecision(1)
+        << r->facility_power_w / 1e3 << " kW  " << r->racks << (r->racks == 1 ? " rack" : " racks") << "  [" << mix
+        << "]\n";
+  }
+  out.unsetf(std::ios::fixed);
+  out << "wrote " << result.results_csv.string() << "\n";
+}
+
+}  // namespace chopsim
