@@ -130,9 +130,15 @@ StudySpec load_study(const fs::path& file) {
   goal.read("tokens", spec.tokens_to_train, 1.0, config_detail::kPositiveReal, "tokens", Need::required);
   goal.finish();
 
-  std::string catalog = "catalog.yaml";
-  top.read("catalog", catalog);
-  spec.catalog_file = relative(catalog);
+  // The catalog: as named; else the one beside the study; else the one chopsim ships (configs/studies/catalog.yaml).
+  std::string catalog;
+  if (top.read("catalog", catalog)) {
+    spec.catalog_file = relative(catalog);
+  } else {
+    spec.catalog_file = file.parent_path() / "catalog.yaml";
+    if (!fs::is_regular_file(spec.catalog_file, error))
+      spec.catalog_file = fs::path(CHOPSIM_SHIPPED_CONFIGS) / "studies" / "catalog.yaml";
+  }
   if (!fs::is_regular_file(spec.catalog_file, error))
     top.fail("catalog", "no cost catalog at " + spec.catalog_file.string(),
              "give the path of a catalog (configs/studies/catalog.yaml is the shipped one), relative to " + shown);

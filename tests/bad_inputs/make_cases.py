@@ -158,6 +158,25 @@ INGEST = "ingest {in} -o {out}/store.h5"
 K_EVENT = '{"ph":"X","cat":"kernel","name":"ampere_sgemm","pid":0,"tid":7,"ts":%s,"dur":%s,"args":{"device":0,"stream":7}}'
 
 
+# Procurement studies (issue 17): the study is read whole, with its sweep and catalog, before any candidate runs.
+STUDY = "study {in} --out {out}"
+STUDY_HEAD = "sweep: ../../../../configs/studies/llama3-70b-search.yaml\ngoal: {tokens: 1.0e11}\n"
+STUDY_ONE = "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB}}\n"
+case("study/price_text.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB}, cost: {gpu_hour_usd: cheap}}\n",
+     STUDY, 2, "gpu_hour_usd")
+case("study/price_negative.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB}, cost: {gpu_hour_usd: -2}}\n",
+     STUDY, 2, "gpu_hour_usd")
+case("study/unknown_key.yaml", STUDY_HEAD + "budget: 5\n" + STUDY_ONE, STUDY, 2, "budget")
+case("study/no_goal.yaml", "sweep: ../../../../configs/studies/llama3-70b-search.yaml\n" + STUDY_ONE, STUDY, 2, "goal")
+case("study/missing_sweep.yaml", "sweep: no_such_sweep.yaml\ngoal: {tokens: 1.0e11}\n" + STUDY_ONE, STUDY, 2,
+     "no_such_sweep.yaml")
+case("study/unpriced_gpu.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: GB200}}\n", STUDY, 2,
+     "does not price GB200")
+case("study/no_candidates.yaml", STUDY_HEAD + "candidates: []\n", STUDY, 2, "candidates")
+case("study/swept_key_set.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB, training.micro_batch: 4}}\n",
+     STUDY, 2, "axis of the study's sweep")
+
+
 def kineto(name, text, word, code=2):
     case("kineto/" + name + ".json", text, INGEST, code, word)
 
