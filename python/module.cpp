@@ -14,6 +14,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim/report/report.hpp"
 
@@ -60,6 +61,21 @@ std::string sweep(const std::string& file, const std::string& out, int jobs, con
   return result.results_csv.string();
 }
 
+/// Runs a study file into `out`; returns the results.csv path.
+std::string study(const std::string& file, const std::string& out, int jobs, const std::string& configs) {
+  const auto registries = chopsim::ModelRegistries::with_builtins();
+  const chopsim::StudySpec spec = chopsim::load_study(file);
+  chopsim::StudyOptions options;
+  options.out_dir = out;
+  options.jobs = jobs;
+  chopsim::StudyResult result;
+  {
+    const py::gil_scoped_release release;
+    result = chopsim::run_study(spec, search_for(spec.sweep.base.string(), configs), registries, options);
+  }
+  return result.results_csv.string();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_chopsim, m) {
@@ -82,5 +98,6 @@ PYBIND11_MODULE(_chopsim, m) {
   m.def("run", &run, py::arg("config"), py::arg("overrides"), py::arg("out"), py::arg("configs"),
         py::arg("simulate_oom"));
   m.def("sweep", &sweep, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
+  m.def("study", &study, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
   m.def("report", [](const std::string& folder, const std::string& html) { chopsim::write_report(folder, html); });
 }

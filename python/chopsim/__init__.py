@@ -19,7 +19,7 @@ __version__ = _chopsim.__version__
 InputError = _chopsim.InputError
 Error = _chopsim.Error
 
-__all__ = ["run", "sweep", "read_sweep", "report", "RunResult", "InputError", "Error", "__version__"]
+__all__ = ["run", "sweep", "read_sweep", "study", "read_study", "report", "RunResult", "InputError", "Error", "__version__"]
 
 
 def _yaml_text(value):
@@ -82,6 +82,29 @@ def sweep(sweep_file, out, *, jobs=1, configs=None):
     """Runs a sweep file (docs/sweeps.md) into `out` (resumable) and returns its rows (read_sweep)."""
     _chopsim.sweep(os.fspath(sweep_file), os.fspath(out), int(jobs), os.fspath(configs) if configs else "")
     return read_sweep(out)
+
+
+def read_study(folder):
+    """The rows of a study's results.csv (docs/studies.md) as dicts, figures as floats (None for an infeasible
+    candidate), gpus, nodes and racks as ints."""
+    rows = []
+    with open(os.path.join(os.fspath(folder), "results.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            for key, value in row.items():
+                if key in ("gpus", "nodes", "racks"):
+                    row[key] = int(value) if value != "" else None
+                elif key.endswith(("_s", "_w", "_j", "_usd", "_kw", "_fraction", "_per_dollar")) or key in (
+                        "mfu", "tokens_per_s"):
+                    row[key] = float(value) if value != "" else None
+            rows.append(row)
+    return rows
+
+
+def study(study_file, out, *, jobs=1, configs=None):
+    """Runs a procurement study (docs/studies.md) into `out` (each candidate's sweep resumable) and returns one row
+    per candidate (read_study)."""
+    _chopsim.study(os.fspath(study_file), os.fspath(out), int(jobs), os.fspath(configs) if configs else "")
+    return read_study(out)
 
 
 def report(folder, html=None):

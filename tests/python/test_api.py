@@ -57,5 +57,20 @@ def test_sweep_rows_and_report(tmp_path):
     assert open(html).read().startswith("<!DOCTYPE html>")
 
 
+def test_study_rows(tmp_path):
+    (tmp_path / "search.yaml").write_text("base: %s\naxes:\n  training.micro_batch: [1, 2]\n" % QUICK_START)
+    (tmp_path / "study.yaml").write_text(
+        "sweep: search.yaml\ngoal: {tokens: 1.0e9}\n"
+        "candidates:\n  - {name: mi300x, set: {hardware: MI300X}, cost: {gpu_hour_usd: 2.0}}\n")
+    rows = chopsim.study(tmp_path / "study.yaml", tmp_path / "out", jobs=2)
+    assert [row["candidate"] for row in rows] == ["mi300x"]
+    row = rows[0]
+    assert row["status"] == "ok" and row["gpus"] == 8
+    assert row["time_to_train_s"] == pytest.approx(1e9 / row["tokens_per_s"])
+    assert row["cost_usd"] == pytest.approx(2.0 * 8 * row["time_to_train_s"] / 3600)
+    with pytest.raises(chopsim.InputError):
+        chopsim.study(tmp_path / "search.yaml", tmp_path / "bad")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
