@@ -97,19 +97,21 @@ inline constexpr std::string_view kReportUsage =
     "      throughput per point, Pareto front, power peaks and memory per point (docs/report.md).\n"
     "      Default: DIR/report.html.\n";
 inline constexpr std::string_view kSweepUsage =
-    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N]\n"
+    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N] [--report]\n"
     "  sweep merge SWEEP --out DIR SHARD_DIR...\n"
     "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
     "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
     "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"
     "      of throughput vs energy per token and the effect of each axis. --shard I/N runs the points\n"
-    "      whose index % N is I (a job array's task); merge joins the shards' folders into DIR.\n";
+    "      whose index % N is I (a job array's task); merge joins the shards' folders into DIR. --report also\n"
+    "      writes DIR/report.html (chopsim report).\n";
 inline constexpr std::string_view kStudyUsage =
-    "  study STUDY [--out DIR] [--jobs N] [--configs DIR]\n"
+    "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--report]\n"
     "      A procurement study (docs/studies.md): one training job on each candidate system of STUDY. Each\n"
     "      candidate runs the study's sweep to find its best parallelism and micro-batch; its best point is priced\n"
     "      from the cost catalog (time to train, energy, cost, tokens per dollar and per kW, racks, facility\n"
-    "      power). DIR (default study-NAME) holds results.csv and one resumable sweep folder per candidate.\n";
+    "      power). DIR (default study-NAME) holds results.csv and one resumable sweep folder per candidate;\n"
+    "      --report also writes DIR/report.html (chopsim report).\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"

@@ -5,12 +5,13 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/study.hpp"
+#include "chopsim/report/report.hpp"
 #include "cli.hpp"
 
 namespace chopsim::cli {
 
 int command_study(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {});
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {"--report"});
   if (args.positional().size() != 1)
     throw argument_error("study takes exactly one STUDY file", "write chopsim study configs/studies/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];
@@ -32,6 +33,10 @@ int command_study(const std::vector<std::string>& raw) {
             << " points with " << jobs << " jobs into " << options.out_dir.string() << "\n";
   const StudyResult result = run_study(spec, search, registries, options);
   print_study_summary(std::cout, spec, result);
+  if (args.has_switch("--report")) {
+    write_report(options.out_dir, options.out_dir / "report.html");
+    std::cout << "wrote " << (options.out_dir / "report.html").string() << "\n";
+  }
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/sweep.hpp"
+#include "chopsim/report/report.hpp"
 #include "cli.hpp"
 
 namespace chopsim::cli {
@@ -56,7 +57,7 @@ int merge(const std::vector<std::string>& raw) {
 
 int command_sweep(const std::vector<std::string>& raw) {
   if (!raw.empty() && raw.front() == "merge") return merge({raw.begin() + 1, raw.end()});
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {});
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {"--report"});
   if (args.positional().size() != 1)
     throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];
@@ -95,6 +96,10 @@ int command_sweep(const std::vector<std::string>& raw) {
             << " jobs into " << options.out_dir.string() << "\n";
   const SweepResult result = run_sweep(spec, search, registries, options);
   print_sweep_summary(std::cout, spec, result);
+  if (args.has_switch("--report")) {
+    write_report(options.out_dir, options.out_dir / "report.html");
+    std::cout << "wrote " << (options.out_dir / "report.html").string() << "\n";
+  }
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -326,9 +327,15 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
 void write_report(const fs::path& folder, const fs::path& html) {
   std::error_code error;
   if (fs::is_regular_file(folder / "summary.json", error)) return report_detail::write_run_page(folder, html);
-  if (fs::is_regular_file(folder / "results.csv", error)) return report_detail::write_sweep_page(folder, html);
-  throw InputError({folder.string()}, "", "no summary.json (a run) or results.csv (a sweep) in this folder",
-                   "pass the --out folder of chopsim run or chopsim sweep");
+  if (fs::is_regular_file(folder / "results.csv", error)) {
+    std::ifstream in(folder / "results.csv");
+    std::string header;
+    std::getline(in, header);
+    if (header.rfind("candidate,", 0) == 0) return report_detail::write_study_page(folder, html);
+    return report_detail::write_sweep_page(folder, html);
+  }
+  throw InputError({folder.string()}, "", "no summary.json (a run) or results.csv (a sweep or a study) in this folder",
+                   "pass the --out folder of chopsim run, chopsim sweep or chopsim study");
 }
 
 void write_run_report(const fs::path& run_dir, const fs::path& html) { report_detail::write_run_page(run_dir, html); }

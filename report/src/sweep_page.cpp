@@ -17,10 +17,8 @@ namespace chopsim::report_detail {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 /// One CSV line (RFC 4180 quoting, as results.csv writes it).
-std::vector<std::string> split(const std::string& line) {
+std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> fields(1);
   bool quoted = false;
   for (std::size_t i = 0; i < line.size(); ++i) {
@@ -45,6 +43,8 @@ std::vector<std::string> split(const std::string& line) {
   return fields;
 }
 
+namespace {
+
 struct Point {
   std::string label;  ///< the axis values, "key=value ..."
   std::string status;
@@ -65,7 +65,7 @@ Table read_results(const fs::path& file) {
   std::string line;
   if (!std::getline(in, line))
     throw InputError({file.string()}, "", "an empty results.csv", "pass the --out folder of a finished chopsim sweep");
-  const std::vector<std::string> header = split(line);
+  const std::vector<std::string> header = split_csv_line(line);
   const auto column = [&](const std::string& name) {
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end())
@@ -79,7 +79,7 @@ Table read_results(const fs::path& file) {
   int line_number = 1;
   while (std::getline(in, line)) {
     ++line_number;
-    const std::vector<std::string> fields = split(line);
+    const std::vector<std::string> fields = split_csv_line(line);
     if (fields.size() != header.size())
       throw InputError(
           {file.string(), line_number}, "",

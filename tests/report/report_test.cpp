@@ -14,6 +14,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
@@ -145,9 +146,51 @@ TEST_F(Report, ASweepFolderGetsTheSweepPage) {
   (void)result;
 }
 
+// A study's folder gets the study page: the candidates ranked by tokens per dollar, and one bar per feasible
+// candidate in each chart, with the values of results.csv.
+TEST_F(Report, AStudyFolderGetsTheStudyPage) {
+  const auto registries = ModelRegistries::with_builtins();
+  (void)write("search.yaml", "base: " + (test::configs_dir() / "llama3-8b-fsdp.yaml").string() +
+                                 "\naxes:\n  training.micro_batch: [1, 2]\n");
+  const auto study_file = write("study.yaml",
+                                "sweep: search.yaml\ngoal: {tokens: 1.0e9}\ncandidates:\n"
+                                "  - {name: cheap, set: {hardware: MI300X}, cost: {gpu_hour_usd: 1.0}}\n"
+                                "  - {name: dear, set: {hardware: MI300X}, cost: {gpu_hour_usd: 3.0}}\n"
+                                "  - {name: too small, set: {hardware: MI300X, model.layers: 1000}}\n");
+  const StudySpec spec = load_study(study_file);
+  StudyOptions options;
+  options.out_dir = dir_ / "study";
+  options.jobs = 2;
+  const StudyResult result = run_study(spec, default_search_path(spec.sweep.base), registries, options);
+  ASSERT_TRUE(result.candidates[0].feasible);
+  ASSERT_FALSE(result.candidates[2].feasible);
+  write_report(dir_ / "study", dir_ / "study.html");
+  const std::string html = read_text(dir_ / "study.html");
+  EXPECT_NE(html.find("3 candidate systems, 2 feasible"), std::string::npos);
+  EXPECT_NE(html.find("infeasible"), std::string::npos);
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  const simdjson::dom::object charts = chart_configs(html, parser, text);
+  simdjson::dom::array labels, values;
+  ASSERT_EQ(charts.at_pointer("/per_dollar/data/labels").get(labels), simdjson::SUCCESS);
+  ASSERT_EQ(charts.at_pointer("/per_dollar/data/datasets/0/data").get(values), simdjson::SUCCESS);
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(std::string(labels.at(0).get_string().value()), "cheap");  // ranked: 3x the tokens per dollar
+  EXPECT_NEAR(values.at(0).get_double().value(), result.candidates[0].tokens_per_dollar,
+              1e-9 * result.candidates[0].tokens_per_dollar);
+  EXPECT_NEAR(values.at(0).get_double().value() / values.at(1).get_double().value(), 3.0, 1e-9);
+  for (const char* chart : {"per_dollar", "time", "cost", "facility_power", "energy"}) {
+    std::string_view title;
+    EXPECT_EQ(charts.at_pointer(std::string("/") + chart + "/options/scales/x/title/text").get(title),
+              simdjson::SUCCESS)
+        << chart;
+    EXPECT_FALSE(title.empty()) << chart;
+  }
+}
+
 TEST_F(Report, AFolderWithoutARunIsAnInputErrorAndNothingIsWritten) {
   const std::string message = test::input_error([&] { write_report(dir_, dir_ / "report.html"); });
-  EXPECT_NE(message.find("no summary.json (a run) or results.csv (a sweep)"), std::string::npos) << message;
+  EXPECT_NE(message.find("no summary.json (a run) or results.csv (a sweep or a study)"), std::string::npos) << message;
   write("bad/summary.json", "{\"not\": \"chopsim\"}");
   EXPECT_NE(test::input_error([&] { write_run_report(dir_ / "bad", dir_ / "report.html"); }).find("not a chopsim"),
             std::string::npos);
