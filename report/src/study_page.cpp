@@ -32,29 +32,12 @@ struct Candidate {
 };
 
 std::vector<Candidate> read_candidates(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split_csv_line(line);
-  const auto column = [&](const std::string& name) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end())
-      throw InputError({file.string(), 1}, name, "results.csv has no '" + name + "' column",
-                       "pass the --out folder of chopsim study, as it wrote it");
-    return static_cast<std::size_t>(it - header.begin());
-  };
-  const std::size_t status = column("status"), first_figure = column("tokens_per_s"), reason = column("reason");
-  const std::size_t name = column("candidate"), hardware = column("hardware"), gpus = column("gpus");
+  const ResultsCsv csv = read_results_csv(file, "chopsim study");
+  const std::size_t status = csv.column("status"), first_figure = csv.column("tokens_per_s");
+  const std::size_t reason = csv.column("reason"), name = csv.column("candidate");
+  const std::size_t hardware = csv.column("hardware"), gpus = csv.column("gpus");
   std::vector<Candidate> out;
-  int line_number = 1;
-  while (std::getline(in, line)) {
-    ++line_number;
-    const std::vector<std::string> fields = split_csv_line(line);
-    if (fields.size() != header.size())
-      throw InputError(
-          {file.string(), line_number}, "",
-          "a row of " + std::to_string(fields.size()) + " fields under a header of " + std::to_string(header.size()),
-          "pass results.csv as chopsim study wrote it");
+  for (const std::vector<std::string>& fields : csv.rows) {
     Candidate c;
     c.name = fields[name];
     c.hardware = fields[hardware];
@@ -62,9 +45,9 @@ std::vector<Candidate> read_candidates(const fs::path& file) {
     c.status = fields[status];
     c.reason = fields[reason];
     for (std::size_t i = status + 1; i < first_figure; ++i)
-      if (!fields[i].empty()) c.mix += (c.mix.empty() ? "" : " ") + header[i] + "=" + fields[i];
+      if (!fields[i].empty()) c.mix += (c.mix.empty() ? "" : " ") + csv.header[i] + "=" + fields[i];
     for (std::size_t i = first_figure; i < reason; ++i)
-      if (!fields[i].empty()) c.figures[header[i]] = std::strtod(fields[i].c_str(), nullptr);
+      if (!fields[i].empty()) c.figures[csv.header[i]] = std::strtod(fields[i].c_str(), nullptr);
     out.push_back(std::move(c));
   }
   return out;

@@ -17,32 +17,6 @@ namespace chopsim::report_detail {
 
 namespace fs = std::filesystem;
 
-/// One CSV line (RFC 4180 quoting, as results.csv writes it).
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
 namespace {
 
 struct Point {
@@ -61,36 +35,17 @@ struct Table {
 };
 
 Table read_results(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (!std::getline(in, line))
-    throw InputError({file.string()}, "", "an empty results.csv", "pass the --out folder of a finished chopsim sweep");
-  const std::vector<std::string> header = split_csv_line(line);
-  const auto column = [&](const std::string& name) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end())
-      throw InputError({file.string(), 1}, name, "results.csv has no '" + name + "' column",
-                       "pass the --out folder of chopsim sweep, as it wrote it");
-    return static_cast<std::size_t>(it - header.begin());
-  };
-  const std::size_t key = column("key"), status = column("status"), reason = column("reason");
+  const ResultsCsv csv = read_results_csv(file, "chopsim sweep");
+  const std::size_t key = csv.column("key"), status = csv.column("status"), reason = csv.column("reason");
   Table table;
-  for (std::size_t c = key + 1; c < status; ++c) table.axes.push_back(header[c]);
-  int line_number = 1;
-  while (std::getline(in, line)) {
-    ++line_number;
-    const std::vector<std::string> fields = split_csv_line(line);
-    if (fields.size() != header.size())
-      throw InputError(
-          {file.string(), line_number}, "",
-          "a row of " + std::to_string(fields.size()) + " fields under a header of " + std::to_string(header.size()),
-          "pass results.csv as chopsim sweep wrote it");
+  for (std::size_t c = key + 1; c < status; ++c) table.axes.push_back(csv.header[c]);
+  for (const std::vector<std::string>& fields : csv.rows) {
     Point p;
     for (std::size_t c = key + 1; c < status; ++c)
-      p.label += (p.label.empty() ? "" : " ") + header[c] + "=" + fields[c];
+      p.label += (p.label.empty() ? "" : " ") + csv.header[c] + "=" + fields[c];
     p.status = fields[status];
-    for (std::size_t c = reason + 1; c < header.size(); ++c)
-      if (!fields[c].empty()) p.figures[header[c]] = std::strtod(fields[c].c_str(), nullptr);
+    for (std::size_t c = reason + 1; c < csv.header.size(); ++c)
+      if (!fields[c].empty()) p.figures[csv.header[c]] = std::strtod(fields[c].c_str(), nullptr);
     table.points.push_back(std::move(p));
   }
   return table;
