@@ -166,7 +166,7 @@ class FirmwareGovernor final : public Governor {
     if (!at_period && !thermal_changed && !any_throttled && state.held_clock_hz.size() == n) {
       out.clock_hz = state.held_clock_hz;
       out.flags = state.held_flags;
-      out.next_s = std::min(state.next_period_s, next_thermal_event_s(c, state, out));
+      out.next_s = std::min(next_period_due(state), next_thermal_event_s(c, state, out));
       return;
     }
 
@@ -178,6 +178,10 @@ class FirmwareGovernor final : public Governor {
                                                                         [&](double f) { return c.die_power_w(d, f); });
     out.period_started = false;
     if (at_period) {
+      // A load that did not change over the whole last period is steady: hold the highest clock within the cap
+      // itself (the deadbeat target would dither between two clock steps around it). Once that clock is the one
+      // held, nothing changes until the load does, so the loop sleeps until then: a long kernel costs no decisions.
+      const bool steady = std::isfinite(state.next_period_s) && !c.load_changed_in_period();
       const double top = *std::max_element(die_ceiling.begin(), die_ceiling.end());
       auto domain_power = [&](double f) {
         double p = 0.0;
@@ -186,9 +190,13 @@ class FirmwareGovernor final : public Governor {
         return p;
       };
       const double decay = std::exp(-params_.control_period_s / params_.window_s);
-      const double target = std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
-      state.held_common_hz = highest_clock_within(floor, top, step, target, domain_power);
-      state.next_period_s = now + params_.control_period_s;
+      const double target =
+          steady ? c.cap_w() : std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
+      const double common = highest_clock_within(floor, top, step, target, domain_power);
+      const bool settled = steady && common == state.held_common_hz && !thermal_changed && !any_throttled;
+      state.held_common_hz = common;
+      // Settled: the next decision (a load change) begins the next period.
+      state.next_period_s = settled ? -std::numeric_limits<double>::infinity() : now + params_.control_period_s;
       out.period_started = true;
     }
     out.clock_hz.assign(n, ceiling);
@@ -201,7 +209,12 @@ class FirmwareGovernor final : public Governor {
     }
     state.held_clock_hz = out.clock_hz;
     state.held_flags = out.flags;
-    out.next_s = std::min(state.next_period_s, next_thermal_event_s(c, state, out));
+    out.next_s = std::min(next_period_due(state), next_thermal_event_s(c, state, out));
+  }
+
+  /// The next period's start; +infinity while the loop sleeps (it restarts at the next load change).
+  static double next_period_due(const GovernorState& state) {
+    return std::isfinite(state.next_period_s) ? state.next_period_s : kInfinity;
   }
 
   /// When a die next reaches its slowdown temperature (or, throttled, cools to its release point) at the clocks of

@@ -167,6 +167,7 @@ void PowerDomain::advance_to(double time_s) {
 void PowerDomain::decide() {
   governor_.decide(*this, state_, decision_);
   ++stats_.decisions;
+  if (decision_.period_started) load_changed_in_period_ = false;
   for (std::size_t i = 0; i < dies_.size(); ++i) {
     DieState& d = dies_[i];
     const bool clock_changed = decision_.clock_hz[i] != d.clock_hz;
@@ -224,6 +225,7 @@ PowerDomain::KernelHandle PowerDomain::kernel_begin(double time_s, int die, cons
   k.work = work;
   d.kernels.push_back(k);
   for (DieState& other : dies_) other.load_changed = &other == &d;
+  load_changed_in_period_ = true;
   decide();
   return k.handle;
 }
@@ -235,6 +237,7 @@ void PowerDomain::kernel_end(double time_s, int die, KernelHandle kernel) {
   if (it == d.kernels.end()) throw ModelError("power domain: ending a kernel that is not running");
   d.kernels.erase(it);
   for (DieState& other : dies_) other.load_changed = &other == &d;
+  load_changed_in_period_ = true;
   decide();
 }
 
@@ -243,6 +246,7 @@ void PowerDomain::communication_begin(double time_s, int die) {
   DieState& d = dies_.at(static_cast<std::size_t>(die));
   ++d.communications;
   for (DieState& other : dies_) other.load_changed = &other == &d;
+  load_changed_in_period_ = true;
   decide();
 }
 
@@ -252,6 +256,7 @@ void PowerDomain::communication_end(double time_s, int die) {
   if (d.communications <= 0) throw ModelError("power domain: ending a communication that is not running");
   --d.communications;
   for (DieState& other : dies_) other.load_changed = &other == &d;
+  load_changed_in_period_ = true;
   decide();
 }
 

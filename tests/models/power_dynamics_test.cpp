@@ -459,6 +459,25 @@ TEST(PowerDomain, PeriodicControlRunsAnUncappedLoadAtTheCeiling) {
   }
 }
 
+TEST(PowerDomain, PeriodicControlSleepsThroughASteadyLoad) {
+  // One 100 s GEMM under a binding cap: the loop settles on the highest clock within the cap and sleeps until the
+  // load changes, so the decisions do not grow with the kernel's length (10,000 periods).
+  GovernorParams g;
+  g.window_s = 10e-3;
+  g.control_period_s = 10e-3;
+  const Models m = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  Collect sink;
+  const double cap = 400.0;
+  const auto domain = run_script(m, one_die(cap), {{0.0, true, gemm(100.0)}, {100.0, false, {}}}, 100.0, sink);
+  EXPECT_LE(domain->stats().decisions, 20u);
+  EXPECT_LE(sink.samples.size(), 20u);
+  // Settled within the cap, at the highest clock step that holds it.
+  const TelemetrySample& settled = sink.samples[sink.samples.size() - 2];
+  EXPECT_LE(settled.power_w, cap);
+  EXPECT_LT(settled.clock_hz, 1.4e9);
+  EXPECT_GT(domain->energy_j(0) / 100.0, 0.95 * cap);
+}
+
 TEST(Governor, ControlPeriodBelowTenMicrosecondsIsRejected) {
   GovernorParams g;
   g.control_period_s = 1e-6;

@@ -59,6 +59,8 @@ class GovernorContext {
   /// Power of `die` at `clock_hz` with the load it carried on average since the last control period began
   /// (GovernorDecision::period_started); its present load when no time has passed since.
   [[nodiscard]] virtual double die_period_power_w(int die, double clock_hz) const = 0;
+  /// Whether a kernel or communication op started or ended on any die since the last control period began.
+  [[nodiscard]] virtual bool load_changed_in_period() const = 0;
   [[nodiscard]] virtual double temperature_c(int die) const = 0;
   [[nodiscard]] virtual double slowdown_c() const = 0;
   /// The die power whose steady-state temperature is the slowdown temperature.

@@ -142,6 +142,7 @@ class PowerDomain final : private GovernorContext {
   double time_to_filtered_s(double power_w, double target_w) const override;
   double die_power_w(int die, double clock_hz) const override;
   double die_period_power_w(int die, double clock_hz) const override;
+  bool load_changed_in_period() const override { return load_changed_in_period_; }
   double slowdown_c() const override;
   double sustainable_power_w(int die) const override;
   double time_to_temperature_s(int die, double power_w, double target_c) const override;
@@ -170,6 +171,7 @@ class PowerDomain final : private GovernorContext {
   double filtered_w_ = 0.0;
   double over_since_s_ = std::numeric_limits<double>::infinity();
   double next_event_s_ = std::numeric_limits<double>::infinity();
+  bool load_changed_in_period_ = false;
   KernelHandle next_handle_ = 1;
   PowerDomainStats stats_;
   mutable KernelTiming scratch_;
