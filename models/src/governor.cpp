@@ -55,27 +55,13 @@ class FirmwareGovernor final : public Governor {
     const int dies = c.dies();
     const double now = c.now_s();
     const double floor = c.floor_hz();
-    const double ceiling = c.ceiling_hz();
     const double step = params_.clock_step_hz;
-    state.thermal_throttled.resize(static_cast<std::size_t>(dies), 0);
-    out.clock_hz.assign(static_cast<std::size_t>(dies), ceiling);
-    out.flags.assign(static_cast<std::size_t>(dies), 0);
     double next = kInfinity;
 
     // Thermal: each die's own ceiling.
-    auto& die_ceiling = state.die_ceiling_hz;
-    die_ceiling.assign(static_cast<std::size_t>(dies), ceiling);
-    for (int d = 0; d < dies; ++d) {
-      auto& throttled = state.thermal_throttled[static_cast<std::size_t>(d)];
-      const double t = c.temperature_c(d);
-      if (throttled && t <= c.slowdown_c() - params_.thermal_hysteresis_k) throttled = 0;
-      if (!throttled && t >= c.slowdown_c() - kTemperatureTolerance_k) throttled = 1;
-      if (throttled) {
-        const double sustainable = c.sustainable_power_w(d);
-        die_ceiling[static_cast<std::size_t>(d)] =
-            highest_clock_within(floor, ceiling, step, sustainable, [&](double f) { return c.die_power_w(d, f); });
-      }
-    }
+    (void)update_thermal_state(c, state);
+    set_die_ceilings(c, state);
+    const auto& die_ceiling = state.die_ceiling_hz;
     const double top = *std::max_element(die_ceiling.begin(), die_ceiling.end());
     auto domain_power = [&](double f) {
       double p = 0.0;
@@ -114,17 +100,8 @@ class FirmwareGovernor final : public Governor {
 
     double common = top;
     if (target < free_power) common = highest_clock_within(floor, top, step, target, domain_power);
-    for (int d = 0; d < dies; ++d) {
-      const auto i = static_cast<std::size_t>(d);
-      out.clock_hz[i] = std::min(common, die_ceiling[i]);
-      if (state.thermal_throttled[i] && die_ceiling[i] < ceiling) out.flags[i] |= kThrottleThermal;
-      if (common < die_ceiling[i]) out.flags[i] |= kThrottlePower;
-      // Thermal events: a die reaching its slowdown temperature, or cooling enough to be released.
-      const double power = c.die_power_w(d, out.clock_hz[i]);
-      const double goal = state.thermal_throttled[i] ? c.slowdown_c() - params_.thermal_hysteresis_k : c.slowdown_c();
-      next = std::min(next, now + c.time_to_temperature_s(d, power, goal));
-    }
-    out.next_s = next;
+    apply_clocks(c, state, common, out);
+    out.next_s = std::min(next, next_thermal_event_s(c, state, out));
   }
 
  private:
@@ -144,21 +121,9 @@ class FirmwareGovernor final : public Governor {
     const int dies = c.dies();
     const auto n = static_cast<std::size_t>(dies);
     const double now = c.now_s();
-    const double floor = c.floor_hz();
-    const double ceiling = c.ceiling_hz();
-    const double step = params_.clock_step_hz;
     // Thermal slowdown does not wait for the power loop: a die reaching its slowdown temperature (or cooled enough to
     // be released) is re-decided at once, and a throttled die's clock follows its present load, as decide() does.
-    state.thermal_throttled.resize(n, 0);
-    bool thermal_changed = false;
-    for (int d = 0; d < dies; ++d) {
-      auto& throttled = state.thermal_throttled[static_cast<std::size_t>(d)];
-      const std::uint8_t before = throttled;
-      const double t = c.temperature_c(d);
-      if (throttled && t <= c.slowdown_c() - params_.thermal_hysteresis_k) throttled = 0;
-      if (!throttled && t >= c.slowdown_c() - kTemperatureTolerance_k) throttled = 1;
-      thermal_changed = thermal_changed || throttled != before;
-    }
+    const bool thermal_changed = update_thermal_state(c, state);
     const bool at_period =
         !std::isfinite(state.next_period_s) || now >= state.next_period_s - 1e-12 * std::max(1.0, std::abs(now));
     const bool any_throttled =
@@ -170,13 +135,8 @@ class FirmwareGovernor final : public Governor {
       return;
     }
 
-    auto& die_ceiling = state.die_ceiling_hz;
-    die_ceiling.assign(n, ceiling);
-    for (int d = 0; d < dies; ++d)
-      if (state.thermal_throttled[static_cast<std::size_t>(d)])
-        die_ceiling[static_cast<std::size_t>(d)] = highest_clock_within(floor, ceiling, step, c.sustainable_power_w(d),
-                                                                        [&](double f) { return c.die_power_w(d, f); });
-    out.period_started = false;
+    set_die_ceilings(c, state);
+    const auto& die_ceiling = state.die_ceiling_hz;
     if (at_period) {
       // A load that did not change over the whole last period is steady: hold the highest clock within the cap
       // itself (the deadbeat target would dither between two clock steps around it). Once that clock is the one
@@ -192,24 +152,58 @@ class FirmwareGovernor final : public Governor {
       const double decay = std::exp(-params_.control_period_s / params_.window_s);
       const double target =
           steady ? c.cap_w() : std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
-      const double common = highest_clock_within(floor, top, step, target, domain_power);
+      const double common = highest_clock_within(c.floor_hz(), top, params_.clock_step_hz, target, domain_power);
       const bool settled = steady && common == state.held_common_hz && !thermal_changed && !any_throttled;
       state.held_common_hz = common;
       // Settled: the next decision (a load change) begins the next period.
       state.next_period_s = settled ? -std::numeric_limits<double>::infinity() : now + params_.control_period_s;
       out.period_started = true;
     }
-    out.clock_hz.assign(n, ceiling);
-    out.flags.assign(n, 0);
-    for (int d = 0; d < dies; ++d) {
-      const auto i = static_cast<std::size_t>(d);
-      out.clock_hz[i] = std::min(state.held_common_hz, die_ceiling[i]);
-      if (state.thermal_throttled[i] && die_ceiling[i] < ceiling) out.flags[i] |= kThrottleThermal;
-      if (state.held_common_hz < die_ceiling[i]) out.flags[i] |= kThrottlePower;
-    }
+    apply_clocks(c, state, state.held_common_hz, out);
     state.held_clock_hz = out.clock_hz;
     state.held_flags = out.flags;
     out.next_s = std::min(next_period_due(state), next_thermal_event_s(c, state, out));
+  }
+
+  /// Updates each die's thermal state: throttled from its slowdown temperature until it has cooled
+  /// thermal_hysteresis_k below it. True when a die's state changed.
+  bool update_thermal_state(const GovernorContext& c, GovernorState& state) const {
+    state.thermal_throttled.resize(static_cast<std::size_t>(c.dies()), 0);
+    bool changed = false;
+    for (int d = 0; d < c.dies(); ++d) {
+      auto& throttled = state.thermal_throttled[static_cast<std::size_t>(d)];
+      const std::uint8_t before = throttled;
+      const double t = c.temperature_c(d);
+      if (throttled && t <= c.slowdown_c() - params_.thermal_hysteresis_k) throttled = 0;
+      if (!throttled && t >= c.slowdown_c() - kTemperatureTolerance_k) throttled = 1;
+      changed = changed || throttled != before;
+    }
+    return changed;
+  }
+
+  /// Each die's own ceiling (state.die_ceiling_hz): the ceiling clock, or for a throttled die the highest step whose
+  /// steady temperature with its present load is the slowdown point.
+  void set_die_ceilings(const GovernorContext& c, GovernorState& state) const {
+    const double ceiling = c.ceiling_hz();
+    state.die_ceiling_hz.assign(static_cast<std::size_t>(c.dies()), ceiling);
+    for (int d = 0; d < c.dies(); ++d)
+      if (state.thermal_throttled[static_cast<std::size_t>(d)])
+        state.die_ceiling_hz[static_cast<std::size_t>(d)] =
+            highest_clock_within(c.floor_hz(), ceiling, params_.clock_step_hz, c.sustainable_power_w(d),
+                                 [&](double f) { return c.die_power_w(d, f); });
+  }
+
+  /// The domain's clock `common` on every die, each at most its own ceiling, and why a die runs below the ceiling.
+  static void apply_clocks(const GovernorContext& c, const GovernorState& state, double common, GovernorDecision& out) {
+    const auto n = static_cast<std::size_t>(c.dies());
+    out.clock_hz.assign(n, c.ceiling_hz());
+    out.flags.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double die_ceiling = state.die_ceiling_hz[i];
+      out.clock_hz[i] = std::min(common, die_ceiling);
+      if (state.thermal_throttled[i] && die_ceiling < c.ceiling_hz()) out.flags[i] |= kThrottleThermal;
+      if (common < die_ceiling) out.flags[i] |= kThrottlePower;
+    }
   }
 
   /// The next period's start; +infinity while the loop sleeps (it restarts at the next load change).

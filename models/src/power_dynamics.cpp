@@ -22,6 +22,15 @@ constexpr int kMaxDecisionsPerInstant = 8;
 /// differ from t in the last bits).
 double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
 
+/// to += a * weight, field by field (time integrals and averages of a die's load).
+void add_scaled(DieActivity& to, const DieActivity& a, double weight) {
+  to.busy += a.busy * weight;
+  to.tensor += a.tensor * weight;
+  to.vector += a.vector * weight;
+  to.hbm += a.hbm * weight;
+  to.communication += a.communication * weight;
+}
+
 bool uses_tensor_cores(const KernelWork& work) {
   return (work.kernel_class == KernelClass::gemm || work.kernel_class == KernelClass::attention) &&
          work.precision != Precision::fp32;
@@ -84,9 +93,8 @@ double PowerDomain::die_power_w(int die, double clock_hz) const {
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
   const DieState& d = dies_[static_cast<std::size_t>(die)];
   if (!(d.period_s > 0.0)) return die_power_w(die, clock_hz);
-  const double w = 1.0 / d.period_s;
-  const DieActivity average{d.period_load.busy * w, d.period_load.tensor * w, d.period_load.vector * w,
-                            d.period_load.hbm * w, d.period_load.communication * w};
+  DieActivity average;
+  add_scaled(average, d.period_load, 1.0 / d.period_s);
   return power_.power_w(average, clock_hz, d.temperature_c);
 }
 
@@ -122,11 +130,7 @@ void PowerDomain::integrate(double time_s) {
   double total = 0.0;
   for (DieState& d : dies_) {
     d.energy_j += d.power_w * dt;
-    d.period_load.busy += d.activity.busy * dt;
-    d.period_load.tensor += d.activity.tensor * dt;
-    d.period_load.vector += d.activity.vector * dt;
-    d.period_load.hbm += d.activity.hbm * dt;
-    d.period_load.communication += d.activity.communication * dt;
+    add_scaled(d.period_load, d.activity, dt);
     d.period_s += dt;
     d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
     total += d.power_w;
@@ -217,6 +221,12 @@ void PowerDomain::start(double time_s) {
   decide();  // reports every die: none has been reported yet
 }
 
+void PowerDomain::on_load_change(DieState& die) {
+  for (DieState& other : dies_) other.load_changed = &other == &die;
+  load_changed_in_period_ = true;
+  decide();
+}
+
 PowerDomain::KernelHandle PowerDomain::kernel_begin(double time_s, int die, const KernelWork& work) {
   advance_to(time_s);
   DieState& d = dies_.at(static_cast<std::size_t>(die));
@@ -224,9 +234,7 @@ PowerDomain::KernelHandle PowerDomain::kernel_begin(double time_s, int die, cons
   k.handle = next_handle_++;
   k.work = work;
   d.kernels.push_back(k);
-  for (DieState& other : dies_) other.load_changed = &other == &d;
-  load_changed_in_period_ = true;
-  decide();
+  on_load_change(d);
   return k.handle;
 }
 
@@ -236,18 +244,14 @@ void PowerDomain::kernel_end(double time_s, int die, KernelHandle kernel) {
   const auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [&](const Kernel& k) { return k.handle == kernel; });
   if (it == d.kernels.end()) throw ModelError("power domain: ending a kernel that is not running");
   d.kernels.erase(it);
-  for (DieState& other : dies_) other.load_changed = &other == &d;
-  load_changed_in_period_ = true;
-  decide();
+  on_load_change(d);
 }
 
 void PowerDomain::communication_begin(double time_s, int die) {
   advance_to(time_s);
   DieState& d = dies_.at(static_cast<std::size_t>(die));
   ++d.communications;
-  for (DieState& other : dies_) other.load_changed = &other == &d;
-  load_changed_in_period_ = true;
-  decide();
+  on_load_change(d);
 }
 
 void PowerDomain::communication_end(double time_s, int die) {
@@ -255,9 +259,7 @@ void PowerDomain::communication_end(double time_s, int die) {
   DieState& d = dies_.at(static_cast<std::size_t>(die));
   if (d.communications <= 0) throw ModelError("power domain: ending a communication that is not running");
   --d.communications;
-  for (DieState& other : dies_) other.load_changed = &other == &d;
-  load_changed_in_period_ = true;
-  decide();
+  on_load_change(d);
 }
 
 void PowerDomain::finish(double time_s) {

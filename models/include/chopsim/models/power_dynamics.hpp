@@ -153,6 +153,8 @@ class PowerDomain final : private GovernorContext {
   void integrate(double time_s);
   /// Asks the governor, applies its clocks, refreshes powers, notifies and reports.
   void decide();
+  /// After `die`'s load changed (a kernel or communication began or ended): marks it and decides.
+  void on_load_change(DieState& die);
   /// Sets die.power_w (and die.activity) for its present load and clock.
   void refresh_power(DieState& die) const;
   void report(DieState& die, bool force);
