@@ -514,16 +514,13 @@ void measurement_clock_from_telemetry(const MeasurementSet& measurements, Kernel
   double sum = 0.0;
   std::size_t readings = 0;
   std::set<std::size_t> telemetry_inputs, kernel_inputs;
-  for (const TelemetryReading& r : measurements.telemetry) {
+  for (const auto& [reading, span] : readings_in_kernel_spans(measurements)) {
+    const TelemetryReading& r = measurements.telemetry[reading];
     if (!(r.gfx_clock_hz > 0.0)) continue;
-    for (const KernelSpan& span : measurements.kernel_spans) {
-      if (r.time_s < span.start_s || r.time_s > span.end_s) continue;
-      sum += r.gfx_clock_hz;
-      ++readings;
-      telemetry_inputs.insert(r.input);
-      kernel_inputs.insert(span.input);
-      break;
-    }
+    sum += r.gfx_clock_hz;
+    ++readings;
+    telemetry_inputs.insert(r.input);
+    kernel_inputs.insert(measurements.kernel_spans[span].input);
   }
   if (readings == 0) return;
   options.clock_hz = sum / static_cast<double>(readings);

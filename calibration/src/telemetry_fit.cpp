@@ -211,6 +211,19 @@ TelemetryFit fit_telemetry(const MeasurementSet& measurements) {
   return fit;
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> readings_in_kernel_spans(const MeasurementSet& measurements) {
+  std::vector<std::pair<std::size_t, std::size_t>> found;
+  for (std::size_t i = 0; i < measurements.telemetry.size(); ++i) {
+    const double time = measurements.telemetry[i].time_s;
+    for (std::size_t s = 0; s < measurements.kernel_spans.size(); ++s) {
+      if (time < measurements.kernel_spans[s].start_s || time > measurements.kernel_spans[s].end_s) continue;
+      found.emplace_back(i, s);
+      break;
+    }
+  }
+  return found;
+}
+
 DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const HardwareReference& hardware,
                                   const TelemetryFit& telemetry, double measurement_clock_hz) {
   DynamicPowerFit fit;
@@ -227,24 +240,20 @@ DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const Hard
   std::set<std::size_t> spans_used, inputs;
   double power = 0.0, clock = 0.0, scale = 0.0, temperature = 0.0;
   std::size_t temperatures = 0;
-  for (const TelemetryReading& r : measurements.telemetry) {
+  for (const auto& [reading, s] : readings_in_kernel_spans(measurements)) {
+    const TelemetryReading& r = measurements.telemetry[reading];
     if (!(std::isfinite(r.power_w) && r.power_w > 0.0 && r.gfx_clock_hz > 0.0)) continue;
-    for (std::size_t s = 0; s < measurements.kernel_spans.size(); ++s) {
-      const KernelSpan& span = measurements.kernel_spans[s];
-      if (r.time_s < span.start_s || r.time_s > span.end_s) continue;
-      spans_used.insert(s);
-      inputs.insert(r.input);
-      inputs.insert(span.input);
-      ++fit.readings;
-      power += r.power_w;
-      clock += r.gfx_clock_hz;
-      scale += dynamic_power_scale(model.voltage, r.gfx_clock_hz, hardware.boost_clock_hz);
-      const double t = std::isfinite(r.temp_junction_c) ? r.temp_junction_c : r.temp_edge_c;
-      if (std::isfinite(t) && t > -100.0) {
-        temperature += t;
-        ++temperatures;
-      }
-      break;
+    spans_used.insert(s);
+    inputs.insert(r.input);
+    inputs.insert(measurements.kernel_spans[s].input);
+    ++fit.readings;
+    power += r.power_w;
+    clock += r.gfx_clock_hz;
+    scale += dynamic_power_scale(model.voltage, r.gfx_clock_hz, hardware.boost_clock_hz);
+    const double t = std::isfinite(r.temp_junction_c) ? r.temp_junction_c : r.temp_edge_c;
+    if (std::isfinite(t) && t > -100.0) {
+      temperature += t;
+      ++temperatures;
     }
   }
   if (fit.readings == 0) {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chopsim/calibration/fitting.hpp"
@@ -263,6 +264,11 @@ struct TelemetryFit {
 };
 
 [[nodiscard]] TelemetryFit fit_telemetry(const MeasurementSet& measurements);
+
+/// The telemetry readings taken while a trace's kernels ran (both on the Unix-epoch clock): for each such reading,
+/// its index in measurements.telemetry and the index of the first kernel span holding its time, in reading order.
+[[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> readings_in_kernel_spans(
+    const MeasurementSet& measurements);
 
 /// The power model's dynamic power (models/power.hpp: P = static(T) + P_dyn g(f) a + P_hbm u) refitted so that the
 /// load of a trace's kernels, at the clocks and temperatures the telemetry of the same run read while they ran,
