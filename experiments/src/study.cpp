@@ -92,18 +92,6 @@ std::string slug(const std::string& name) {
   return out.empty() ? "candidate" : out;
 }
 
-bool better(const SweepSpec& spec, const PointResult& a, const PointResult& b) {
-  switch (spec.objective) {
-    case SweepObjective::energy_per_token:
-      return a.figures.energy_per_token_j < b.figures.energy_per_token_j;
-    case SweepObjective::mfu:
-      return a.figures.mfu > b.figures.mfu;
-    case SweepObjective::tokens_per_s:
-      break;
-  }
-  return a.figures.tokens_per_s > b.figures.tokens_per_s;
-}
-
 }  // namespace
 
 StudySpec load_study(const fs::path& file) {
@@ -148,8 +136,7 @@ StudySpec load_study(const fs::path& file) {
     decode_facility(f, spec.catalog.facility);
   }
 
-  std::set<std::string> axis_keys;
-  for (const SweepAxis& axis : spec.sweep.axes) axis_keys.insert(axis.keys.begin(), axis.keys.end());
+  const std::vector<std::string> swept = axis_keys(spec.sweep.axes);
   top.require("candidates", "a list of candidate systems");
   const YAML::Node list = top.value("candidates");
   if (!list.IsSequence() || list.size() == 0)
@@ -167,24 +154,23 @@ StudySpec load_study(const fs::path& file) {
     for (const std::string& key : keys_of(m.value("set"))) {
       const YAML::Node value = set.value(key);
       if (!value.IsDefined() || value.IsNull()) set.fail(key, "no value", "give " + key + " a value");
-      if (axis_keys.count(key) != 0)
+      if (std::find(swept.begin(), swept.end(), key) != swept.end())
         set.fail(key, key + " is an axis of the study's sweep", "sweep it there or set it here, not both");
       c.set.push_back({key, flow_text(value), set.where(key).to_string() + " (candidate " + c.name + ")"});
     }
     set.finish();
-    std::string hardware;
     for (const ConfigOverride& o : c.set)
-      if (o.key == "hardware") hardware = o.value;
-    if (hardware.empty())
+      if (o.key == "hardware") c.hardware = o.value;
+    if (c.hardware.empty())
       set.fail("hardware", "the candidate names no hardware", "set hardware: NAME (a file of configs/hardware)");
-    const auto entry = spec.catalog.gpus.find(hardware);
+    const auto entry = spec.catalog.gpus.find(c.hardware);
     if (entry == spec.catalog.gpus.end()) {
       std::vector<std::string> priced;
       for (const auto& [name, cost] : spec.catalog.gpus) priced.push_back(name);
       set.fail("hardware",
-               "the catalog " + config_detail::display_path(spec.catalog_file) + " does not price " + hardware +
+               "the catalog " + config_detail::display_path(spec.catalog_file) + " does not price " + c.hardware +
                    "; it prices " + join(priced),
-               "add " + hardware + " to the catalog, or give the candidate a cost: mapping with its prices");
+               "add " + c.hardware + " to the catalog, or give the candidate a cost: mapping with its prices");
     }
     c.cost = entry->second;
     if (m.has("cost")) {
@@ -254,25 +240,21 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
     std::map<std::string, int> statuses;
     for (const PointResult& p : points.points) {
       ++statuses[to_string(p.status)];
-      if (p.status == PointStatus::ok && (best == nullptr || better(sweep, p, *best))) best = &p;
+      if (p.status == PointStatus::ok && (best == nullptr || better_point(sweep.objective, p, *best))) best = &p;
     }
-    std::string hardware;
     int gpus = 0, nodes = 0;
     if (best != nullptr) {
       const RunSpec run = load_run_config(sweep.base, search, registries, best->point.overrides);
-      hardware = run.hardware.name;
       gpus = run.cluster.gpu_count();
       nodes = run.cluster.nodes;
     }
-    CandidateResult r = price_candidate(c.name, hardware, gpus, nodes, best != nullptr ? *best : PointResult{},
+    CandidateResult r = price_candidate(c.name, c.hardware, gpus, nodes, best != nullptr ? *best : PointResult{},
                                         spec.tokens_to_train, *c.cost, spec.catalog.facility);
     if (best == nullptr) {
       r.best.status = PointStatus::invalid;
       for (const auto& [status, count] : statuses)
         r.why_not += (r.why_not.empty() ? "" : ", ") + std::to_string(count) + " " + status;
       r.why_not = "no point ran: " + r.why_not;
-      for (const ConfigOverride& o : c.set)
-        if (o.key == "hardware") r.hardware = o.value;
     }
     r.sweep_dir = sweep_options.out_dir;
     result.candidates.push_back(std::move(r));
@@ -281,16 +263,15 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
   // results.csv: one row per candidate, in the study's order.
   std::ostringstream out;
   out << "candidate,hardware,gpus,nodes,status";
-  std::vector<std::string> axis_keys;
-  for (const SweepAxis& axis : spec.sweep.axes) axis_keys.insert(axis_keys.end(), axis.keys.begin(), axis.keys.end());
-  for (const std::string& key : axis_keys) out << ',' << detail::csv_field(key);
+  const std::vector<std::string> swept = axis_keys(spec.sweep.axes);
+  for (const std::string& key : swept) out << ',' << detail::csv_field(key);
   out << ",tokens_per_s,time_to_train_s,energy_j,facility_energy_j,cost_usd,tokens_per_dollar,tokens_per_s_per_kw,"
          "racks,facility_power_kw,mfu,mean_power_w,peak_power_1ms_w,peak_power_100ms_w,throttled_fraction,reason,"
          "sweep_dir\n";
   for (const CandidateResult& r : result.candidates) {
     out << detail::csv_field(r.name) << ',' << detail::csv_field(r.hardware) << ',' << r.gpus << ',' << r.nodes << ','
         << (r.feasible ? "ok" : "infeasible");
-    for (const std::string& key : axis_keys) {
+    for (const std::string& key : swept) {
       std::string value;
       for (const auto& [k, v] : r.best.point.values)
         if (k == key) value = v;

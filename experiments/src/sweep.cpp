@@ -188,13 +188,13 @@ class Expression {
   std::size_t pos_ = 0;
 };
 
+}  // namespace
+
 std::vector<std::string> axis_keys(const std::vector<SweepAxis>& axes) {
   std::vector<std::string> keys;
   for (const SweepAxis& axis : axes) keys.insert(keys.end(), axis.keys.begin(), axis.keys.end());
   return keys;
 }
-
-}  // namespace
 
 SweepSpec load_sweep(const fs::path& file) {
   const std::string shown = config_detail::display_path(file);

@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "chopsim/common/atomic_output.hpp"
-#include "chopsim/common/json_writer.hpp"
 #include "chopsim/common/version.hpp"
 #include "chopsim/experiments/sweep.hpp"
 #include "csv_text.hpp"
@@ -51,10 +50,8 @@ constexpr FigureColumn kFigures[] = {
     {"throttled_fraction", &PointFigures::throttled_fraction},
 };
 
-/// Shortest text that reads back as the same double (what summary.json writes); empty for a missing figure.
 using detail::csv_field;
-
-std::string number_text(double value) { return detail::csv_number(value); }
+using detail::csv_number;
 
 /// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result.
 std::string point_key(const std::string& base_text, const SweepPoint& point) {
@@ -237,7 +234,7 @@ void write_csv(const SweepSpec& spec, const std::vector<PointResult>& points, co
     for (const auto& [key, value] : r.point.values) out << ',' << csv_field(value);
     out << ',' << to_string(r.status) << ',' << csv_field(r.reason);
     const bool figures = r.status == PointStatus::ok || r.status == PointStatus::oom;
-    for (const FigureColumn& c : kFigures) out << ',' << (figures ? number_text(r.figures.*(c.field)) : "");
+    for (const FigureColumn& c : kFigures) out << ',' << (figures ? csv_number(r.figures.*(c.field)) : "");
     out << '\n';
   }
   write_file_atomically(path, out.str());
@@ -343,6 +340,24 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shar
   return result;
 }
 
+double objective_value(SweepObjective objective, const PointFigures& figures) {
+  switch (objective) {
+    case SweepObjective::energy_per_token:
+      return figures.energy_per_token_j;
+    case SweepObjective::mfu:
+      return figures.mfu;
+    case SweepObjective::tokens_per_s:
+      break;
+  }
+  return figures.tokens_per_s;
+}
+
+bool better_point(SweepObjective objective, const PointResult& a, const PointResult& b) {
+  const double x = objective_value(objective, a.figures), y = objective_value(objective, b.figures);
+  if (x != y) return objective == SweepObjective::energy_per_token ? x < y : x > y;
+  return a.point.index < b.point.index;
+}
+
 void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepResult& result, int top) {
   std::map<PointStatus, int> counts;
   for (const PointResult& r : result.points) ++counts[r.status];
@@ -359,20 +374,11 @@ void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepRe
     for (const auto& [key, value] : r.point.values) text += (text.empty() ? "" : " ") + key + "=" + value;
     return text;
   };
-  const bool lower_is_better = spec.objective == SweepObjective::energy_per_token;
   const char* objective_name = spec.objective == SweepObjective::tokens_per_s       ? "tokens/s"
                                : spec.objective == SweepObjective::energy_per_token ? "J/token"
                                                                                     : "MFU";
-  auto objective = [&](const PointResult& r) {
-    return spec.objective == SweepObjective::tokens_per_s       ? r.figures.tokens_per_s
-           : spec.objective == SweepObjective::energy_per_token ? r.figures.energy_per_token_j
-                                                                : r.figures.mfu;
-  };
-  auto better = [&](const PointResult* a, const PointResult* b) {
-    const double x = objective(*a), y = objective(*b);
-    if (x != y) return lower_is_better ? x < y : x > y;
-    return a->point.index < b->point.index;
-  };
+  auto objective = [&](const PointResult& r) { return objective_value(spec.objective, r.figures); };
+  auto better = [&](const PointResult* a, const PointResult* b) { return better_point(spec.objective, *a, *b); };
   std::sort(ok.begin(), ok.end(), better);
   out << std::setprecision(4);
   if (!ok.empty()) {

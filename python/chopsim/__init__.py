@@ -63,19 +63,24 @@ def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, *
     return RunResult(json.loads(text))
 
 
-def read_sweep(folder):
-    """The rows of a sweep's results.csv as dicts, figures as floats (None where a point has none)."""
+def _read_results(folder, int_columns, float_suffixes):
+    """The rows of `folder`/results.csv as dicts: `int_columns` as ints, columns ending in one of `float_suffixes`
+    (and mfu, tokens_per_s) as floats; an empty field is None."""
     rows = []
     with open(os.path.join(os.fspath(folder), "results.csv"), newline="") as f:
         for row in csv.DictReader(f):
             for key, value in row.items():
-                if key in ("point",):
-                    row[key] = int(value)
-                elif key.endswith(("_s", "_w", "_j", "_bytes_per_gpu", "_mhz", "_fraction", "_per_gpu")) or key in (
-                        "mfu", "tokens_per_s"):
+                if key in int_columns:
+                    row[key] = int(value) if value != "" else None
+                elif key.endswith(float_suffixes) or key in ("mfu", "tokens_per_s"):
                     row[key] = float(value) if value != "" else None
             rows.append(row)
     return rows
+
+
+def read_sweep(folder):
+    """The rows of a sweep's results.csv as dicts, figures as floats (None where a point has none)."""
+    return _read_results(folder, ("point",), ("_s", "_w", "_j", "_bytes_per_gpu", "_mhz", "_fraction", "_per_gpu"))
 
 
 def sweep(sweep_file, out, *, jobs=1, configs=None):
@@ -87,17 +92,8 @@ def sweep(sweep_file, out, *, jobs=1, configs=None):
 def read_study(folder):
     """The rows of a study's results.csv (docs/studies.md) as dicts, figures as floats (None for an infeasible
     candidate), gpus, nodes and racks as ints."""
-    rows = []
-    with open(os.path.join(os.fspath(folder), "results.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            for key, value in row.items():
-                if key in ("gpus", "nodes", "racks"):
-                    row[key] = int(value) if value != "" else None
-                elif key.endswith(("_s", "_w", "_j", "_usd", "_kw", "_fraction", "_per_dollar")) or key in (
-                        "mfu", "tokens_per_s"):
-                    row[key] = float(value) if value != "" else None
-            rows.append(row)
-    return rows
+    return _read_results(folder, ("gpus", "nodes", "racks"),
+                         ("_s", "_w", "_j", "_usd", "_kw", "_fraction", "_per_dollar"))
 
 
 def study(study_file, out, *, jobs=1, configs=None):

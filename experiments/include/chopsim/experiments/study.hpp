@@ -43,6 +43,7 @@ struct CostCatalog {
 struct StudyCandidate {
   std::string name;
   std::vector<ConfigOverride> set;  ///< hardware, cluster, ... over the sweep's base
+  std::string hardware;             ///< the hardware `set` names: its catalog entry
   std::optional<GpuCost> cost;      ///< the catalog entry of its hardware with the candidate's `cost:` keys over it
   SourceLocation where;
 };

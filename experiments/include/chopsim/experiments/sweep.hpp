@@ -57,6 +57,9 @@ struct SweepPoint {
 /// Every point of the grid, in order, constraints not yet applied.
 [[nodiscard]] std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
 
+/// The keys of every axis, in axis order (a zipped axis gives several).
+[[nodiscard]] std::vector<std::string> axis_keys(const std::vector<SweepAxis>& axes);
+
 /// Evaluates constraint `text` on `point` (InputError naming `where` for an unknown name or a non-numeric value).
 [[nodiscard]] bool meets_constraint(const SweepConstraint& constraint, const SweepPoint& point);
 
@@ -91,6 +94,11 @@ struct PointResult {
   PointFigures figures;  ///< ok: all; oom: the memory ones
   bool resumed = false;  ///< read back from the store, not computed by this call
 };
+
+/// `objective`'s value at a point's figures (tokens/s, J/token or MFU).
+[[nodiscard]] double objective_value(SweepObjective objective, const PointFigures& figures);
+/// Whether point `a` ranks before `b` by `objective`; equal values keep expansion order.
+[[nodiscard]] bool better_point(SweepObjective objective, const PointResult& a, const PointResult& b);
 
 struct SweepOptions {
   std::filesystem::path out_dir;  ///< sweep.sqlite (resumable) and results.csv are written here
