@@ -3,122 +3,27 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "chopsim/common/error.hpp"
 
 namespace chopsim {
 
-JsonWriter::JsonWriter(std::ostream& out, int indent) : out_(out), indent_(indent) {}
+namespace {
 
-void JsonWriter::newline() {
-  if (indent_ <= 0) return;
-  out_ << '\n';
-  for (std::size_t i = 0; i < has_elements_.size() * static_cast<std::size_t>(indent_); ++i) out_ << ' ';
-}
+/// Text gathered before it goes to the stream.
+constexpr std::size_t kFlushBytes = 1 << 16;
 
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!has_elements_.empty()) {
-    if (has_elements_.back()) out_ << ',';
-    has_elements_.back() = true;
-    newline();
-  }
-}
+constexpr std::array<char, 16> kHexDigits = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                             '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
 
-JsonWriter& JsonWriter::begin_object() {
-  before_value();
-  out_ << '{';
-  has_elements_.push_back(false);
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_object() {
-  if (has_elements_.empty()) throw OutputError("JsonWriter: end_object without begin_object");
-  const bool had = has_elements_.back();
-  has_elements_.pop_back();
-  if (had) newline();
-  out_ << '}';
-  if (has_elements_.empty() && indent_ > 0) out_ << '\n';
-  return *this;
-}
-
-JsonWriter& JsonWriter::begin_array() {
-  before_value();
-  out_ << '[';
-  has_elements_.push_back(false);
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_array() {
-  if (has_elements_.empty()) throw OutputError("JsonWriter: end_array without begin_array");
-  const bool had = has_elements_.back();
-  has_elements_.pop_back();
-  if (had) newline();
-  out_ << ']';
-  return *this;
-}
-
-JsonWriter& JsonWriter::key(std::string_view name) {
-  before_value();
-  out_ << '"' << escape(name) << "\":";
-  if (indent_ > 0) out_ << ' ';
-  after_key_ = true;
-  return *this;
-}
-
-std::string JsonWriter::format_number(double number) {
-  if (!std::isfinite(number)) return "null";
-  if (number == 0.0) return "0";  // also folds -0
-  std::array<char, 64> buffer{};
-  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), number);
-  if (ec != std::errc()) throw OutputError("JsonWriter: cannot format number");
-  return std::string(buffer.data(), end);
-}
-
-JsonWriter& JsonWriter::value(double number) {
-  before_value();
-  out_ << format_number(number);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::int64_t number) {
-  before_value();
-  out_ << number;
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::uint64_t number) {
-  before_value();
-  out_ << number;
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(bool flag) {
-  before_value();
-  out_ << (flag ? "true" : "false");
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::string_view text) {
-  before_value();
-  out_ << '"' << escape(text) << '"';
-  return *this;
-}
-
-JsonWriter& JsonWriter::null() {
-  before_value();
-  out_ << "null";
-  return *this;
-}
-
-std::string JsonWriter::escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
+/// Appends the JSON form of `text` (without quotes) to `out`: runs of plain characters in one piece.
+void append_escaped(std::string& out, std::string_view text) {
+  std::size_t plain_begin = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain_begin, i - plain_begin);
+    plain_begin = i + 1;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -136,15 +41,180 @@ std::string JsonWriter::escape(std::string_view text) {
         out += "\\t";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          std::array<char, 8> hex{};
-          std::snprintf(hex.data(), hex.size(), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += hex.data();
-        } else {
-          out += c;
-        }
+        out += "\\u00";
+        out += kHexDigits[c >> 4];
+        out += kHexDigits[c & 0xf];
     }
   }
+  out.append(text.data() + plain_begin, text.size() - plain_begin);
+}
+
+/// Appends the shortest decimal that reads back as `number` ("null" for NaN and infinities, "0" for both zeros).
+void append_number(std::string& out, double number) {
+  if (!std::isfinite(number)) {
+    out += "null";
+    return;
+  }
+  if (number == 0.0) {  // also folds -0
+    out += '0';
+    return;
+  }
+  std::array<char, 64> buffer{};
+  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), number);
+  if (ec != std::errc()) throw OutputError("JsonWriter: cannot format number");
+  out.append(buffer.data(), end);
+}
+
+template <class Integer>
+void append_integer(std::string& out, Integer number) {
+  std::array<char, 24> buffer{};
+  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), number);
+  if (ec != std::errc()) throw OutputError("JsonWriter: cannot format number");
+  out.append(buffer.data(), end);
+}
+
+}  // namespace
+
+JsonWriter::JsonWriter(std::ostream& out, int indent) : out_(out), indent_(indent) { buffer_.reserve(kFlushBytes); }
+
+JsonWriter::~JsonWriter() {
+  try {
+    flush();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; the stream's state reports the error
+  }
+}
+
+void JsonWriter::flush() {
+  if (buffer_.empty()) return;
+  out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
+}
+
+void JsonWriter::maybe_flush() {
+  if (buffer_.size() >= kFlushBytes || has_elements_.empty()) flush();
+}
+
+void JsonWriter::put_escaped(std::string_view text) { append_escaped(buffer_, text); }
+
+void JsonWriter::put_number(double number) { append_number(buffer_, number); }
+
+void JsonWriter::newline() {
+  if (indent_ <= 0) return;
+  put('\n');
+  buffer_.append(has_elements_.size() * static_cast<std::size_t>(indent_), ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!has_elements_.empty()) {
+    if (has_elements_.back()) put(',');
+    has_elements_.back() = true;
+    newline();
+  }
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  before_value();
+  put('{');
+  has_elements_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_object() {
+  if (has_elements_.empty()) throw OutputError("JsonWriter: end_object without begin_object");
+  const bool had = has_elements_.back();
+  has_elements_.pop_back();
+  if (had) newline();
+  put('}');
+  if (has_elements_.empty() && indent_ > 0) put('\n');
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_array() {
+  before_value();
+  put('[');
+  has_elements_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_array() {
+  if (has_elements_.empty()) throw OutputError("JsonWriter: end_array without begin_array");
+  const bool had = has_elements_.back();
+  has_elements_.pop_back();
+  if (had) newline();
+  put(']');
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name) {
+  before_value();
+  put('"');
+  put_escaped(name);
+  put("\":");
+  if (indent_ > 0) put(' ');
+  after_key_ = true;
+  return *this;
+}
+
+std::string JsonWriter::format_number(double number) {
+  std::string text;
+  append_number(text, number);
+  return text;
+}
+
+JsonWriter& JsonWriter::value(double number) {
+  before_value();
+  put_number(number);
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::int64_t number) {
+  before_value();
+  append_integer(buffer_, number);
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::uint64_t number) {
+  before_value();
+  append_integer(buffer_, number);
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool flag) {
+  before_value();
+  put(flag ? std::string_view("true") : std::string_view("false"));
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view text) {
+  before_value();
+  put('"');
+  put_escaped(text);
+  put('"');
+  maybe_flush();
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  before_value();
+  put("null");
+  maybe_flush();
+  return *this;
+}
+
+std::string JsonWriter::escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  append_escaped(out, text);
   return out;
 }
 

@@ -462,7 +462,9 @@ void OpsTableWriter::finish(double end_s) {
     if (!st.representative.empty()) {
       const hsize_t gpus = st.representative.size();
       const H5::DataSpace space(1, &gpus);
-      H5::DataSet classes = st.file.createDataSet("representative", H5::PredType::STD_U32LE, space);
+      H5::DSetCreatPropList properties;
+      H5Pset_obj_track_times(properties.getId(), 0);  // no timestamp: the same run gives the same bytes
+      H5::DataSet classes = st.file.createDataSet("representative", H5::PredType::STD_U32LE, space, properties);
       classes.write(st.representative.data(), H5::PredType::NATIVE_UINT32);
       hdf5::write_string_attribute(classes.getId(), "description",
                                    "per GPU: the GPU whose rows in /ops and /telemetry stand for it (chopsim simulated "

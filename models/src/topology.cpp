@@ -57,11 +57,6 @@ std::uint64_t pair_key(int from, int to) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(from)) << 32) | static_cast<std::uint32_t>(to);
 }
 
-/// Distance tables kept (each one int, one double and one stamp per vertex: 16 bytes x vertices, about 0.7 MB for a
-/// 16,384-GPU cluster). Routes themselves stay cached; callers that ask for many routes ask destination by
-/// destination (the fast engine sorts them so).
-constexpr std::size_t kCachedDistanceTables = 64;
-
 }  // namespace
 
 struct Topology::Impl {
@@ -72,121 +67,169 @@ struct Topology::Impl {
   std::unordered_set<std::string> names;
   int node_count = 0;
 
-  // Per destination vertex: hop distance to it (-1 = not reached) and the widest bottleneck bandwidth over shortest
-  // paths, of every vertex within `complete_level` hops: a route from a source needs only the vertices closer to the
-  // destination than the source, so the search stops once the source's level is complete (inside a node that is
-  // two hops, not the whole cluster). Entries are valid where their stamp is the table's epoch, so a table is reused
-  // for another destination without clearing it.
-  struct Distances {
-    std::vector<int> hops;
-    std::vector<double> width;
-    std::vector<std::uint32_t> stamp;
+  /// Scratch state of one route search, reused across searches (entries count only where their stamp is the current
+  /// epoch, so nothing is cleared between searches).
+  struct RouteSearch {
+    std::vector<int> hops_from_source;        ///< side A: hops from the source
+    std::vector<int> hops_to_target;          ///< side B: hops to the target
+    std::vector<std::uint32_t> stamp_source;  ///< hops_from_source valid
+    std::vector<std::uint32_t> stamp_target;  ///< hops_to_target valid
+    std::vector<std::uint32_t> stamp_dag;     ///< on a shortest source-target path; distance and width valid
+    std::vector<int> distance;                ///< hops to the target, for vertices on a shortest path
+    std::vector<double> width;                ///< widest bottleneck to the target over shortest paths
+    std::vector<int> order_source, order_target, frontier, next, meeting;
+    std::vector<std::vector<int>> by_distance;
     std::uint32_t epoch = 0;
-    int target = -1;
-    int complete_level = -1;  ///< every vertex within this many hops has its distance and width
-    bool exhausted = false;   ///< the search reached every vertex it can
-    std::uint64_t used = 0;   ///< for least-recently-used replacement
 
-    [[nodiscard]] int hop(int v) const {
-      const auto i = static_cast<std::size_t>(v);
-      return stamp[i] == epoch ? hops[i] : -1;
+    void prepare(std::size_t n) {
+      if (hops_from_source.size() != n) {
+        hops_from_source.assign(n, -1);
+        hops_to_target.assign(n, -1);
+        stamp_source.assign(n, 0);
+        stamp_target.assign(n, 0);
+        stamp_dag.assign(n, 0);
+        distance.assign(n, -1);
+        width.assign(n, 0.0);
+        epoch = 0;
+      }
+      if (++epoch == 0) {  // the stamps wrapped around: clear them once
+        std::fill(stamp_source.begin(), stamp_source.end(), 0u);
+        std::fill(stamp_target.begin(), stamp_target.end(), 0u);
+        std::fill(stamp_dag.begin(), stamp_dag.end(), 0u);
+        epoch = 1;
+      }
     }
-    [[nodiscard]] double width_of(int v) const { return width[static_cast<std::size_t>(v)]; }
-    void set(int v, int h) {
-      const auto i = static_cast<std::size_t>(v);
-      stamp[i] = epoch;
-      hops[i] = h;
+    [[nodiscard]] bool on_path(int v) const { return stamp_dag[static_cast<std::size_t>(v)] == epoch; }
+    void mark_on_path(int v, int hops_to_go) {
+      stamp_dag[static_cast<std::size_t>(v)] = epoch;
+      distance[static_cast<std::size_t>(v)] = hops_to_go;
     }
   };
-  mutable std::vector<Distances> distances;  ///< at most kCachedDistanceTables, least recently used replaced
-  mutable std::unordered_map<int, std::size_t> distance_of_target;  ///< destination vertex -> index in distances
-  mutable std::uint64_t distance_uses = 0;
-  mutable std::unordered_map<std::uint64_t, std::vector<RouteHop>> routes;
+  mutable RouteSearch search;
+  /// A computed route with its summed latency and bottleneck bandwidth (collective plans ask for them per ring hop).
+  struct CachedRoute {
+    std::vector<RouteHop> hops;
+    double latency_s = 0.0;
+    double bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  };
+  mutable std::unordered_map<std::uint64_t, CachedRoute> routes;
 
-  void clear_caches() {
-    distances.clear();
-    distance_of_target.clear();
-    routes.clear();
+  const CachedRoute& cached_route(int from, int to) const {
+    const std::uint64_t key = pair_key(from, to);
+    if (auto it = routes.find(key); it != routes.end()) return it->second;
+    CachedRoute route{compute_route(from, to)};
+    for (const RouteHop& hop : route.hops) {
+      const TopologyLink& link = links[static_cast<std::size_t>(hop.link)];
+      route.latency_s += link.latency_s;
+      route.bandwidth_bytes_per_s = std::min(route.bandwidth_bytes_per_s, link.bandwidth_bytes_per_s);
+    }
+    return routes.emplace(key, std::move(route)).first->second;
   }
+
+  void clear_caches() { routes.clear(); }
 
   bool is_gpu(int v) const { return vertices[static_cast<std::size_t>(v)].kind == VertexKind::gpu; }
 
-  /// Distances to `target` complete up to the level of `source` (or of every vertex the search can reach).
-  const Distances& distances_to(int target, int source) const {
-    Distances* table = nullptr;
-    if (const auto it = distance_of_target.find(target); it != distance_of_target.end()) table = &distances[it->second];
-    if (table != nullptr) {
-      const int h = table->hop(source);
-      table->used = ++distance_uses;
-      if (table->exhausted || (h >= 0 && h <= table->complete_level)) return *table;
-    } else if (distances.size() < kCachedDistanceTables) {
-      table = &distances.emplace_back();
-      const std::size_t n = vertices.size();
-      table->hops.assign(n, -1);
-      table->width.assign(n, 0.0);
-      table->stamp.assign(n, 0);
-    } else {
-      table = &*std::min_element(distances.begin(), distances.end(),
-                                 [](const Distances& a, const Distances& b) { return a.used < b.used; });
-      distance_of_target.erase(table->target);
-    }
-    Distances& d = *table;
-    distance_of_target[target] = static_cast<std::size_t>(table - distances.data());
-    d.used = ++distance_uses;
-    d.target = target;
-    d.exhausted = false;
-    if (++d.epoch == 0) {  // the stamps wrapped around: clear them once
-      std::fill(d.stamp.begin(), d.stamp.end(), 0u);
-      d.epoch = 1;
-    }
-    // Breadth-first search from the destination, level by level; GPUs other than the destination are reached but
-    // never expanded, so no shortest path transits a GPU. After expanding level L every vertex of level L + 1 is
-    // known; the search stops when that level holds the source.
-    std::vector<int>& order = order_scratch;
-    order.assign(1, target);
-    d.set(target, 0);
-    d.complete_level = 0;
-    std::size_t level_begin = 0;
-    while (d.hop(source) < 0) {
+  /// A vertex a route from `source` to `target` may enter: a switch, NIC or router, or one of the two ends.
+  bool may_enter(int v, int source, int target) const { return v == source || v == target || !is_gpu(v); }
+
+  /// Marks every vertex on a shortest source-target path that transits no third GPU, with its hop distance to the
+  /// target and its widest bottleneck bandwidth to the target over shortest paths. A bidirectional breadth-first
+  /// search, level by level from the end whose frontier is smaller, finds the distance D while looking only at the
+  /// neighbourhoods of the two ends (two hops inside a node; the two ends' pods across a fat tree), not at the whole
+  /// cluster. The vertices where the searches meet at distance D are then walked back to both ends: every vertex on
+  /// a shortest path lies between an end and one of them. Returns false when no such path exists.
+  bool mark_shortest_paths(int source, int target) const {
+    RouteSearch& s = search;
+    s.prepare(vertices.size());
+    const auto at = [](int v) { return static_cast<std::size_t>(v); };
+    s.order_source.assign(1, source);
+    s.order_target.assign(1, target);
+    s.stamp_source[at(source)] = s.epoch;
+    s.hops_from_source[at(source)] = 0;
+    s.stamp_target[at(target)] = s.epoch;
+    s.hops_to_target[at(target)] = 0;
+    s.meeting.clear();
+    std::size_t level_begin_source = 0;
+    std::size_t level_begin_target = 0;
+    int shortest = std::numeric_limits<int>::max();
+    // The two searched sets are disjoint until this loop ends, so a path of length a + b + 1 (a, b the two radii)
+    // is found by the first level expansion that can find it, and the first level with a meeting gives D.
+    while (shortest == std::numeric_limits<int>::max()) {
+      const std::size_t frontier_source = s.order_source.size() - level_begin_source;
+      const std::size_t frontier_target = s.order_target.size() - level_begin_target;
+      if (frontier_source == 0 || frontier_target == 0) return false;
+      const bool from_source = frontier_source <= frontier_target;
+      std::vector<int>& order = from_source ? s.order_source : s.order_target;
+      std::vector<int>& hops = from_source ? s.hops_from_source : s.hops_to_target;
+      std::vector<std::uint32_t>& stamp = from_source ? s.stamp_source : s.stamp_target;
+      const std::vector<std::uint32_t>& other_stamp = from_source ? s.stamp_target : s.stamp_source;
+      std::size_t& level_begin = from_source ? level_begin_source : level_begin_target;
       const std::size_t level_end = order.size();
-      if (level_begin == level_end) {
-        d.exhausted = true;
-        break;
-      }
       for (std::size_t i = level_begin; i < level_end; ++i) {
         const int v = order[i];
-        if (v != target && is_gpu(v)) continue;
-        for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
+        const int next_hops = hops[at(v)] + 1;
+        for (auto [e, end] = boost::out_edges(at(v), graph); e != end; ++e) {
           const int w = static_cast<int>(boost::target(*e, graph));
-          if (d.hop(w) >= 0) continue;
-          d.set(w, d.hop(v) + 1);
+          if (!may_enter(w, source, target) || stamp[at(w)] == s.epoch) continue;
+          stamp[at(w)] = s.epoch;
+          hops[at(w)] = next_hops;
           order.push_back(w);
+          if (other_stamp[at(w)] == s.epoch) {
+            shortest = std::min(shortest, s.hops_from_source[at(w)] + s.hops_to_target[at(w)]);
+            s.meeting.push_back(w);
+          }
         }
       }
       level_begin = level_end;
-      ++d.complete_level;
     }
-    // Widest shortest path, by increasing distance: width(v) = max over next hops w of min(bw(v,w), width(w)).
-    d.width[static_cast<std::size_t>(target)] = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 1; i < order.size(); ++i) {
-      const int v = order[i];
-      double best = 0.0;
-      for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
-        const int w = static_cast<int>(boost::target(*e, graph));
-        if (!next_hop_allowed(d, v, w, target)) continue;
-        const double bw = links[static_cast<std::size_t>(graph[*e].link)].bandwidth_bytes_per_s;
-        best = std::max(best, std::min(bw, d.width_of(w)));
+    s.by_distance.resize(static_cast<std::size_t>(shortest) + 1);
+    for (auto& bucket : s.by_distance) bucket.clear();
+    const auto mark = [&](int v, int hops_to_go) {
+      s.mark_on_path(v, hops_to_go);
+      s.by_distance[at(hops_to_go)].push_back(v);
+    };
+    for (const int m : s.meeting)
+      if (s.hops_from_source[at(m)] + s.hops_to_target[at(m)] == shortest && !s.on_path(m))
+        mark(m, s.hops_to_target[at(m)]);
+    // Walk back from the meeting vertices: on the source side to vertices one hop closer to the source, on the
+    // target side to vertices one hop closer to the target. Reverse search order visits the farther levels first.
+    const auto walk_back = [&](const std::vector<int>& order, const std::vector<int>& hops,
+                               const std::vector<std::uint32_t>& stamp, bool source_side) {
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const int u = *it;
+        const int hops_u = hops[at(u)];
+        if (!s.on_path(u) || hops_u == 0) continue;
+        for (auto [e, end] = boost::out_edges(at(u), graph); e != end; ++e) {
+          const int v = static_cast<int>(boost::target(*e, graph));
+          if (stamp[at(v)] == s.epoch && hops[at(v)] == hops_u - 1 && !s.on_path(v))
+            mark(v, source_side ? shortest - (hops_u - 1) : hops_u - 1);
+        }
       }
-      d.width[static_cast<std::size_t>(v)] = best;
+    };
+    walk_back(s.order_source, s.hops_from_source, s.stamp_source, true);
+    walk_back(s.order_target, s.hops_to_target, s.stamp_target, false);
+    // Widest shortest path, by increasing distance: width(v) = max over next hops w of min(bw(v,w), width(w)).
+    s.width[at(target)] = std::numeric_limits<double>::infinity();
+    for (std::size_t level = 1; level < s.by_distance.size(); ++level) {
+      for (const int v : s.by_distance[level]) {
+        double best = 0.0;
+        for (auto [e, end] = boost::out_edges(at(v), graph); e != end; ++e) {
+          const int w = static_cast<int>(boost::target(*e, graph));
+          if (!is_next_hop(v, w)) continue;
+          const double bw = links[at(graph[*e].link)].bandwidth_bytes_per_s;
+          best = std::max(best, std::min(bw, s.width[at(w)]));
+        }
+        s.width[at(v)] = best;
+      }
     }
-    return d;
+    return true;
   }
-  mutable std::vector<int> order_scratch;
 
-  bool next_hop_allowed(const Distances& d, int v, int w, int target) const {
-    const int hv = d.hop(v);
-    const int hw = d.hop(w);
-    return hw >= 0 && hw == hv - 1 && (w == target || !is_gpu(w));
+  /// After mark_shortest_paths: w is one hop closer to the target than v on a shortest path.
+  bool is_next_hop(int v, int w) const {
+    return search.on_path(w) &&
+           search.distance[static_cast<std::size_t>(w)] == search.distance[static_cast<std::size_t>(v)] - 1;
   }
 
   std::vector<RouteHop> compute_route(int from_gpu, int to_gpu) const {
@@ -194,8 +237,7 @@ struct Topology::Impl {
     const int target = gpu_vertices[static_cast<std::size_t>(to_gpu)];
     std::vector<RouteHop> hops;
     if (source == target) return hops;
-    const Distances& d = distances_to(target, source);
-    if (d.hop(source) < 0)
+    if (!mark_shortest_paths(source, target))
       throw ModelError("topology: no route from GPU " + std::to_string(from_gpu) + " to GPU " + std::to_string(to_gpu) +
                        " that avoids other GPUs");
     const std::uint64_t flow = mix(pair_key(from_gpu, to_gpu));
@@ -203,15 +245,18 @@ struct Topology::Impl {
     std::vector<std::pair<int, int>> candidates;  // (link, next vertex)
     while (v != target) {
       candidates.clear();
-      const double width = d.width_of(v);
+      const double width = search.width[static_cast<std::size_t>(v)];
       for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
         const int w = static_cast<int>(boost::target(*e, graph));
-        if (!next_hop_allowed(d, v, w, target)) continue;
+        if (!is_next_hop(v, w)) continue;
         const int link = graph[*e].link;
         const double bw = links[static_cast<std::size_t>(link)].bandwidth_bytes_per_s;
-        if (std::min(bw, d.width_of(w)) < width) continue;
+        if (std::min(bw, search.width[static_cast<std::size_t>(w)]) < width) continue;
         candidates.emplace_back(link, w);
       }
+      if (candidates.empty())  // cannot happen after mark_shortest_paths; a bug, not bad input
+        throw ModelError("topology: route search from GPU " + std::to_string(from_gpu) + " to GPU " +
+                         std::to_string(to_gpu) + " lost its path (internal error)");
       // Out-edges come in insertion order; sorting by link index makes the candidate list independent of it.
       std::sort(candidates.begin(), candidates.end());
       const auto pick = static_cast<std::size_t>(mix(flow ^ static_cast<std::uint64_t>(hops.size())) %
@@ -280,24 +325,21 @@ int Topology::node_of_gpu(int gpu) const { return impl_->vertices[static_cast<st
 int Topology::node_count() const { return impl_->node_count; }
 
 const std::vector<RouteHop>& Topology::route(int from, int to) const {
-  const std::uint64_t key = pair_key(from, to);
-  if (auto it = impl_->routes.find(key); it != impl_->routes.end()) return it->second;
   static_cast<void>(gpu_vertex(from));  // validates both ends
   static_cast<void>(gpu_vertex(to));
-  return impl_->routes.emplace(key, impl_->compute_route(from, to)).first->second;
+  return impl_->cached_route(from, to).hops;
 }
 
 double Topology::route_bandwidth(int from, int to) const {
-  double bandwidth = std::numeric_limits<double>::infinity();
-  for (const RouteHop& hop : route(from, to))
-    bandwidth = std::min(bandwidth, impl_->links[static_cast<std::size_t>(hop.link)].bandwidth_bytes_per_s);
-  return bandwidth;
+  static_cast<void>(gpu_vertex(from));
+  static_cast<void>(gpu_vertex(to));
+  return impl_->cached_route(from, to).bandwidth_bytes_per_s;
 }
 
 double Topology::route_latency(int from, int to) const {
-  double latency = 0.0;
-  for (const RouteHop& hop : route(from, to)) latency += impl_->links[static_cast<std::size_t>(hop.link)].latency_s;
-  return latency;
+  static_cast<void>(gpu_vertex(from));
+  static_cast<void>(gpu_vertex(to));
+  return impl_->cached_route(from, to).latency_s;
 }
 
 Topology build_topology(const ClusterSpec& cluster, const HardwareSpec& hardware, const NodeTopologyRegistry& nodes,

@@ -275,18 +275,6 @@ class FastSimulation final : private TelemetrySink {
     std::vector<double> capacities;
     const auto& pairs = prepared_.communicating_pairs();
     routes_.reserve(pairs.size());
-    // Under symmetry every pair stands for its images; the topology computes a route from one breadth-first search
-    // per destination and keeps a bounded number of them, so the images' routes are computed destination by
-    // destination first (each search once), then read back below from the topology's route cache.
-    if (classes_.reduced()) {
-      std::vector<std::pair<int, int>> images;
-      images.reserve(pairs.size() * static_cast<std::size_t>(classes_.class_size()));
-      for (const auto& [src, dst] : pairs)
-        for (int image = 0; image < classes_.class_size(); ++image)
-          images.emplace_back(classes_.image(dst, image), classes_.image(src, image));
-      std::sort(images.begin(), images.end());
-      for (const auto& [to, from] : images) static_cast<void>(topology.route(from, to));
-    }
     std::vector<std::int64_t> hop_of(topology.links().size() * 2, -1);  // link direction -> index in the route
     std::vector<std::size_t> touched;
     for (const auto& [src, dst] : pairs) {
@@ -322,7 +310,47 @@ class FastSimulation final : private TelemetrySink {
                              static_cast<std::uint32_t>(routes_.size()));
       routes_.push_back(std::move(route));
     }
+    merge_equivalent_constraints(capacities);
     network_ = std::make_unique<FlowNetwork>(std::move(capacities));
+  }
+
+  /// Link directions with the same capacity that carry the same routes, each as often, are loaded alike at every
+  /// instant, so max-min fairness gives them the same share and one constraint can stand for all of them (a
+  /// duplicate constraint never changes a max-min allocation). Under symmetry a transfer's images cross hundreds of
+  /// such links (each replica's NIC and leaf ports), and the solver's cost follows the constraints a flow touches:
+  /// merging them took the 16,384-GPU run's flows from ~275 constraints each to a handful.
+  void merge_equivalent_constraints(std::vector<double>& capacities) {
+    using Incidence = std::vector<std::pair<std::uint32_t, double>>;  // (route, uses), by route
+    std::vector<Incidence> incidence(capacities.size());
+    for (std::size_t r = 0; r < routes_.size(); ++r) {
+      const Route& route = routes_[r];
+      for (std::size_t h = 0; h < route.constraints.size(); ++h)
+        incidence[route.constraints[h]].emplace_back(static_cast<std::uint32_t>(r),
+                                                     route.uses.empty() ? 1.0 : route.uses[h]);
+    }
+    std::map<std::pair<double, Incidence>, std::uint32_t> merged_of;
+    std::vector<std::uint32_t> merged(capacities.size());
+    std::vector<double> merged_capacities;
+    for (std::size_t c = 0; c < capacities.size(); ++c) {
+      auto [it, added] = merged_of.emplace(std::make_pair(capacities[c], std::move(incidence[c])),
+                                           static_cast<std::uint32_t>(merged_capacities.size()));
+      if (added) merged_capacities.push_back(capacities[c]);
+      merged[c] = it->second;
+    }
+    for (Route& route : routes_) {
+      std::vector<std::uint32_t> constraints;
+      std::vector<double> uses;
+      for (std::size_t h = 0; h < route.constraints.size(); ++h) {
+        const std::uint32_t c = merged[route.constraints[h]];
+        if (std::find(constraints.begin(), constraints.end(), c) != constraints.end()) continue;
+        constraints.push_back(c);
+        uses.push_back(route.uses.empty() ? 1.0 : route.uses[h]);
+      }
+      route.constraints = std::move(constraints);
+      if (std::all_of(uses.begin(), uses.end(), [](double u) { return u == 1.0; })) uses.clear();
+      route.uses = std::move(uses);
+    }
+    capacities = std::move(merged_capacities);
   }
 
   void create_runs() {

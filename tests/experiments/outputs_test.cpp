@@ -30,6 +30,22 @@ std::string read_bytes(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// Every object of an HDF5 file carries no timestamp (H5Oget_info reports 0 for untracked times): a file written a
+/// second later must have the same bytes. (A byte-compare of two runs misses this when both fall in one second.)
+void expect_no_object_timestamps(const std::filesystem::path& path) {
+  const hid_t file = H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  std::vector<std::string> stamped;
+  const auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->ctime != 0 || info->mtime != 0 || info->atime != 0 || info->btime != 0)
+      static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+    return 0;
+  };
+  EXPECT_GE(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, visit, &stamped, H5O_INFO_TIME), 0);
+  H5Fclose(file);
+  EXPECT_TRUE(stamped.empty()) << path << ": objects with timestamps, first " << stamped.front();
+}
+
 RunSpec quickstart_run(const ModelRegistries& registries) {
   const auto config = test::configs_dir() / "llama3-8b-fsdp.yaml";
   return load_run_config(config, default_search_path(config), registries);
@@ -47,6 +63,7 @@ TEST(RunOutputs, SameInputsGiveByteIdenticalFiles) {
     ASSERT_FALSE(a.empty()) << file;
     EXPECT_TRUE(a == read_bytes(second / file)) << file << " differs between two identical runs";
   }
+  expect_no_object_timestamps(first / "ops.h5");
 }
 
 TEST(RunOutputs, TerminalHeaderSaysWhenARunIsDeterministic) {
@@ -185,6 +202,7 @@ TEST(RunOutputs, TimelineShowsTheChosenGpusThroughTheirClasses) {
     EXPECT_EQ(representative[31], static_cast<std::uint32_t>(layout.rank_of(c)));
     EXPECT_EQ(representative[0], 0u);
   }
+  expect_no_object_timestamps(dir / "all" / "ops.h5");
   EXPECT_EQ(chosen_labels.size(), 2u);
   // A GPU outside the run is refused before anything is written.
   options.output_dir = dir / "bad";

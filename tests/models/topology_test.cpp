@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "chopsim/common/error.hpp"
 
@@ -234,9 +238,8 @@ TEST(Topology, EcmpIsDeterministicAndSpreadsOverSpines) {
 }
 
 TEST(Topology, RoutesDoNotDependOnTheOrderTheyAreAskedIn) {
-  // The breadth-first search behind a route stops at the source's distance, and its tables are evicted when more
-  // destinations than it keeps (64) are asked for: 128 GPUs asked source-major and, on a second topology,
-  // destination-major in reverse must give the same routes (hops, directions, ECMP choices).
+  // A route's search and its scratch state are shared across routes: 128 GPUs asked source-major and, on a second
+  // topology, destination-major in reverse must give the same routes (hops, directions, ECMP choices).
   for (const char* fabric : {"fat_tree", "rail_optimized"}) {
     SCOPED_TRACE(fabric);
     const auto cluster = dgx(16, fabric, 4);
@@ -256,6 +259,80 @@ TEST(Topology, RoutesDoNotDependOnTheOrderTheyAreAskedIn) {
           EXPECT_EQ(ra[h].forward, rb[h].forward) << from << " -> " << to;
         }
       }
+  }
+}
+
+/// Independent of the topology's search: hop distances to `target` over the whole graph by plain breadth-first search
+/// (GPUs other than the target are reached but never passed through), and the widest bottleneck over shortest paths.
+struct Oracle {
+  std::vector<int> hops;
+  std::vector<double> width;
+};
+
+Oracle oracle_to(const Topology& t, int target) {
+  const std::size_t n = t.vertices().size();
+  std::vector<std::vector<std::pair<int, double>>> adjacent(n);
+  for (const TopologyLink& link : t.links()) {
+    adjacent[static_cast<std::size_t>(link.u)].emplace_back(link.v, link.bandwidth_bytes_per_s);
+    adjacent[static_cast<std::size_t>(link.v)].emplace_back(link.u, link.bandwidth_bytes_per_s);
+  }
+  Oracle o{std::vector<int>(n, -1), std::vector<double>(n, 0.0)};
+  std::vector<int> order{target};
+  o.hops[static_cast<std::size_t>(target)] = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int v = order[i];
+    if (v != target && t.vertices()[static_cast<std::size_t>(v)].kind == VertexKind::gpu) continue;
+    for (const auto& [w, bw] : adjacent[static_cast<std::size_t>(v)])
+      if (o.hops[static_cast<std::size_t>(w)] < 0) {
+        o.hops[static_cast<std::size_t>(w)] = o.hops[static_cast<std::size_t>(v)] + 1;
+        order.push_back(w);
+      }
+  }
+  o.width[static_cast<std::size_t>(target)] = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const int v = order[i];
+    for (const auto& [w, bw] : adjacent[static_cast<std::size_t>(v)]) {
+      const bool through = w == target || t.vertices()[static_cast<std::size_t>(w)].kind != VertexKind::gpu;
+      if (through && o.hops[static_cast<std::size_t>(w)] == o.hops[static_cast<std::size_t>(v)] - 1)
+        o.width[static_cast<std::size_t>(v)] =
+            std::max(o.width[static_cast<std::size_t>(v)], std::min(bw, o.width[static_cast<std::size_t>(w)]));
+    }
+  }
+  return o;
+}
+
+TEST(Topology, RoutesAreShortestAndWidestAgainstAFullSearch) {
+  // The topology finds a route by a search from both ends that stops where they meet; a full breadth-first search
+  // from the destination over the whole graph must agree on the length and the bottleneck of every route, on
+  // fabrics with two and three switch levels, oversubscription, shared NICs and PCIe detours.
+  std::vector<std::pair<std::string, ClusterSpec>> clusters;
+  clusters.emplace_back("rail_optimized", dgx(8, "rail_optimized", 4));
+  clusters.emplace_back("fat_tree 2:1", dgx(4, "fat_tree", 4, 2.0));
+  clusters.emplace_back("fat_tree, three levels", dgx(2, "fat_tree", 2));
+  auto shared_nics = dgx(4, "fat_tree", 4);
+  shared_nics.nics_per_node = 2;
+  clusters.emplace_back("two shared NICs per node", shared_nics);
+  auto pcie = dgx(2, "fat_tree", 4);
+  pcie.node_topology = "pcie";
+  pcie.nics_per_node = 2;
+  clusters.emplace_back("pcie nodes", pcie);
+  for (const auto& [label, cluster] : clusters) {
+    SCOPED_TRACE(label);
+    const Topology t = build(cluster, h100());
+    for (int to = 0; to < t.gpu_count(); ++to) {
+      const Oracle o = oracle_to(t, t.gpu_vertex(to));
+      for (int from = 0; from < t.gpu_count(); ++from) {
+        if (from == to) continue;
+        const int hops = o.hops[static_cast<std::size_t>(t.gpu_vertex(from))];
+        ASSERT_GT(hops, 0);
+        EXPECT_EQ(static_cast<int>(t.route(from, to).size()), hops) << from << " -> " << to;
+        EXPECT_EQ(t.route_bandwidth(from, to), o.width[static_cast<std::size_t>(t.gpu_vertex(from))])
+            << from << " -> " << to;
+        const auto path = path_vertices(t, from, to);
+        ASSERT_FALSE(path.empty());
+        EXPECT_EQ(path.back(), t.gpu_vertex(to));
+      }
+    }
   }
 }
 

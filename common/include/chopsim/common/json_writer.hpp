@@ -1,6 +1,8 @@
 #pragma once
 // A small streaming JSON writer with deterministic number formatting (shortest round-trip decimal),
-// so the same results always give byte-identical files.
+// so the same results always give byte-identical files. Text is gathered in a buffer and handed to the stream in
+// blocks (a timeline has millions of small values; going through the stream per character cost more than the
+// simulation): the buffer goes out when it fills, when the outermost value is closed, on flush() and on destruction.
 
 #include <cstdint>
 #include <ostream>
@@ -14,6 +16,12 @@ class JsonWriter {
  public:
   /// `indent` spaces per level; 0 writes everything on one line (used for large traces).
   explicit JsonWriter(std::ostream& out, int indent = 2);
+  ~JsonWriter();
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  /// Hands the buffered text to the stream (before writing to the stream directly).
+  void flush();
 
   JsonWriter& begin_object();
   JsonWriter& end_object();
@@ -47,8 +55,14 @@ class JsonWriter {
  private:
   void before_value();
   void newline();
+  void put(char c) { buffer_.push_back(c); }
+  void put(std::string_view text) { buffer_.append(text); }
+  void put_escaped(std::string_view text);
+  void put_number(double number);
+  void maybe_flush();
 
   std::ostream& out_;
+  std::string buffer_;
   int indent_;
   // One entry per open container: true once it holds an element (a comma is then needed).
   std::vector<bool> has_elements_;
