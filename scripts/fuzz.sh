@@ -3,13 +3,13 @@
 # SECONDS (default 60) on its seed corpus (tests/fuzz/corpus/<input>/, plus the matching files of ../shared/data when
 # present) with its dictionary. Any crash, sanitizer report, untyped exception, timeout (10 s) or memory blow-up
 # (2 GiB) fails; the input that caused it is kept in build-fuzz/findings/. The repository's corpus is not modified.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: kineto rocprof_csv rocprof_json telemetry run_config sweep)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry run_config sweep)
+[ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study)
 
 bash scripts/setup-debian.sh
 missing=()

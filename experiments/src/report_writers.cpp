@@ -210,7 +210,9 @@ void TimelineWriter::finish() {
 namespace {
 constexpr std::size_t kNameLength = 40;
 constexpr std::size_t kShortLength = 16;
-constexpr hsize_t kChunkRows = 65536;
+/// Rows per HDF5 chunk (~1.4 MB of /ops rows, the order of HDF5's default 1 MB chunk cache): the quick start's run
+/// with --out took 0.60x the time and 48 instead of 67 MiB compared with 64 Ki-row chunks; a 1.5 M-row /ops the same.
+constexpr hsize_t kChunkRows = 8192;
 
 /// One row of /ops. Fixed-length strings read in h5py as bytes (decode with .astype(str)).
 struct OpRow {

@@ -19,15 +19,13 @@
 
 namespace chopsim::fuzz {
 
-/// Reads the input as `format`; a typed chopsim error is a correct answer, anything else aborts (a finding).
-inline int read_as(const char* format, const char* extension, const std::uint8_t* data, std::size_t size) {
+/// Reads `path` as `format`; a typed chopsim error is a correct answer, anything else aborts (a finding).
+inline int read_file_as(const char* format, const std::filesystem::path& path) {
   static const TraceFormatRegistry formats = [] {
     TraceFormatRegistry registry;
     register_builtin_trace_formats(registry);
     return registry;
   }();
-  const std::filesystem::path path = input_file(extension);
-  write_input(path, data, size);
   try {
     VectorSink sink;
     (void)read_trace_checked(formats.get(format), path, sink);
@@ -38,6 +36,13 @@ inline int read_as(const char* format, const char* extension, const std::uint8_t
     std::abort();
   }
   return 0;
+}
+
+/// Writes the input to a file and reads it as `format`.
+inline int read_as(const char* format, const char* extension, const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = input_file(extension);
+  write_input(path, data, size);
+  return read_file_as(format, path);
 }
 
 }  // namespace chopsim::fuzz

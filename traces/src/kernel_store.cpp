@@ -1,5 +1,7 @@
 // The HDF5 kernel store (docs/traces.md). Its tables are hdf5::AppendTable (common/hdf5), as ops.h5's are:
-// compound rows, 64 Ki-row chunks, shuffle + deflate, object timestamps off for byte-identical files.
+// compound rows, 8 Ki-row chunks (about 1.3 MB, the order of HDF5's default 1 MB chunk cache, so that a small store
+// is not written and read as whole 10 MB chunks: 0.70x the ingest time of 64 Ki-row chunks on a 2 MB trace, 0.90x
+// on 93 MB, files 10 % larger), shuffle + deflate, object timestamps off for byte-identical files.
 // Groups and attributes use the C API so that their creation property lists (timestamps off) are explicit.
 
 #include "chopsim/traces/kernel_store.hpp"
@@ -27,7 +29,7 @@ namespace chopsim {
 
 namespace {
 
-constexpr hsize_t kChunkRows = 65536;
+constexpr hsize_t kChunkRows = 8192;
 constexpr std::uint8_t kNoCollective = 255;
 constexpr const char* kFormatName = "chopsim-kernel-store";
 
