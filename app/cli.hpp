@@ -70,7 +70,9 @@ int command_replay(const std::vector<std::string>& args);
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
     "             [--simulate-oom] [--force] [--set KEY=VALUE]... [--report]\n"
-    "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md).\n"
+    "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md): a file,\n"
+    "      or the name of a shipped run config (llama3-8b-fsdp) looked up in CHOPSIM_CONFIG_PATH's folders and\n"
+    "      the installed configs (PREFIX/share/chopsim/configs).\n"
     "      --out DIR        also write DIR/summary.json, DIR/timeline.json (Perfetto) and DIR/ops.h5\n"
     "      --iterations N   simulate N iterations back to back (overrides the config)\n"
     "      --configs DIR    look up hardware/, models/ and clusters/ by name under DIR first\n"
@@ -90,12 +92,13 @@ inline constexpr std::string_view kImportUsage =
     "      chopsim run checks it before it is written; settings not carried over are printed as notes (--strict:\n"
     "      an error).\n";
 inline constexpr std::string_view kReportUsage =
-    "  report DIR [-o report.html]\n"
+    "  report PATH [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"
     "      folder: headline figures, time breakdown, loss waterfall, memory against capacity, power, clock and\n"
     "      temperature per GPU over time, throttled share per GPU; or of a sweep's --out folder: best points,\n"
-    "      throughput per point, Pareto front, power peaks and memory per point (docs/report.md).\n"
-    "      Default: DIR/report.html.\n";
+    "      throughput per point, Pareto front, power peaks and memory per point; of a study's --out folder; or\n"
+    "      of the validation.csv chopsim validate writes: predicted against measured with a ±10 % band, error by\n"
+    "      group (docs/report.md). Default: PATH/report.html, or validation.html beside validation.csv.\n";
 inline constexpr std::string_view kSweepUsage =
     "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N] [--report]\n"
     "  sweep merge SWEEP --out DIR SHARD_DIR...\n"
@@ -116,8 +119,9 @@ inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"
     "      with the calibration profile of the case's GPU (--profiles, default calibration/profiles), and write\n"
-    "      the predicted-vs-measured table to FILE (default docs/validation.md). --engine NAME predicts with that\n"
-    "      engine instead of each case's (fast by default).\n";
+    "      the predicted-vs-measured table to FILE (default docs/validation.md) and its data beside it (FILE with\n"
+    "      .csv: chopsim report draws it). --engine NAME predicts with that engine instead of each case's (fast\n"
+    "      by default).\n";
 inline constexpr std::string_view kIngestUsage =
     "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N]\n"
     "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"

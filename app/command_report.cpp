@@ -1,5 +1,7 @@
+#include <filesystem>
 #include <iostream>
 
+#include "chopsim/common/atomic_output.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"
 
@@ -8,12 +10,17 @@ namespace chopsim::cli {
 int command_report(const std::vector<std::string>& raw) {
   const Arguments args(raw, {"-o", "--out"}, {});
   if (args.positional().size() != 1)
-    throw argument_error("report takes exactly one PATH (a run's --out folder)",
+    throw argument_error("report takes exactly one PATH (a run's, sweep's or study's --out folder, or validation.csv)",
                          "write chopsim report out/ -o report.html");
-  const std::filesystem::path run_dir = args.positional()[0];
-  const std::filesystem::path html =
-      args.option("-o").value_or(args.option("--out").value_or((run_dir / "report.html").string()));
-  write_report(run_dir, html);
+  const std::filesystem::path path = args.positional()[0];
+  // A folder gets PATH/report.html; a file (validation.csv) the page beside it (validation.html).
+  std::error_code error;
+  const std::filesystem::path fallback = std::filesystem::is_regular_file(path, error)
+                                             ? std::filesystem::path(path).replace_extension(".html")
+                                             : path / "report.html";
+  const std::filesystem::path html = args.option("-o").value_or(args.option("--out").value_or(fallback.string()));
+  check_output_file(html, args.option("-o") ? "-o" : "--out", {path});
+  write_report(path, html);
   std::cout << "wrote " << html.string() << "\n";
   return kExitOk;
 }

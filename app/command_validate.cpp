@@ -18,6 +18,11 @@ int command_validate(const std::vector<std::string>& raw) {
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
   const std::filesystem::path out = args.option("--out").value_or(args.option("-o").value_or("docs/validation.md"));
   check_output_file(out, args.option("--out") ? "--out" : "-o");
+  // The data beside the page (docs/validation.csv): what `chopsim report` draws.
+  std::filesystem::path csv = out;
+  csv.replace_extension(".csv");
+  if (csv == out) csv += ".csv";
+  check_output_file(csv, args.option("--out") ? "--out" : "-o");
   // Every argument is checked before any data is read.
   const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
@@ -37,7 +42,10 @@ int command_validate(const std::vector<std::string>& raw) {
   const auto results = run_validation(cases, registries, jobs);
   std::ostringstream page;
   write_validation_markdown(page, results);
+  std::ostringstream table;
+  write_validation_csv(table, results);
   write_file_atomically(out, page.str());
+  write_file_atomically(csv, table.str());
   int failed = 0, calibrated = 0, calibrated_failed = 0;
   for (const auto& result : results) {
     failed += result.uncalibrated.ok ? 0 : 1;
@@ -45,8 +53,9 @@ int command_validate(const std::vector<std::string>& raw) {
     ++calibrated;
     calibrated_failed += result.calibrated.ok ? 0 : 1;
   }
-  std::cout << "wrote " << out.string() << " (" << results.size() << " cases, " << failed << " not predicted; "
-            << calibrated << " also with a calibration profile, " << calibrated_failed << " not predicted)\n";
+  std::cout << "wrote " << out.string() << " and " << csv.string() << " (" << results.size() << " cases, " << failed
+            << " not predicted; " << calibrated << " also with a calibration profile, " << calibrated_failed
+            << " not predicted)\n";
   return kExitOk;
 }
 

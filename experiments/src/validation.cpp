@@ -23,42 +23,9 @@ namespace chopsim {
 
 namespace {
 
+using validation_detail::display_value;
 using validation_detail::median;
-
-std::string metric_unit(ValidationMetric metric) {
-  switch (metric) {
-    case ValidationMetric::iteration_time_s:
-      return "s";
-    case ValidationMetric::tokens_per_s_per_gpu:
-      return "tokens/s/GPU";
-    case ValidationMetric::peak_memory_bytes:
-      return "GiB";
-    case ValidationMetric::stage_time_s:
-      return "stage s";
-    case ValidationMetric::stage_energy_j:
-      return "stage J";
-    case ValidationMetric::relative_time:
-      return "time ratio";
-    case ValidationMetric::average_power_w:
-      return "W/GPU";
-    case ValidationMetric::model_tflops_per_gpu:
-      return "TFLOP/s/GPU";
-    case ValidationMetric::mean_clock_hz:
-      return "MHz";
-    case ValidationMetric::peak_power_w:
-      return "peak W/GPU";
-    case ValidationMetric::finding:
-      return "finding";
-  }
-  return "";
-}
-
-double display_value(ValidationMetric metric, double value) {
-  if (metric == ValidationMetric::peak_memory_bytes) return value / units::kGiB;
-  if (metric == ValidationMetric::mean_clock_hz) return value / units::kMega;
-  if (metric == ValidationMetric::model_tflops_per_gpu) return value / units::kTera;
-  return value;
-}
+using validation_detail::metric_unit;
 
 std::string format(double value, int decimals) {
   std::array<char, 64> text{};

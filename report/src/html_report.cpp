@@ -21,6 +21,10 @@ std::string json_string(std::string_view text) {
   return "\"" + escaped + "\"";
 }
 
+std::string axis_title(const std::string& title) {
+  return "{\"title\":{\"display\":true,\"text\":" + json_string(title) + "}}";
+}
+
 std::string html_escape(std::string_view text) {
   std::string out;
   for (const char c : text) {

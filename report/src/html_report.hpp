@@ -13,6 +13,8 @@ namespace chopsim::report_detail {
 /// A JSON string literal, also safe inside an HTML <script> ("</" is written "<\/").
 [[nodiscard]] std::string json_string(std::string_view text);
 [[nodiscard]] std::string html_escape(std::string_view text);
+/// A Chart.js axis options object with a displayed title.
+[[nodiscard]] std::string axis_title(const std::string& title);
 
 /// One chart: a heading, a short note and a Chart.js config (JSON text).
 struct Chart {

@@ -14,6 +14,9 @@ void write_sweep_page(const std::filesystem::path& sweep_dir, const std::filesys
 /// A `chopsim study --out` folder (results.csv with a `candidate` column).
 void write_study_page(const std::filesystem::path& study_dir, const std::filesystem::path& html);
 
+/// The validation.csv that `chopsim validate` writes beside its Markdown page.
+void write_validation_page(const std::filesystem::path& csv_file, const std::filesystem::path& html);
+
 /// The fields of one CSV line (RFC 4180 quoting, as chopsim's results.csv files write them).
 [[nodiscard]] std::vector<std::string> split_csv_line(const std::string& line);
 

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "chopsim/common/atomic_output.hpp"
 #include "chopsim/common/error.hpp"
@@ -30,7 +32,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// Points per GPU and trace: enough for a screen, few enough for a browser with 16 GPUs.
 constexpr std::size_t kPointsPerTrace = 1500;
-/// GPUs drawn individually (beyond, the first ones; the note says so).
+/// GPUs drawn individually; beyond, the hottest and the slowest half and half (the note says so).
 constexpr std::size_t kLargestGpuCount = 16;
 
 const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -236,13 +238,42 @@ Chart memory_chart(const Summary& s) {
               axis("GiB per GPU", true) + ",\"y\":" + axis("memory", true) + "}}}"};
 }
 
-/// Bucketed traces per GPU: at most kPointsPerTrace points, each bucket's `reduce` of the field (max keeps power
-/// peaks visible, min keeps clock dips).
-std::string traces(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu, double Sample::*field, bool use_max) {
+/// The GPUs to draw: all up to kLargestGpuCount; beyond, the half with the highest peak temperature and the half with
+/// the lowest time-weighted mean clock (ties by GPU index), the rest filled in index order.
+std::set<std::uint32_t> drawn_gpus(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu) {
+  std::set<std::uint32_t> drawn;
+  if (by_gpu.size() <= kLargestGpuCount) {
+    for (const auto& entry : by_gpu) drawn.insert(entry.first);
+    return drawn;
+  }
+  std::vector<std::tuple<double, double, std::uint32_t>> gpus;  // (-peak temperature, mean clock, gpu)
+  for (const auto& [gpu, samples] : by_gpu) {
+    double peak = -INFINITY, clock_time = 0.0, time = 0.0;
+    for (const Sample& x : samples) {
+      peak = std::max(peak, x.temperature_c);
+      clock_time += x.clock_mhz * x.duration_s;
+      time += x.duration_s;
+    }
+    gpus.emplace_back(-peak, time > 0.0 ? clock_time / time : 0.0, gpu);
+  }
+  std::sort(gpus.begin(), gpus.end());  // hottest first
+  for (std::size_t i = 0; i < gpus.size() && drawn.size() < kLargestGpuCount / 2; ++i)
+    drawn.insert(std::get<2>(gpus[i]));
+  std::sort(gpus.begin(), gpus.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<1>(a), std::get<2>(a)) < std::tie(std::get<1>(b), std::get<2>(b));
+  });  // slowest first
+  for (std::size_t i = 0; i < gpus.size() && drawn.size() < kLargestGpuCount; ++i) drawn.insert(std::get<2>(gpus[i]));
+  return drawn;
+}
+
+/// Bucketed traces per drawn GPU: at most kPointsPerTrace points, each bucket's `reduce` of the field (max keeps
+/// power peaks visible, min keeps clock dips).
+std::string traces(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu, const std::set<std::uint32_t>& drawn,
+                   double Sample::*field, bool use_max) {
   std::string datasets;
   std::size_t i = 0;
   for (const auto& [gpu, samples] : by_gpu) {
-    if (i >= kLargestGpuCount) break;
+    if (!drawn.count(gpu)) continue;
     const std::size_t per = std::max<std::size_t>(1, (samples.size() + kPointsPerTrace - 1) / kPointsPerTrace);
     std::string points;
     for (std::size_t start = 0; start < samples.size(); start += per) {
@@ -270,9 +301,11 @@ std::string line_config(const std::string& datasets, const std::string& y_title)
 std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samples) {
   std::map<std::uint32_t, std::vector<Sample>> by_gpu;
   for (const Sample& x : samples) by_gpu[x.gpu].push_back(x);
+  const std::set<std::uint32_t> drawn = drawn_gpus(by_gpu);
   const std::string shown = by_gpu.size() > kLargestGpuCount
-                                ? "The first " + std::to_string(kLargestGpuCount) + " of the " +
-                                      std::to_string(by_gpu.size()) + " GPUs simulated are drawn. "
+                                ? std::to_string(kLargestGpuCount) + " of the " + std::to_string(by_gpu.size()) +
+                                      " GPUs simulated are drawn: the " + std::to_string(kLargestGpuCount / 2) +
+                                      " hottest (peak temperature) and the slowest (lowest mean clock). "
                                 : "";
   std::vector<Chart> charts;
   // The cap and the windowed peaks as flat lines across the run.
@@ -283,7 +316,7 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
            "},{\"x\":" + json_number(end) + ",\"y\":" + json_number(value) +
            "}],\"borderColor\":" + json_string(colour) + ",\"borderDash\":[6,4],\"pointRadius\":0,\"borderWidth\":1.5}";
   };
-  const std::string power = traces(by_gpu, &Sample::power_w, true) +
+  const std::string power = traces(by_gpu, drawn, &Sample::power_w, true) +
                             flat("cap", s.value({"power", "cap_w"}), "#000000") +
                             flat("peak 1 ms average", s.value({"power", "peak_1ms_w"}), "#d62728") +
                             flat("peak 25 ms average", s.value({"power", "peak_25ms_w"}), "#ff7f0e") +
@@ -296,11 +329,11 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
                     line_config(power, "power (W)")});
   charts.push_back({"clock", "Clock per GPU over the run",
                     shown + "SM/GFX clock set by the governor; each point is the lowest sample of its bucket.",
-                    line_config(traces(by_gpu, &Sample::clock_mhz, false), "clock (MHz)")});
+                    line_config(traces(by_gpu, drawn, &Sample::clock_mhz, false), "clock (MHz)")});
   charts.push_back({"temperature", "Temperature per GPU over the run",
                     shown + "GPU temperature from the thermal model (inlet per slot); each point is the highest "
                             "sample of its bucket.",
-                    line_config(traces(by_gpu, &Sample::temperature_c, true), "temperature (°C)")});
+                    line_config(traces(by_gpu, drawn, &Sample::temperature_c, true), "temperature (°C)")});
   std::string labels, shares;
   for (const auto& [gpu, list] : by_gpu) {
     double time = 0.0, throttled = 0.0;
@@ -326,6 +359,17 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
 
 void write_report(const fs::path& folder, const fs::path& html) {
   std::error_code error;
+  if (fs::is_regular_file(folder, error)) {
+    std::ifstream in(folder);
+    std::string header;
+    std::getline(in, header);
+    if (header.rfind("case,group,metric_unit,", 0) == 0) return report_detail::write_validation_page(folder, html);
+    throw InputError({folder.string()}, "",
+                     "not a validation.csv of chopsim validate (its first line is not "
+                     "'case,group,metric_unit,...')",
+                     "pass the --out folder of chopsim run, sweep or study, or the validation.csv chopsim validate "
+                     "writes beside its page");
+  }
   if (fs::is_regular_file(folder / "summary.json", error)) return report_detail::write_run_page(folder, html);
   if (fs::is_regular_file(folder / "results.csv", error)) {
     std::ifstream in(folder / "results.csv");
@@ -334,8 +378,12 @@ void write_report(const fs::path& folder, const fs::path& html) {
     if (header.rfind("candidate,", 0) == 0) return report_detail::write_study_page(folder, html);
     return report_detail::write_sweep_page(folder, html);
   }
-  throw InputError({folder.string()}, "", "no summary.json (a run) or results.csv (a sweep or a study) in this folder",
-                   "pass the --out folder of chopsim run, chopsim sweep or chopsim study");
+  if (fs::is_regular_file(folder / "validation.csv", error))
+    return report_detail::write_validation_page(folder / "validation.csv", html);
+  throw InputError({folder.string()}, "",
+                   "no summary.json (a run), results.csv (a sweep or a study) or validation.csv in this folder",
+                   "pass the --out folder of chopsim run, chopsim sweep or chopsim study, or the validation.csv of "
+                   "chopsim validate");
 }
 
 void write_run_report(const fs::path& run_dir, const fs::path& html) { report_detail::write_run_page(run_dir, html); }

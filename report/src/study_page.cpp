@@ -53,10 +53,6 @@ std::vector<Candidate> read_candidates(const fs::path& file) {
   return out;
 }
 
-std::string axis_title(const std::string& title) {
-  return "{\"title\":{\"display\":true,\"text\":" + json_string(title) + "}}";
-}
-
 /// A horizontal bar chart of one figure per feasible candidate.
 Chart bars(const std::string& id, const std::string& title, const std::string& note,
            const std::vector<const Candidate*>& shown, const std::string& figure, double scale, const std::string& unit,

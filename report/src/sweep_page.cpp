@@ -51,10 +51,6 @@ Table read_results(const fs::path& file) {
   return table;
 }
 
-std::string axis_title(const std::string& title) {
-  return "{\"title\":{\"display\":true,\"text\":" + json_string(title) + "}}";
-}
-
 std::string labels_of(const std::vector<const Point*>& points) {
   std::string out;
   for (const Point* p : points) out += std::string(out.empty() ? "" : ",") + json_string(p->label);

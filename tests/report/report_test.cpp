@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -16,6 +17,7 @@
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"
+#include "chopsim/experiments/validation.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
@@ -25,6 +27,18 @@ namespace {
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The page's chart configs (the JSON object in <script id="chopsim-charts">), parsed into `parser`.
+simdjson::dom::object charts_of(const std::string& html, simdjson::dom::parser& parser, simdjson::padded_string& text) {
+  const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
+  const std::size_t start = html.find(open);
+  EXPECT_NE(start, std::string::npos);
+  const std::size_t end = html.find("</script>", start);
+  text = simdjson::padded_string(html.substr(start + open.size(), end - start - open.size()));
+  simdjson::dom::object charts;
+  EXPECT_EQ(parser.parse(text).get(charts), simdjson::SUCCESS);
+  return charts;
 }
 
 class Report : public test::TempDirTest {
@@ -190,11 +204,109 @@ TEST_F(Report, AStudyFolderGetsTheStudyPage) {
 
 TEST_F(Report, AFolderWithoutARunIsAnInputErrorAndNothingIsWritten) {
   const std::string message = test::input_error([&] { write_report(dir_, dir_ / "report.html"); });
-  EXPECT_NE(message.find("no summary.json (a run) or results.csv (a sweep or a study)"), std::string::npos) << message;
+  EXPECT_NE(message.find("no summary.json (a run), results.csv (a sweep or a study) or validation.csv"),
+            std::string::npos)
+      << message;
   write("bad/summary.json", "{\"not\": \"chopsim\"}");
   EXPECT_NE(test::input_error([&] { write_run_report(dir_ / "bad", dir_ / "report.html"); }).find("not a chopsim"),
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "report.html"));
+}
+
+TEST_F(Report, ValidationCsvGetsTheValidationPage) {
+  // Three measured cases as chopsim validate writes them: two predicted (tokens/s +10 %, memory -5 %), one that
+  // chopsim cannot describe.
+  std::vector<ValidationResult> results(3);
+  const auto set = [&](std::size_t i, const char* id, const char* group, ValidationMetric metric, double measured,
+                       double predicted) {
+    ValidationCase& c = results[i].validation_case;
+    c.id = id;
+    c.group = group;
+    c.metric = metric;
+    c.measured = measured;
+    c.source = "a table, with a comma";
+    results[i].uncalibrated.ok = predicted > 0.0;
+    results[i].uncalibrated.predicted = predicted;
+    results[i].uncalibrated.relative_error = (predicted - measured) / measured;
+  };
+  set(0, "fast", "records", ValidationMetric::tokens_per_s_per_gpu, 1000.0, 1100.0);
+  set(1, "memory", "records", ValidationMetric::peak_memory_bytes, 40.0 * 1073741824.0, 38.0 * 1073741824.0);
+  set(2, "moe", "records", ValidationMetric::tokens_per_s_per_gpu, 500.0, 0.0);
+  results[2].validation_case.not_modelled = "not modelled: multi-latent attention";
+  {
+    std::ofstream out(dir_ / "validation.csv");
+    write_validation_csv(out, results);
+  }
+  const std::string csv = read_text(dir_ / "validation.csv");
+  EXPECT_NE(csv.find("fast,records,tokens/s/GPU,1000,1100,0.1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("memory,records,GiB,40,38,-0.05,"), std::string::npos) << csv;  // shown in GiB
+  EXPECT_NE(csv.find("not_modelled,not modelled: multi-latent attention,\"a table, with a comma\""), std::string::npos);
+
+  write_report(dir_ / "validation.csv", dir_ / "validation.html");
+  const std::string html = read_text(dir_ / "validation.html");
+  EXPECT_NE(html.find("1 x not modelled: multi-latent attention"), std::string::npos);
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  const simdjson::dom::object charts = charts_of(html, parser, text);
+  // One scatter per unit: the predicted case at (measured, predicted), then y = x and the +-10 % lines.
+  double x = 0.0, y = 0.0, line_end = 0.0, band_end = 0.0;
+  ASSERT_EQ(charts.at_pointer("/scatter_0/data/datasets/0/data/0/x").get(x), simdjson::SUCCESS);
+  ASSERT_EQ(charts.at_pointer("/scatter_0/data/datasets/0/data/0/y").get(y), simdjson::SUCCESS);
+  EXPECT_EQ(x, 1000.0);
+  EXPECT_EQ(y, 1100.0);
+  ASSERT_EQ(charts.at_pointer("/scatter_0/data/datasets/1/data/1/y").get(line_end), simdjson::SUCCESS);
+  ASSERT_EQ(charts.at_pointer("/scatter_0/data/datasets/2/data/1/y").get(band_end), simdjson::SUCCESS);
+  EXPECT_DOUBLE_EQ(line_end, 1100.0);  // y = x up to the largest value
+  EXPECT_DOUBLE_EQ(band_end, 1210.0);  // +10 %
+  ASSERT_EQ(charts.at_pointer("/scatter_1/data/datasets/0/data/0/y").get(y), simdjson::SUCCESS);
+  EXPECT_DOUBLE_EQ(y, 38.0);
+  // The error by group: median |error| of the group's predicted tokens/s cases, in percent.
+  double median = 0.0;
+  ASSERT_EQ(charts.at_pointer("/error_by_group/data/datasets/0/data/1").get(median), simdjson::SUCCESS);
+  EXPECT_NEAR(median, 10.0, 1e-9);
+  // Another CSV is refused, and nothing is written.
+  write("other.csv", "candidate,hardware\n");
+  EXPECT_NE(
+      test::input_error([&] { write_report(dir_ / "other.csv", dir_ / "other.html"); }).find("not a validation.csv"),
+      std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "other.html"));
+}
+
+TEST_F(Report, BeyondSixteenGpusTheHottestAndSlowestAreDrawn) {
+  // Llama-3-8B TP2 PP2 DP8 on 32 MI250 GCDs, every GCD simulated: rear slots breathe warmer air, so the hottest GCDs
+  // are rear ones, and the page draws 16 of the 32: the hottest included.
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "llama3-8b-mi250-3d.yaml";
+  RunSpec run = load_run_config(config, default_search_path(config), registries);
+  run.engine_options.use_symmetry = false;
+  RunOptions options;
+  options.output_dir = dir_ / "run";
+  const RunReport report = run_simulation(run, registries, options);
+  ASSERT_EQ(report.gpus, 32);
+  write_run_report(dir_ / "run", dir_ / "report.html");
+  const std::string html = read_text(dir_ / "report.html");
+  EXPECT_NE(html.find("16 of the 32 GPUs simulated are drawn"), std::string::npos);
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  const simdjson::dom::object charts = charts_of(html, parser, text);
+  simdjson::dom::array datasets;
+  ASSERT_EQ(charts.at_pointer("/temperature/data/datasets").get(datasets), simdjson::SUCCESS);
+  EXPECT_EQ(datasets.size(), 16u);
+  // The hottest trace drawn reaches the run's peak temperature (summary.json's).
+  double hottest = -1e9;
+  for (const auto dataset : datasets) {
+    simdjson::dom::array points;
+    ASSERT_EQ(dataset.at_key("data").get(points), simdjson::SUCCESS);
+    for (const auto point : points) {
+      double value = 0.0;
+      ASSERT_EQ(point.at_key("y").get(value), simdjson::SUCCESS);
+      hottest = std::max(hottest, value);
+    }
+  }
+  const auto& peaks = report.power.peak_temperature_c;
+  ASSERT_FALSE(peaks.empty());
+  // ops.h5's telemetry holds one temperature per interval, so its highest is within a fraction of a kelvin.
+  EXPECT_NEAR(hottest, *std::max_element(peaks.begin(), peaks.end()), 0.5);
 }
 
 }  // namespace

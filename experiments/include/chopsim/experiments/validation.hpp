@@ -100,4 +100,10 @@ struct ValidationResult {
 /// error statistics of both, sources.
 void write_validation_markdown(std::ostream& out, const std::vector<ValidationResult>& results);
 
+/// The same results as data (validation.csv, read by `chopsim report`): one row per case with its group, the unit
+/// of the tables, measured and predicted values in that unit, the relative errors (fractions, (predicted -
+/// measured) / measured), the calibrated prediction where a profile exists, status (ok, failed, not_modelled), the
+/// reason and the source. Findings have measured 1 and predicted 1 (holds) or 0.
+void write_validation_csv(std::ostream& out, const std::vector<ValidationResult>& results);
+
 }  // namespace chopsim
