@@ -41,10 +41,15 @@ int command_run(const std::vector<std::string>& raw) {
                        {"--simulate-oom", "--force", "--report"});
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
-  const std::filesystem::path config = args.positional()[0];
+  const std::filesystem::path given = args.positional()[0];
   const auto registries = ModelRegistries::with_builtins();
-  ConfigSearchPath search = default_search_path(config);
+  ConfigSearchPath search = default_search_path(given);
   if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+  // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder; its own folder comes first.
+  const std::filesystem::path config = find_run_config(given, search);
+  if (config != given) search = default_search_path(config);
+  if (const auto dir = args.option("--configs"); dir && config != given)
+    search.roots.insert(search.roots.begin(), *dir);
   std::vector<ConfigOverride> overrides;
   for (const std::string& text : args.values("--set")) overrides.push_back(parse_config_override(text, "--set"));
   RunSpec run = load_run_config(config, search, registries, overrides);

@@ -34,7 +34,9 @@ std::string run(const std::string& config, const std::vector<std::pair<std::stri
   const auto registries = chopsim::ModelRegistries::with_builtins();
   std::vector<chopsim::ConfigOverride> list;
   for (const auto& [key, value] : overrides) list.push_back({key, value, "chopsim.run(" + key + "=...)"});
-  const chopsim::RunSpec spec = chopsim::load_run_config(config, search_for(config, configs), registries, list);
+  // A file, or a shipped run config by name ("llama3-8b-fsdp").
+  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
+  const chopsim::RunSpec spec = chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
   chopsim::RunOptions options;
   options.output_dir = out;
   options.simulate_when_out_of_memory = simulate_oom;

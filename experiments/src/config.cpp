@@ -11,7 +11,10 @@
 
 #include "chopsim/experiments/config.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
@@ -292,6 +295,47 @@ void check_registered(const R& registry, const std::string& name, const std::str
 
 }  // namespace
 
+namespace {
+
+/// The folders of CHOPSIM_CONFIG_PATH (colon-separated, as PATH), those that exist.
+std::vector<fs::path> config_path_from_environment() {
+  std::vector<fs::path> out;
+  const char* value = std::getenv("CHOPSIM_CONFIG_PATH");  // read-only: the user's setting, not chopsim's state
+  if (value == nullptr) return out;
+  const std::string text(value);
+  std::error_code error;
+  for (std::size_t begin = 0; begin <= text.size();) {
+    const std::size_t end = std::min(text.find(':', begin), text.size());
+    const fs::path dir = text.substr(begin, end - begin);
+    if (!dir.empty() && fs::is_directory(dir, error)) out.push_back(fs::absolute(dir, error).lexically_normal());
+    begin = end + 1;
+  }
+  return out;
+}
+
+/// The configs `cmake --install` put under the prefix this code was installed to: PREFIX/share/chopsim/configs, found
+/// from the file holding this function (PREFIX/bin/chopsim, or the Python module's
+/// PREFIX/lib/python3/dist-packages/chopsim/_chopsim.so) by looking up to five folders up; empty when this is no
+/// installed chopsim (the build tree's).
+fs::path installed_configs() {
+  std::error_code error;
+  Dl_info info{};
+  fs::path object;
+  if (dladdr(reinterpret_cast<void*>(&installed_configs), &info) != 0 && info.dli_fname != nullptr)
+    object = fs::canonical(info.dli_fname, error);
+  if (object.empty() || error) object = fs::read_symlink("/proc/self/exe", error);
+  if (object.empty() || error) return {};
+  fs::path dir = object.parent_path();
+  for (int level = 0; level < 5 && !dir.empty(); ++level, dir = dir.parent_path()) {
+    const fs::path share = dir / "share" / "chopsim" / "configs";
+    if (fs::is_directory(share / "hardware", error)) return share;
+    if (dir == dir.parent_path()) break;
+  }
+  return {};
+}
+
+}  // namespace
+
 ConfigSearchPath default_search_path(const fs::path& run_file) {
   std::error_code error;
   ConfigSearchPath search;
@@ -307,13 +351,30 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
     if (parent == current || parent.empty()) break;
     current = parent;
   }
-  // Last: the configs chopsim ships (its source tree's configs/), so that a run file copied anywhere still finds
+  // Then the folders the user lists in CHOPSIM_CONFIG_PATH, then the configs chopsim ships: installed beside the
+  // executable (cmake --install), else its source tree's configs/, so that a run file copied anywhere still finds
   // hardware, models and clusters by name.
+  std::vector<fs::path> more = config_path_from_environment();
+  const fs::path installed = installed_configs();
+  if (!installed.empty()) more.push_back(installed);
   const fs::path shipped = CHOPSIM_SHIPPED_CONFIGS;
-  if (!shipped.empty() && fs::is_directory(shipped / "hardware", error) &&
-      (search.roots.empty() || !fs::equivalent(search.roots.front(), shipped, error)))
-    search.roots.push_back(shipped);
+  if (!shipped.empty() && fs::is_directory(shipped / "hardware", error)) more.push_back(shipped);
+  for (const fs::path& root : more) {
+    const bool known = std::any_of(search.roots.begin(), search.roots.end(),
+                                   [&](const fs::path& r) { return fs::equivalent(r, root, error); });
+    if (!known) search.roots.push_back(root);
+  }
   return search;
+}
+
+fs::path find_run_config(const fs::path& given, const ConfigSearchPath& search) {
+  std::error_code error;
+  if (fs::exists(given, error) || given.has_parent_path()) return given;
+  // A bare name: a run config of the search path's folders (`chopsim run llama3-8b-fsdp`).
+  for (const fs::path& root : search.roots)
+    for (const fs::path& candidate : {root / given, root / (given.string() + ".yaml")})
+      if (fs::is_regular_file(candidate, error)) return candidate;
+  return given;
 }
 
 ConfigOverride parse_config_override(std::string_view text, std::string origin) {

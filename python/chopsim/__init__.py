@@ -52,7 +52,7 @@ class RunResult:
 
 
 def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, **keys):
-    """Predicts one run of `config` (a path) with its keys overridden; `out` also writes summary.json,
+    """Predicts one run of `config` (a path, or a shipped run config by name) with its keys overridden; `out` also writes summary.json,
     timeline.json and ops.h5 there. Returns a RunResult (status "out_of_memory" when it does not fit, unless
     simulate_oom)."""
     merged = dict(overrides or {})

@@ -18,9 +18,15 @@ struct ConfigSearchPath {
 };
 
 /// The default search path for a run file: the first of its directory and that directory's parents that holds a
-/// `hardware/` folder, then the configs chopsim ships (its source tree's configs/), so that a run file copied
-/// anywhere finds the shipped hardware, models and clusters by name.
+/// `hardware/` folder; then the folders of the CHOPSIM_CONFIG_PATH environment variable (colon-separated); then the
+/// configs chopsim ships, installed beside the executable (PREFIX/share/chopsim/configs) or else in its source tree,
+/// so that a run file copied anywhere finds the shipped hardware, models and clusters by name.
 [[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file);
+
+/// The run config `given` names: the file itself when it exists or is a path with folders; a bare name (with or
+/// without .yaml) that is no file here is looked up in the folders of `search` (`chopsim run llama3-8b-fsdp`).
+/// Returns `given` when nothing is found (loading it then reports what was looked at).
+[[nodiscard]] std::filesystem::path find_run_config(const std::filesystem::path& given, const ConfigSearchPath& search);
 
 /// A value for one key of a run config given outside its file: `chopsim run --set KEY=VALUE`, or a sweep axis.
 struct ConfigOverride {

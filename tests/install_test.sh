@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `cmake --install` and running from anywhere (issue 18; docs/install.md): install the build into a temporary prefix;
+# the installed chopsim runs a shipped run config by name from a folder without configs; a hardware file that exists
+# only in the installed share folder is found by a run file elsewhere (the installed configs are read, not the source
+# tree's), one in a CHOPSIM_CONFIG_PATH folder only when the variable names it; the installed Python module runs a
+# config by name.
+# Usage: install_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" > "$prefix/install.log"
+fail() { echo "install test: FAILED: $*"; exit 1; }
+for file in bin/chopsim share/chopsim/configs/llama3-8b-fsdp.yaml share/chopsim/configs/hardware/H100-SXM5-80GB.yaml \
+    share/chopsim/calibration/profiles/h100.yaml share/doc/chopsim/README.md share/doc/chopsim/configs.md; do
+  [ -e "$prefix/$file" ] || fail "$file was not installed"
+done
+
+mkdir "$prefix/elsewhere"
+cd "$prefix/elsewhere"
+"$prefix/bin/chopsim" run llama3-8b-fsdp --out out > run.log || fail "chopsim run llama3-8b-fsdp: $(cat run.log)"
+grep -q "chopsim run llama3-8b-fsdp: llama3-8b on 8 x MI300X" run.log || fail "unexpected output: $(head -3 run.log)"
+[ -f out/summary.json ] || fail "no summary.json"
+
+# A GPU only the installed share folder knows (a hardware file's name is its file name).
+cp "$prefix/share/chopsim/configs/hardware/MI300X.yaml" "$prefix/share/chopsim/configs/hardware/INSTALLED-ONLY.yaml"
+sed 's/^hardware: .*/hardware: INSTALLED-ONLY/' "$prefix/share/chopsim/configs/llama3-8b-fsdp.yaml" > mine.yaml
+"$prefix/bin/chopsim" run mine.yaml > mine.log 2>&1 || fail "the installed hardware file was not found: $(cat mine.log)"
+if "$build/app/chopsim" run mine.yaml > build.log 2>&1; then fail "the build tree's chopsim found an installed file"; fi
+
+# A GPU in a CHOPSIM_CONFIG_PATH folder.
+mkdir -p extra/hardware
+cp "$prefix/share/chopsim/configs/hardware/MI300X.yaml" extra/hardware/FROM-CONFIG-PATH.yaml
+sed 's/^hardware: .*/hardware: FROM-CONFIG-PATH/' mine.yaml > path.yaml
+set +e
+"$prefix/bin/chopsim" run path.yaml > path.log 2>&1
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "a hardware file outside the search path: exit $status, expected 2"
+CHOPSIM_CONFIG_PATH="/nonexistent:$PWD/extra" "$prefix/bin/chopsim" run path.yaml > path.log 2>&1 ||
+  fail "CHOPSIM_CONFIG_PATH was not searched: $(cat path.log)"
+
+# The installed Python module, by name.
+if [ -d "$prefix/lib/python3/dist-packages/chopsim" ] && /usr/bin/python3 -c "import sys" 2>/dev/null; then
+  PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
+import chopsim
+r = chopsim.run('llama3-8b-fsdp')
+assert r.iteration_time_s > 0, r
+print('install test: python run by name:', round(r.iteration_time_s, 4), 's')
+" || fail "the installed Python module"
+fi
+echo "install test: passed (prefix $prefix)"
