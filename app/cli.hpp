@@ -85,12 +85,13 @@ inline constexpr std::string_view kRunUsage =
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
 inline constexpr std::string_view kImportUsage =
-    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME] [--format nemo]\n"
+    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME] [--format nemo|hf]\n"
     "         (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
     "      Turn framework job configs (NeMo / Megatron-Core training YAML so far) into chopsim run configs by one\n"
-    "      mapping (docs/import.md); the GPU and the fabric come from the command line. Each run is checked as\n"
-    "      chopsim run checks it before it is written; settings not carried over are printed as notes (--strict:\n"
-    "      an error).\n";
+    "      mapping (docs/import.md); the GPU and the fabric come from the command line. A Hugging Face\n"
+    "      config.json (Llama, Mistral, Qwen2/3, Mixtral, Qwen3-MoE) becomes a model file for configs/models/\n"
+    "      (no --hardware or --cluster needed). Each output is checked as chopsim would load it before it is\n"
+    "      written; settings not carried over are printed as notes (--strict: an error).\n";
 inline constexpr std::string_view kReportUsage =
     "  report PATH [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"

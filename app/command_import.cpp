@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include "chopsim/common/atomic_output.hpp"
@@ -13,9 +14,21 @@ int command_import(const std::vector<std::string>& raw) {
       raw, {"--format", "--hardware", "--cluster", "--nodes", "--model", "-o", "--out-dir", "--configs"}, {"--strict"});
   const auto& files = args.positional();
   if (files.empty()) throw argument_error("import takes one or more job files", "write chopsim import job.yaml ...");
+  const auto format = args.option("--format");
+  if (format && *format != "nemo" && *format != "hf")
+    throw argument_error("--format " + *format +
+                             ": chopsim imports nemo (training jobs) and hf (Hugging Face config.json, as a model "
+                             "file) so far (megatron, bridge, torchtitan and foundry are not built yet)",
+                         "use --format nemo or hf, or leave --format out");
+  // A .json file is a Hugging Face config.json (no job format chopsim imports is JSON), read as one so that a
+  // damaged one is reported as such.
+  const auto is_model = [&](const std::filesystem::path& file) {
+    return format ? *format == "hf" : file.extension() == ".json" || is_hf_config(file);
+  };
   const auto hardware = args.option("--hardware");
   const auto cluster = args.option("--cluster");
-  if (!hardware || !cluster)
+  const bool any_job = std::any_of(files.begin(), files.end(), [&](const std::string& f) { return !is_model(f); });
+  if (any_job && (!hardware || !cluster))
     throw argument_error(
         "import needs --hardware NAME and --cluster NAME (job files name neither the GPU nor the fabric)",
         "e.g. --hardware H100-SXM5-80GB --cluster dgx-h100");
@@ -25,16 +38,11 @@ int command_import(const std::vector<std::string>& raw) {
     throw argument_error("import writes either one file (-o run.yaml) or a folder (--out-dir DIR)",
                          "give -o for one job, --out-dir for several");
   if (out && files.size() != 1) throw argument_error("-o takes one job file", "use --out-dir DIR for several");
-  if (const auto format = args.option("--format"); format && *format != "nemo")
-    throw argument_error("--format " + *format +
-                             ": chopsim imports nemo so far (megatron, bridge, torchtitan, foundry "
-                             "and hf are not built yet)",
-                         "use --format nemo, or leave --format out");
 
   const auto registries = ModelRegistries::with_builtins();
   ImportOptions options;
-  options.hardware = *hardware;
-  options.cluster = *cluster;
+  options.hardware = hardware.value_or("");
+  options.cluster = cluster.value_or("");
   if (const auto nodes = args.positive_int("--nodes")) options.nodes = *nodes;
   options.model = args.option("--model").value_or("");
   if (const auto dir = args.option("--configs")) options.search.roots.push_back(*dir);
@@ -44,14 +52,20 @@ int command_import(const std::vector<std::string>& raw) {
 
   int failed = 0;
   for (const std::filesystem::path& file : inputs) {
+    // A Hugging Face checkout's config.json is named after its folder (Meta-Llama-3-8B/config.json).
+    const std::string stem = file.stem() == "config" && file.has_parent_path()
+                                 ? std::filesystem::absolute(file).parent_path().filename().string()
+                                 : file.stem().string();
     const std::filesystem::path target =
-        out ? std::filesystem::path(*out) : std::filesystem::path(*out_dir) / (file.stem().string() + ".yaml");
+        out ? std::filesystem::path(*out) : std::filesystem::path(*out_dir) / (stem + ".yaml");
     try {
       check_output_file(target, out ? "-o" : "--out-dir", inputs);
-      if (detect_job_format(file) != "nemo" && !args.option("--format"))
-        throw InputError({file.string()}, "", "not a job format chopsim imports (NeMo training YAML)",
-                         "pass a NeMo config, or name the format with --format");
-      const ImportResult result = import_nemo(file, options);
+      const bool model = is_model(file);
+      if (!model && detect_job_format(file) != "nemo" && !format)
+        throw InputError({file.string()}, "",
+                         "not a format chopsim imports (NeMo training YAML, Hugging Face config.json)",
+                         "pass a NeMo config or a config.json, or name the format with --format");
+      const ImportResult result = model ? import_hf_model(file) : import_nemo(file, options);
       if (args.has_switch("--strict") && !result.notes.empty())
         throw InputError({file.string()}, "", "--strict: " + result.notes.front(), "drop --strict to import anyway");
       // Written under a temporary name, loaded as chopsim run would load it, then renamed: an invalid run leaves
@@ -63,9 +77,14 @@ int command_import(const std::vector<std::string>& raw) {
         stream << result.yaml;
       }
       try {
-        (void)load_run_config(temporary, options.search, registries);
+        if (model)
+          (void)load_model_config(temporary);
+        else
+          (void)load_run_config(temporary, options.search, registries);
       } catch (const InputError& e) {
-        throw InputError({file.string()}, e.key(), "the run it maps to is invalid: " + e.problem(), e.fix());
+        throw InputError({file.string()}, e.key(),
+                         std::string(model ? "the model file" : "the run") + " it maps to is invalid: " + e.problem(),
+                         e.fix());
       }
       set.commit();
       std::cout << file.string() << " -> " << target.string() << " (" << result.format << ")\n";

@@ -301,6 +301,23 @@ for damage, word in [("name_index", "string index"),
                      ("wrong_format", "not a chopsim kernel store"), ("schema_version", "schema version")]:
     rows.append(("store_replay_" + damage, "@store:" + damage, "replay {in} --hardware H100-SXM5-80GB --configs {src}/configs --out {out}", "2", word))
     rows.append(("store_calibrate_" + damage, "@store:" + damage, "calibrate {in} --hardware H100-SXM5-80GB --configs {src}/configs -o {out}/p.yaml", "2", word))
+# ---- Hugging Face config.json imported as a model file ------------------------------------------------------------------
+HF = "import {in} -o {out}/model.yaml"
+case("hf/not_json.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,', HF, 2, "JSON")
+case("hf/array.json", '[{"architectures": ["LlamaForCausalLM"]}]', HF + " --format hf", 2, "not a JSON object")
+case("hf/deepseek.json", '{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168}', HF, 2,
+     "multi-latent attention")
+case("hf/unknown_architecture.json", '{"architectures": ["BertForMaskedLM"], "hidden_size": 768}', HF, 2,
+     "BertForMaskedLM")
+case("hf/layers_text.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": "32"}',
+     HF, 2, "num_hidden_layers")
+case("hf/layers_zero.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 0}',
+     HF, 2, "num_hidden_layers")
+case("hf/no_vocab.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 2, '
+     '"num_attention_heads": 32, "intermediate_size": 8192}', HF, 2, "vocab_size")
+case("hf/heads_not_dividing.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 2, '
+     '"num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 8192, "vocab_size": 1000}', HF, 2,
+     "kv_heads")
 # ---- made by run.sh when it runs (too large, or not files) --------------------------------------------------------------
 rows.append(("kineto_sparse_2gb", "@sparse_2gb:trace.json", INGEST, "2", "format"))
 rows.append(("kineto_sparse_2gb_forced", "@sparse_2gb:trace.json", "ingest {in} --format kineto -o {out}/store.h5", "2",

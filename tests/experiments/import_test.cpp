@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "chopsim/experiments/registries.hpp"
@@ -95,6 +98,75 @@ TEST_F(Import, LoraJobsAndUnknownShapesAreRefused) {
                              "  hidden_size: 1000\n  ffn_hidden_size: 4000\n  num_attention_heads: 10\n"
                              "  global_batch_size: 8\n  micro_batch_size: 1\n");
   EXPECT_NE(test::input_error([&] { (void)import_and_load(odd); }).find("give --model NAME"), std::string::npos);
+}
+
+fs::path hf_fixture(const std::string& name) {
+  return test::source_dir() / "tests" / "experiments" / "fixtures" / "hf" / name;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(Import, HuggingFaceConfigsGiveTheShippedModelFiles) {
+  // The published config.json of three models (fixtures/hf/README.md names them) against the model files chopsim
+  // ships for them, written by hand from the same sources: every shape figure equal.
+  for (const auto& [json, shipped] : std::map<std::string, std::string>{{"meta-llama-3-8b.json", "llama3-8b"},
+                                                                        {"qwen3-30b-a3b.json", "qwen3-30b-a3b"},
+                                                                        {"mixtral-8x7b.json", "mixtral-8x7b"}}) {
+    SCOPED_TRACE(json);
+    ASSERT_TRUE(is_hf_config(hf_fixture(json)));
+    const ImportResult result = import_hf_model(hf_fixture(json));
+    EXPECT_EQ(result.format, "hf");
+    const TransformerSpec imported = load_model_config(write(shipped + ".yaml", result.yaml));
+    const TransformerSpec expected = load_model_config(test::configs_dir() / "models" / (shipped + ".yaml"));
+    EXPECT_EQ(imported.layers, expected.layers);
+    EXPECT_EQ(imported.hidden, expected.hidden);
+    EXPECT_EQ(imported.ffn_hidden, expected.ffn_hidden);
+    EXPECT_EQ(imported.heads, expected.heads);
+    EXPECT_EQ(imported.kv_heads, expected.kv_heads);
+    EXPECT_EQ(imported.head_dim(), expected.head_dim());
+    EXPECT_EQ(imported.vocab, expected.vocab);
+    EXPECT_EQ(imported.experts, expected.experts);
+    EXPECT_EQ(imported.top_k, expected.top_k);
+    EXPECT_EQ(imported.mlp, expected.mlp);
+    EXPECT_EQ(imported.norm, expected.norm);
+    EXPECT_EQ(imported.tied_embeddings, expected.tied_embeddings);
+    // Every key of these files is read or known to set nothing chopsim predicts.
+    for (const std::string& note : result.notes) EXPECT_EQ(note.find("not imported"), std::string::npos) << note;
+  }
+  // Qwen3's q/k norm is said not to be modelled; its head_dim (128, not 2048 / 32) is written.
+  const ImportResult qwen = import_hf_model(hf_fixture("qwen3-30b-a3b.json"));
+  EXPECT_NE(qwen.yaml.find("head_dim: 128"), std::string::npos);
+  EXPECT_TRUE(std::any_of(qwen.notes.begin(), qwen.notes.end(),
+                          [](const std::string& n) { return n.find("per-head RMSNorm") != std::string::npos; }));
+}
+
+TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheReason) {
+  const std::string deepseek = test::input_error([&] { (void)import_hf_model(hf_fixture("deepseek-v3.json")); });
+  EXPECT_NE(deepseek.find("architectures"), std::string::npos) << deepseek;
+  EXPECT_NE(deepseek.find("multi-latent attention"), std::string::npos) << deepseek;
+  // Dense layers among Qwen3-MoE's expert layers, an unknown key listed, a wrong type at its line.
+  std::string text = read_text(hf_fixture("qwen3-30b-a3b.json"));
+  const std::string mixed = text;
+  EXPECT_NE(
+      test::input_error([&] {
+        (void)import_hf_model(write("mixed.json", std::string(mixed).replace(mixed.find("\"mlp_only_layers\": []"), 21,
+                                                                             "\"mlp_only_layers\": [0, 1]")));
+      }).find("dense layers among the expert layers"),
+      std::string::npos);
+  const ImportResult extra =
+      import_hf_model(write("extra.json", std::string(text).replace(1, 0, "\n  \"new_key\": 3,")));
+  EXPECT_TRUE(std::any_of(extra.notes.begin(), extra.notes.end(),
+                          [](const std::string& n) { return n == "not imported: new_key"; }));
+  const std::string bad = test::input_error([&] {
+    (void)import_hf_model(write("bad.json", std::string(text).replace(text.find("\"num_hidden_layers\": 48"), 23,
+                                                                      "\"num_hidden_layers\": \"many\"")));
+  });
+  EXPECT_NE(bad.find("num_hidden_layers"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("bad.json"), std::string::npos) << bad;  // the file named
+  EXPECT_FALSE(is_hf_config(test::configs_dir() / "llama3-8b-fsdp.yaml"));
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ struct ImportOptions {
 };
 
 struct ImportResult {
-  std::string format;              ///< "nemo"
-  std::string yaml;                ///< the run config
+  std::string format;              ///< "nemo" (a run config) or "hf" (a model file)
+  std::string yaml;                ///< the run config, or for "hf" the model file
   std::vector<std::string> notes;  ///< settings of the job chopsim does not model, or reads differently
 };
 
@@ -32,5 +32,14 @@ struct ImportResult {
 /// not pre-training (LoRA/PEFT, inference), a missing or malformed key, or a model shape that matches no shipped
 /// model (give --model).
 [[nodiscard]] ImportResult import_nemo(const std::filesystem::path& file, const ImportOptions& options);
+
+/// Whether `file` is a Hugging Face transformers config.json (a JSON object with `architectures` and `hidden_size`).
+[[nodiscard]] bool is_hf_config(const std::filesystem::path& file);
+
+/// Maps a Hugging Face config.json of a decoder chopsim models (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE) to
+/// a chopsim model file (configs/models); each value names its source key, and keys chopsim does not read are listed.
+/// InputError naming the file and key for another architecture (those with parts chopsim does not model say which),
+/// a missing or malformed key, or dense layers mixed with expert layers.
+[[nodiscard]] ImportResult import_hf_model(const std::filesystem::path& file);
 
 }  // namespace chopsim

@@ -1,0 +1,261 @@
+// Hugging Face transformers `config.json` files as chopsim model files (docs/import.md): the decoder shapes chopsim
+// models (Llama, Mistral, Qwen2, Qwen3 and their mixture-of-experts kin Mixtral and Qwen3-MoE), every key that sets
+// the cost mapped one to one, the rest listed as not imported.
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/experiments/import.hpp"
+#include "config_yaml.hpp"
+
+namespace chopsim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Architectures whose layers chopsim's transformer describes: pre-norm RMSNorm decoders with rotary positions,
+/// grouped-query attention and a SwiGLU MLP (dense or routed experts without a shared one).
+const std::set<std::string> kSupported = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                          "Qwen3ForCausalLM", "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+
+/// Architectures with parts chopsim does not model yet, and which parts (issue 15 lists them to build).
+const std::map<std::string, std::string> kNotModelled = {
+    {"DeepseekV3ForCausalLM", "multi-latent attention, a shared expert and dense first layers"},
+    {"DeepseekV2ForCausalLM", "multi-latent attention, shared experts and dense first layers"},
+    {"GptOssForCausalLM", "sliding-window attention on alternate layers, attention sinks and biased experts"},
+    {"Qwen2MoeForCausalLM", "a shared expert beside the routed ones"},
+    {"NemotronHForCausalLM", "Mamba-2 layers"},
+    {"Gemma2ForCausalLM", "sliding-window attention on alternate layers and logit soft-capping"},
+};
+
+/// Keys that set nothing chopsim predicts (token ids, initialisation, numerics, inference caches).
+const std::set<std::string> kNoEffect = {"bos_token_id",
+                                         "eos_token_id",
+                                         "pad_token_id",
+                                         "initializer_range",
+                                         "rms_norm_eps",
+                                         "use_cache",
+                                         "torch_dtype",
+                                         "transformers_version",
+                                         "max_position_embeddings",
+                                         "rope_theta",
+                                         "rope_scaling",
+                                         "attention_dropout",
+                                         "pretraining_tp",
+                                         "model_type",
+                                         "architectures",
+                                         "max_window_layers",
+                                         "use_sliding_window",
+                                         "router_aux_loss_coef",
+                                         "output_router_logits",
+                                         "norm_topk_prob",
+                                         "_name_or_path",
+                                         "use_qk_norm",
+                                         "hidden_act",
+                                         "mlp_bias",
+                                         "dtype",
+                                         "router_jitter_noise",
+                                         "num_experts_per_tok",
+                                         "layer_types"};
+
+/// Largest config.json read (the files are a few KB; a device or a huge file is refused before it is read).
+constexpr std::uintmax_t kLargestConfigBytes = 16 * 1024 * 1024;
+
+/// A config.json being read: values by key, errors naming the file and the key.
+class HfConfig {
+ public:
+  explicit HfConfig(const fs::path& file) : file_(config_detail::display_path(file)) {
+    std::error_code error;
+    if (!fs::is_regular_file(file, error))
+      throw InputError({file_}, "", "not found, or not a regular file", "pass the model's config.json");
+    if (fs::file_size(file, error) > kLargestConfigBytes)
+      throw InputError({file_}, "", "larger than 16 MB: not a config.json", "pass the model's config.json");
+    simdjson::padded_string text;
+    if (simdjson::padded_string::load(file.string()).get(text) != simdjson::SUCCESS)
+      throw InputError({file_}, "", "cannot be read", "check the file's permissions");
+    simdjson::dom::element root;
+    if (const auto code = parser_.parse(text).get(root); code != simdjson::SUCCESS)
+      throw InputError({file_}, "", std::string("not valid JSON: ") + simdjson::error_message(code),
+                       "pass the model's config.json from its Hugging Face repository");
+    if (root.get_object().get(root_) != simdjson::SUCCESS)
+      throw InputError({file_}, "", "not a Hugging Face config.json (the file is not a JSON object)",
+                       "pass the model's config.json from its Hugging Face repository");
+  }
+  bool has(const std::string& key) const {
+    simdjson::dom::element value;
+    return root_.at_key(key).get(value) == simdjson::SUCCESS && !value.is_null();
+  }
+  int integer(const std::string& key, std::optional<int> fallback = std::nullopt) {
+    used_.insert(key);
+    if (!has(key)) {
+      if (fallback) return *fallback;
+      fail(key, "the config has no " + key);
+    }
+    std::int64_t value = 0;
+    if (root_.at_key(key).get_int64().get(value) != simdjson::SUCCESS) fail(key, "the value is not an integer");
+    if (value < 1 || value > (1 << 30)) fail(key, std::to_string(value) + " is not a positive integer below 2^30");
+    return static_cast<int>(value);
+  }
+  bool flag(const std::string& key, bool fallback) {
+    used_.insert(key);
+    if (!has(key)) return fallback;
+    bool value = false;
+    if (root_.at_key(key).get_bool().get(value) != simdjson::SUCCESS) fail(key, "the value is not true or false");
+    return value;
+  }
+  /// A string value, a number's text, or "" (absent, null or another type).
+  std::string text(const std::string& key) {
+    used_.insert(key);
+    simdjson::dom::element value;
+    if (root_.at_key(key).get(value) != simdjson::SUCCESS || value.is_null()) return "";
+    std::string_view string;
+    if (value.get_string().get(string) == simdjson::SUCCESS) return std::string(string);
+    std::int64_t number = 0;
+    if (value.get_int64().get(number) == simdjson::SUCCESS) return std::to_string(number);
+    return "";
+  }
+  /// The length of an array value (0 when absent or not an array).
+  std::size_t array_size(const std::string& key) {
+    used_.insert(key);
+    simdjson::dom::array array;
+    return root_.at_key(key).get_array().get(array) == simdjson::SUCCESS ? array.size() : 0;
+  }
+  std::string architecture() {
+    used_.insert("architectures");
+    simdjson::dom::array list;
+    std::string_view name;
+    if (root_.at_key("architectures").get_array().get(list) == simdjson::SUCCESS && list.size() == 1 &&
+        list.at(0).get_string().get(name) == simdjson::SUCCESS)
+      return std::string(name);
+    fail("architectures", "the config names no single architecture (\"architectures\": [\"LlamaForCausalLM\"])");
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem,
+                         const std::string& fix =
+                             "fix the config, or write the model file by hand (docs/configs.md, "
+                             "models)") const {
+    throw InputError({file_}, key, problem, fix);
+  }
+  /// Keys neither read nor known to have no effect: listed in the model file as not imported.
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const auto field : root_) {
+      const std::string key(field.key);
+      if (!used_.count(key) && !kNoEffect.count(key)) out.push_back(key);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  simdjson::dom::parser parser_;
+  simdjson::dom::object root_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+bool is_hf_config(const fs::path& file) {
+  if (file.extension() != ".json") return false;
+  try {
+    const HfConfig config(file);
+    return config.has("architectures") && config.has("hidden_size");
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+ImportResult import_hf_model(const fs::path& file) {
+  HfConfig hf(file);
+  ImportResult result;
+  result.format = "hf";
+  const std::string architecture = hf.architecture();
+  if (const auto it = kNotModelled.find(architecture); it != kNotModelled.end())
+    hf.fail("architectures", architecture + " has " + it->second + ", which chopsim does not model yet",
+            "predict a model chopsim describes, or write an approximate model file by hand and say so");
+  if (!kSupported.count(architecture))
+    hf.fail("architectures", architecture +
+                                 " is not an architecture chopsim imports (Llama, Mistral, Qwen2, Qwen3, "
+                                 "Mixtral, Qwen3-MoE)");
+  const int layers = hf.integer("num_hidden_layers");
+  const int hidden = hf.integer("hidden_size");
+  const int heads = hf.integer("num_attention_heads");
+  const int kv_heads = hf.integer("num_key_value_heads", heads);
+  const int vocab = hf.integer("vocab_size");
+  // transformers' LlamaConfig (and kin) default head_dim to hidden_size / num_attention_heads.
+  const int head_dim = hf.integer("head_dim", hidden / heads);
+  int ffn = 0, experts = 1, top_k = 1;
+  std::string ffn_source;
+  if (architecture == "MixtralForCausalLM") {
+    ffn = hf.integer("intermediate_size");
+    experts = hf.integer("num_local_experts");
+    top_k = hf.integer("num_experts_per_tok");
+    ffn_source = "intermediate_size (per expert)";
+  } else if (architecture == "Qwen3MoeForCausalLM") {
+    ffn = hf.integer("moe_intermediate_size");
+    experts = hf.integer("num_experts");
+    top_k = hf.integer("num_experts_per_tok");
+    ffn_source = "moe_intermediate_size (per expert)";
+    hf.integer("intermediate_size", 1);  // the dense MLP width of mlp_only_layers, when there are any
+    if (hf.integer("decoder_sparse_step", 1) != 1)
+      hf.fail("decoder_sparse_step", "dense layers between the expert layers are not modelled yet");
+    if (hf.array_size("mlp_only_layers") > 0)
+      hf.fail("mlp_only_layers", "dense layers among the expert layers are not modelled yet");
+  } else {
+    ffn = hf.integer("intermediate_size");
+    ffn_source = "intermediate_size";
+  }
+  const bool tied = hf.flag("tie_word_embeddings", false);  // the default of these architectures' configs
+  const std::string act = hf.text("hidden_act");
+  if (!act.empty() && act != "silu")
+    result.notes.push_back("hidden_act " + act + ": modelled as SwiGLU (silu); the gate's cost is the same");
+  if (hf.flag("attention_bias", false) || architecture == "Qwen2ForCausalLM")
+    result.notes.push_back("the q, k, v projections' biases are not modelled (a negligible elementwise add)");
+  if (architecture == "Qwen3ForCausalLM" || architecture == "Qwen3MoeForCausalLM")
+    result.notes.push_back("Qwen3's per-head RMSNorm of q and k is not modelled (a small elementwise pass)");
+  if (!hf.text("sliding_window").empty() && architecture == "MistralForCausalLM")
+    result.notes.push_back("sliding_window " + hf.text("sliding_window") +
+                           ": not modelled; attention is counted over the whole causal sequence (more FLOPs than "
+                           "the window for longer sequences)");
+  hf.text("sliding_window");
+  hf.text("attention_bias");
+
+  std::ostringstream y;
+  y << "# Imported by chopsim import from " << hf.file() << " (Hugging Face transformers " << architecture << ").\n";
+  y << "layers: " << layers << "        # num_hidden_layers\n";
+  y << "hidden: " << hidden << "        # hidden_size\n";
+  if (head_dim * heads != hidden) y << "head_dim: " << head_dim << "        # head_dim (not hidden_size / heads)\n";
+  y << "ffn_hidden: " << ffn << "        # " << ffn_source << "\n";
+  y << "heads: " << heads << "        # num_attention_heads\n";
+  y << "kv_heads: " << kv_heads << "        # num_key_value_heads\n";
+  y << "vocab: " << vocab << "        # vocab_size\n";
+  if (experts > 1) {
+    y << "experts: " << experts << "        # "
+      << (architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts") << "\n";
+    y << "top_k: " << top_k << "        # num_experts_per_tok\n";
+  }
+  y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
+  y << "norm: rmsnorm\n";
+  y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";
+  y << "causal: true\n";
+  const std::vector<std::string> unread = hf.unread();
+  if (!unread.empty()) {
+    std::string list;
+    for (const std::string& key : unread) list += (list.empty() ? "" : ", ") + key;
+    y << "# Not imported (not read by chopsim): " << list << "\n";
+    result.notes.push_back("not imported: " + list);
+  }
+  result.yaml = y.str();
+  return result;
+}
+
+}  // namespace chopsim
