@@ -15,11 +15,11 @@ int command_import(const std::vector<std::string>& raw) {
   const auto& files = args.positional();
   if (files.empty()) throw argument_error("import takes one or more job files", "write chopsim import job.yaml ...");
   const auto format = args.option("--format");
-  if (format && *format != "nemo" && *format != "hf")
+  if (format && *format != "nemo" && *format != "megatron" && *format != "hf")
     throw argument_error("--format " + *format +
-                             ": chopsim imports nemo (training jobs) and hf (Hugging Face config.json, as a model "
-                             "file) so far (megatron, bridge, torchtitan and foundry are not built yet)",
-                         "use --format nemo or hf, or leave --format out");
+                             ": chopsim imports nemo and megatron (training jobs) and hf (Hugging Face config.json, "
+                             "as a model file) so far (bridge, torchtitan and foundry are not built yet)",
+                         "use --format nemo, megatron or hf, or leave --format out");
   // A .json file is a Hugging Face config.json (no job format chopsim imports is JSON), read as one so that a
   // damaged one is reported as such.
   const auto is_model = [&](const std::filesystem::path& file) {
@@ -52,8 +52,9 @@ int command_import(const std::vector<std::string>& raw) {
 
   int failed = 0;
   for (const std::filesystem::path& file : inputs) {
-    // A Hugging Face checkout's config.json is named after its folder (Meta-Llama-3-8B/config.json).
-    const std::string stem = file.stem() == "config" && file.has_parent_path()
+    // A Hugging Face checkout's config.json is named after its folder (Meta-Llama-3-8B/config.json), and a Megatron-LM
+    // functional test's model_config.yaml after its test case.
+    const std::string stem = (file.stem() == "config" || file.stem() == "model_config") && file.has_parent_path()
                                  ? std::filesystem::absolute(file).parent_path().filename().string()
                                  : file.stem().string();
     const std::filesystem::path target =
@@ -61,11 +62,18 @@ int command_import(const std::vector<std::string>& raw) {
     try {
       check_output_file(target, out ? "-o" : "--out-dir", inputs);
       const bool model = is_model(file);
-      if (!model && detect_job_format(file) != "nemo" && !format)
+      const std::string job_format = model                         ? "hf"
+                                     : format                      ? *format
+                                     : is_megatron_arguments(file) ? "megatron"
+                                                                   : detect_job_format(file);
+      if (job_format.empty())
         throw InputError({file.string()}, "",
-                         "not a format chopsim imports (NeMo training YAML, Hugging Face config.json)",
-                         "pass a NeMo config or a config.json, or name the format with --format");
-      const ImportResult result = model ? import_hf_model(file) : import_nemo(file, options);
+                         "not a format chopsim imports (NeMo training YAML, Megatron-LM arguments, Hugging Face "
+                         "config.json)",
+                         "pass one of those, or name the format with --format");
+      const ImportResult result = model                      ? import_hf_model(file)
+                                  : job_format == "megatron" ? import_megatron(file, options)
+                                                             : import_nemo(file, options);
       if (args.has_switch("--strict") && !result.notes.empty())
         throw InputError({file.string()}, "", "--strict: " + result.notes.front(), "drop --strict to import anyway");
       // Written under a temporary name, loaded as chopsim run would load it, then renamed: an invalid run leaves

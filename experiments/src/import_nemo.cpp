@@ -9,6 +9,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/import.hpp"
 #include "config_yaml.hpp"
+#include "import_internal.hpp"
 
 namespace chopsim {
 
@@ -19,8 +20,7 @@ namespace {
 /// A NeMo config being read: values by dotted path, errors at the key's line.
 class Job {
  public:
-  explicit Job(const fs::path& file)
-      : file_(config_detail::display_path(file)), root_(config_detail::load_yaml_file(file, "job config")) {}
+  Job(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
 
   YAML::Node at(const std::string& path) const {
     YAML::Node node = root_;
@@ -95,6 +95,24 @@ std::string matching_model(const Job& job, const ConfigSearchPath& search) {
   return "";
 }
 
+/// The attention kernel Transformer Engine picks on the run's GPU: cuDNN's fused attention where the hardware file
+/// has it (Hopper and Blackwell), else FlashAttention 2; "" when the hardware file is not found or has neither.
+std::string transformer_engine_attention(const ImportOptions& options) {
+  for (const fs::path& root : options.search.roots) {
+    const fs::path file = root / "hardware" / (options.hardware + ".yaml");
+    std::error_code error;
+    if (!fs::is_regular_file(file, error)) continue;
+    try {
+      const HardwareSpec hardware = load_hardware_config(file);
+      for (const char* name : {"cudnn", "flash2"})
+        if (hardware.attention_implementations.count(name)) return name;
+    } catch (const InputError&) {
+    }
+    return "";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string detect_job_format(const fs::path& file) {
@@ -110,10 +128,13 @@ std::string detect_job_format(const fs::path& file) {
   return "";
 }
 
-ImportResult import_nemo(const fs::path& file, const ImportOptions& options) {
-  const Job job(file);
+namespace import_detail {
+
+ImportResult import_megatron_core(const std::string& file, const YAML::Node& root, const ImportOptions& options,
+                                  const std::string& format) {
+  const Job job(file, root);
   ImportResult result;
-  result.format = "nemo";
+  result.format = format;
   if (job.has("model.peft"))
     job.fail(
         "model.peft",
@@ -135,7 +156,8 @@ ImportResult import_nemo(const fs::path& file, const ImportOptions& options) {
   const int nodes = options.nodes.value_or(job.integer("trainer.num_nodes", 1));
 
   std::ostringstream y;
-  y << "# Imported by chopsim import from " << job.file() << " (NeMo)\n";
+  y << "# Imported by chopsim import from " << job.file() << " (" << (format == "nemo" ? "NeMo" : "Megatron-LM")
+    << ")\n";
   y << "name: " << fs::path(job.file()).stem().string() << "\n";
   y << "model: " << model << "\n";
   y << "hardware: " << options.hardware << "\n";
@@ -190,15 +212,45 @@ ImportResult import_nemo(const fs::path& file, const ImportOptions& options) {
     result.notes.push_back("model.activations_checkpoint_method block with " +
                            job.text("model.activations_checkpoint_num_layers") + " of " + std::to_string(stage_layers) +
                            " layers per stage: chopsim recomputes every layer of the stage (full)");
+  // Settings that cost time where the job states them (the Megatron-LM front-end states Megatron's defaults).
+  if (job.flag("model.deterministic_mode")) y << "  deterministic: true\n";
+  if (job.has("model.transformer_impl") && job.text("model.transformer_impl") == "transformer_engine") {
+    const std::string attention = transformer_engine_attention(options);
+    if (!attention.empty())
+      y << "  attention: " << attention << "        # Transformer Engine's fused attention on this GPU\n";
+  }
+  const auto setting = [&](const char* key, const char* run_key) {
+    if (job.has(key)) y << "  " << run_key << ": " << (job.flag(key) ? "true" : "false") << "\n";
+  };
+  setting("model.create_attention_mask_in_dataloader", "attention_mask_in_dataloader");
+  setting("model.check_for_nan_in_loss_and_grad", "check_for_nan_in_grad");
+  setting("model.gradient_accumulation_fusion", "gradient_accumulation_fusion");
+  setting("model.cross_entropy_loss_fusion", "cross_entropy_fusion");
+  setting("model.log_num_zeros_in_grad", "log_num_zeros_in_grad");
+  setting("model.log_params_norm", "log_params_norm");
+  if (job.has("trainer.gradient_clip_val"))
+    y << "  grad_clip: "
+      << (job.text("trainer.gradient_clip_val") != "0" && job.text("trainer.gradient_clip_val") != "0.0" ? "true"
+                                                                                                         : "false")
+      << "\n";
   y << "  overlap:\n";
   y << "    dp: " << (job.flag("model.optim.overlap_grad_sync") ? "true" : "false") << "\n";
   y << "    tp: " << (job.flag("model.ub_tp_comm_overlap") ? "true" : "false") << "\n";
-  if (job.has("model.optim.bucket_cap_mb")) y << "  dp_bucket_mb: " << job.integer("model.optim.bucket_cap_mb") << "\n";
+  if (job.has("model.overlap_p2p_comm"))
+    y << "    pp: " << (job.flag("model.overlap_p2p_comm") ? "true" : "false") << "\n";
+  if (job.has("model.optim.bucket_cap_mb")) y << "  dp_bucket_mb: " << job.text("model.optim.bucket_cap_mb") << "\n";
   if (job.has("model.fsdp_grad_reduce_dtype") && job.text("model.fsdp_grad_reduce_dtype") == "bf16")
     y << "  fsdp_reduce_dtype: bf16\n";
   y << "iterations: 1\n";
   result.yaml = y.str();
   return result;
+}
+
+}  // namespace import_detail
+
+ImportResult import_nemo(const fs::path& file, const ImportOptions& options) {
+  return import_detail::import_megatron_core(config_detail::display_path(file),
+                                             config_detail::load_yaml_file(file, "job config"), options, "nemo");
 }
 
 }  // namespace chopsim

@@ -318,6 +318,16 @@ case("hf/no_vocab.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size":
 case("hf/heads_not_dividing.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 2, '
      '"num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 8192, "vocab_size": 1000}', HF, 2,
      "kv_heads")
+# ---- Megatron-LM arguments --------------------------------------------------------------------------------------------
+MEG = "import {in} --hardware H100-SXM5-80GB --cluster dgx-h100 --nodes 1 --configs {src}/configs -o {out}/run.yaml"
+case("megatron/layers_text.args", "--num-layers lots --hidden-size 4096 --num-attention-heads 32 "
+     "--global-batch-size 8 --seq-length 2048\n", MEG, 2, "--num-layers")
+case("megatron/no_batch.args", "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048\n",
+     MEG, 2, "--global-batch-size")
+case("megatron/unknown_shape.args", "--num-layers 7 --hidden-size 1000 --num-attention-heads 10 "
+     "--global-batch-size 8 --seq-length 2048\n", MEG, 2, "--model")
+case("megatron/model_args_not_flag.yaml", "MODEL_ARGS:\n  --num-layers: 32\n  hidden-size: 4096\n  --hidden-size: 1\n", MEG, 2,
+     "is not a Megatron-LM argument")
 # ---- made by run.sh when it runs (too large, or not files) --------------------------------------------------------------
 rows.append(("kineto_sparse_2gb", "@sparse_2gb:trace.json", INGEST, "2", "format"))
 rows.append(("kineto_sparse_2gb_forced", "@sparse_2gb:trace.json", "ingest {in} --format kineto -o {out}/store.h5", "2",

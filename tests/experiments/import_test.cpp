@@ -12,6 +12,7 @@
 #include <map>
 
 #include "chopsim/experiments/registries.hpp"
+#include "chopsim/experiments/run.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
@@ -104,6 +105,16 @@ fs::path hf_fixture(const std::string& name) {
   return test::source_dir() / "tests" / "experiments" / "fixtures" / "hf" / name;
 }
 
+/// Import options for DGX H100 nodes with the shipped configs.
+ImportOptions dgx_h100(int nodes) {
+  ImportOptions options;
+  options.hardware = "H100-SXM5-80GB";
+  options.cluster = "dgx-h100";
+  options.nodes = nodes;
+  options.search = ConfigSearchPath{{test::configs_dir()}};
+  return options;
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -167,6 +178,64 @@ TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheRea
   EXPECT_NE(bad.find("num_hidden_layers"), std::string::npos) << bad;
   EXPECT_NE(bad.find("bad.json"), std::string::npos) << bad;  // the file named
   EXPECT_FALSE(is_hf_config(test::configs_dir() / "llama3-8b-fsdp.yaml"));
+}
+
+TEST_F(Import, MegatronTestConfigsPredictAsTheHandWrittenValidationRuns) {
+  // The MODEL_ARGS of two Megatron-LM functional tests, imported for one DGX H100 node, against the run configs
+  // written by hand from the same files for the validation table (configs/validation/megatron-gpt3-7b-*.yaml): the
+  // same prediction, figure for figure.
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  for (const auto& [test_case, hand_written] :
+       std::map<std::string, std::string>{{"gpt3_7b_tp1_pp4_memory_speed", "megatron-gpt3-7b-tp1-pp4.yaml"},
+                                          {"gpt3_7b_tp4_pp1_memory_speed", "megatron-gpt3-7b-tp4-pp1.yaml"}}) {
+    SCOPED_TRACE(test_case);
+    const fs::path job = test::shared_data_dir() / "validation" / "megatron_lm" / test_case / "model_config.yaml";
+    ASSERT_TRUE(is_megatron_arguments(job));
+    const ImportOptions options = dgx_h100(1);
+    const ImportResult result = import_megatron(job, options);
+    EXPECT_EQ(result.format, "megatron");
+    const RunSpec imported = load_run_config(write(test_case + ".yaml", result.yaml), options.search, registries_);
+    const fs::path reference_file = test::configs_dir() / "validation" / hand_written;
+    const RunSpec reference = load_run_config(reference_file, default_search_path(reference_file), registries_);
+    EXPECT_EQ(imported.model.name, reference.model.name);
+    EXPECT_EQ(imported.parallelism.tp, reference.parallelism.tp);
+    EXPECT_EQ(imported.parallelism.pp, reference.parallelism.pp);
+    EXPECT_EQ(imported.parallelism.dp, reference.parallelism.dp);
+    const RunReport a = run_simulation(imported, registries_, {});
+    const RunReport b = run_simulation(reference, registries_, {});
+    EXPECT_NEAR(a.iteration_time_s, b.iteration_time_s, 1e-9 * b.iteration_time_s);
+    EXPECT_NEAR(a.memory.total_bytes, b.memory.total_bytes, 1e-9 * b.memory.total_bytes);
+  }
+}
+
+TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
+  // Megatron-LM's examples/gpt3/train_gpt3_175b_distributed.sh: GPT-3 175B, TP 8, PP 16, as the launch line gives it
+  // (torchrun and the script first, continuations, a comment, --name=value).
+  const fs::path args = write("gpt3_175b.args",
+                              "torchrun --nproc_per_node 8 --nnodes 16 pretrain_gpt.py \\\n"
+                              "  --num-layers 96 --hidden-size 12288 --num-attention-heads 96 \\\n"
+                              "  --seq-length 2048 --max-position-embeddings 2048   # GPT_MODEL_ARGS\n"
+                              "  --micro-batch-size 1 --global-batch-size=1536 --train-iters 500000 \\\n"
+                              "  --bf16 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \\\n"
+                              "  --data-path \"/data/my gpt\" --use-distributed-optimizer --some-new-flag\n");
+  ASSERT_TRUE(is_megatron_arguments(args));
+  const ImportOptions options = dgx_h100(16);
+  const ImportResult result = import_megatron(args, options);
+  const RunSpec run = load_run_config(write("run.yaml", result.yaml), options.search, registries_);
+  EXPECT_EQ(run.model.name, "gpt3-175b");  // 96 x 12288, 96 heads, FFN 4 h (Megatron's default)
+  EXPECT_EQ(run.parallelism.tp, 8);
+  EXPECT_EQ(run.parallelism.pp, 16);
+  EXPECT_EQ(run.parallelism.dp, 1);  // 128 GPUs / (8 x 16)
+  EXPECT_EQ(run.training.global_batch, 1536);
+  EXPECT_EQ(run.training.seq_len, 2048);
+  EXPECT_EQ(run.parallelism.zero_stage, 1);
+  EXPECT_TRUE(std::any_of(result.notes.begin(), result.notes.end(),
+                          [](const std::string& n) { return n == "not imported: --some-new-flag"; }));
+  // A malformed value is refused naming the argument.
+  const fs::path bad = write("bad.args",
+                             "--num-layers lots --hidden-size 4096 --num-attention-heads 32 "
+                             "--global-batch-size 8 --seq-length 2048\n");
+  EXPECT_NE(test::input_error([&] { (void)import_megatron(bad, options); }).find("--num-layers"), std::string::npos);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ struct ImportOptions {
 };
 
 struct ImportResult {
-  std::string format;              ///< "nemo" (a run config) or "hf" (a model file)
+  std::string format;              ///< "nemo" or "megatron" (a run config), or "hf" (a model file)
   std::string yaml;                ///< the run config, or for "hf" the model file
   std::vector<std::string> notes;  ///< settings of the job chopsim does not model, or reads differently
 };
@@ -32,6 +32,16 @@ struct ImportResult {
 /// not pre-training (LoRA/PEFT, inference), a missing or malformed key, or a model shape that matches no shipped
 /// model (give --model).
 [[nodiscard]] ImportResult import_nemo(const std::filesystem::path& file, const ImportOptions& options);
+
+/// Whether `file` holds Megatron-LM arguments (an argument list with --num-layers and --hidden-size, or a functional
+/// test's model_config.yaml with MODEL_ARGS).
+[[nodiscard]] bool is_megatron_arguments(const std::filesystem::path& file);
+
+/// Maps Megatron-LM arguments (a file of pretrain_gpt.py's arguments, or a model_config.yaml's MODEL_ARGS) to a run
+/// config by the same mapping as NeMo configs, with Megatron-LM's defaults; the node count comes from
+/// options.nodes (1 when not given, with a note). InputError naming the file and argument for a missing or
+/// malformed argument.
+[[nodiscard]] ImportResult import_megatron(const std::filesystem::path& file, const ImportOptions& options);
 
 /// Whether `file` is a Hugging Face transformers config.json (a JSON object with `architectures` and `hidden_size`).
 [[nodiscard]] bool is_hf_config(const std::filesystem::path& file);

@@ -1,0 +1,19 @@
+#pragma once
+// Private to import_*.cpp: the one mapping of Megatron-Core's vocabulary (import_nemo.cpp) that every front-end
+// (NeMo YAML, Megatron-LM arguments) feeds.
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "chopsim/experiments/import.hpp"
+
+namespace chopsim::import_detail {
+
+/// Maps a job described with NeMo's keys (model.num_layers, model.tensor_model_parallel_size, trainer.precision,
+/// ...; Megatron's arguments with underscores under model.) to a run config. `file` is named in errors; `format`
+/// ("nemo", "megatron") in the result and the written file's header.
+[[nodiscard]] ImportResult import_megatron_core(const std::string& file, const YAML::Node& root,
+                                                const ImportOptions& options, const std::string& format);
+
+}  // namespace chopsim::import_detail
