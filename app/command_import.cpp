@@ -15,11 +15,11 @@ int command_import(const std::vector<std::string>& raw) {
   const auto& files = args.positional();
   if (files.empty()) throw argument_error("import takes one or more job files", "write chopsim import job.yaml ...");
   const auto format = args.option("--format");
-  if (format && *format != "nemo" && *format != "megatron" && *format != "hf")
+  if (format && *format != "nemo" && *format != "megatron" && *format != "foundry" && *format != "hf")
     throw argument_error("--format " + *format +
-                             ": chopsim imports nemo and megatron (training jobs) and hf (Hugging Face config.json, "
-                             "as a model file) so far (bridge, torchtitan and foundry are not built yet)",
-                         "use --format nemo, megatron or hf, or leave --format out");
+                             ": chopsim imports nemo, megatron and foundry (training jobs) and hf (Hugging Face "
+                             "config.json, as a model file) so far (bridge and torchtitan are not built yet)",
+                         "use --format nemo, megatron, foundry or hf, or leave --format out");
   // A .json file is a Hugging Face config.json (no job format chopsim imports is JSON), read as one so that a
   // damaged one is reported as such.
   const auto is_model = [&](const std::filesystem::path& file) {
@@ -65,14 +65,16 @@ int command_import(const std::vector<std::string>& raw) {
       const std::string job_format = model                         ? "hf"
                                      : format                      ? *format
                                      : is_megatron_arguments(file) ? "megatron"
+                                     : is_foundry_config(file)     ? "foundry"
                                                                    : detect_job_format(file);
       if (job_format.empty())
         throw InputError({file.string()}, "",
-                         "not a format chopsim imports (NeMo training YAML, Megatron-LM arguments, Hugging Face "
-                         "config.json)",
+                         "not a format chopsim imports (NeMo training YAML, Megatron-LM arguments, llm-foundry "
+                         "YAML, Hugging Face config.json)",
                          "pass one of those, or name the format with --format");
       const ImportResult result = model                      ? import_hf_model(file)
                                   : job_format == "megatron" ? import_megatron(file, options)
+                                  : job_format == "foundry"  ? import_foundry(file, options)
                                                              : import_nemo(file, options);
       if (args.has_switch("--strict") && !result.notes.empty())
         throw InputError({file.string()}, "", "--strict: " + result.notes.front(), "drop --strict to import anyway");

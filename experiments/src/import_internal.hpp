@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 
 #include "chopsim/experiments/import.hpp"
@@ -15,5 +16,12 @@ namespace chopsim::import_detail {
 /// ("nemo", "megatron") in the result and the written file's header.
 [[nodiscard]] ImportResult import_megatron_core(const std::string& file, const YAML::Node& root,
                                                 const ImportOptions& options, const std::string& format);
+
+/// The node at a dotted path of mappings (model.optim.bucket_cap_mb); undefined when a part is missing.
+[[nodiscard]] YAML::Node at_path(const YAML::Node& root, const std::string& path);
+
+/// The name of the first model file (configs/models of each search root, in name order) that `matches`, or "".
+[[nodiscard]] std::string shipped_model_with_shape(const ConfigSearchPath& search,
+                                                   const std::function<bool(const TransformerSpec&)>& matches);
 
 }  // namespace chopsim::import_detail

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "chopsim/common/error.hpp"
@@ -22,20 +23,7 @@ class Job {
  public:
   Job(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
 
-  YAML::Node at(const std::string& path) const {
-    YAML::Node node = root_;
-    std::size_t start = 0;
-    while (true) {
-      const std::size_t dot = path.find('.', start);
-      const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-      const YAML::Node next = node[part];
-      if (!next.IsDefined()) return next;
-      node.reset(next);
-      if (dot == std::string::npos) return node;
-      start = dot + 1;
-    }
-  }
+  YAML::Node at(const std::string& path) const { return import_detail::at_path(root_, path); }
   bool has(const std::string& path) const {
     const YAML::Node n = at(path);
     return n.IsDefined() && !n.IsNull();
@@ -75,24 +63,12 @@ class Job {
 std::string matching_model(const Job& job, const ConfigSearchPath& search) {
   const int heads = job.integer("model.num_attention_heads");
   const int experts = job.integer("model.num_moe_experts", 1);
-  for (const fs::path& root : search.roots) {
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(root / "models", error)) {
-      if (entry.path().extension() != ".yaml") continue;
-      TransformerSpec m;
-      try {
-        m = load_model_config(entry.path());
-      } catch (const InputError&) {
-        continue;
-      }
-      if (m.layers == job.integer("model.num_layers") && m.hidden == job.integer("model.hidden_size") &&
-          m.ffn_hidden == job.integer("model.ffn_hidden_size") && m.heads == heads &&
-          m.kv_heads == job.integer("model.num_query_groups", heads) && m.experts == std::max(experts, 1) &&
-          (experts <= 1 || m.top_k == job.integer("model.moe_router_topk", 2)))
-        return entry.path().stem().string();
-    }
-  }
-  return "";
+  return import_detail::shipped_model_with_shape(search, [&](const TransformerSpec& m) {
+    return m.layers == job.integer("model.num_layers") && m.hidden == job.integer("model.hidden_size") &&
+           m.ffn_hidden == job.integer("model.ffn_hidden_size") && m.heads == heads &&
+           m.kv_heads == job.integer("model.num_query_groups", heads) && m.experts == std::max(experts, 1) &&
+           (experts <= 1 || m.top_k == job.integer("model.moe_router_topk", 2));
+  });
 }
 
 /// The attention kernel Transformer Engine picks on the run's GPU: cuDNN's fused attention where the hardware file
@@ -244,6 +220,39 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "iterations: 1\n";
   result.yaml = y.str();
   return result;
+}
+
+std::string shipped_model_with_shape(const ConfigSearchPath& search,
+                                     const std::function<bool(const TransformerSpec&)>& matches) {
+  for (const fs::path& root : search.roots) {
+    std::error_code error;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(root / "models", error))
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());  // the same answer whatever the directory's order
+    for (const fs::path& file : files) {
+      try {
+        if (matches(load_model_config(file))) return file.stem().string();
+      } catch (const InputError&) {
+      }
+    }
+  }
+  return "";
+}
+
+YAML::Node at_path(const YAML::Node& root, const std::string& path) {
+  YAML::Node node = root;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = path.find('.', start);
+    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node next = node[part];
+    if (!next.IsDefined()) return next;
+    node.reset(next);
+    if (dot == std::string::npos) return node;
+    start = dot + 1;
+  }
 }
 
 }  // namespace import_detail

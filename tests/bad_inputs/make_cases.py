@@ -328,6 +328,14 @@ case("megatron/unknown_shape.args", "--num-layers 7 --hidden-size 1000 --num-att
      "--global-batch-size 8 --seq-length 2048\n", MEG, 2, "--model")
 case("megatron/model_args_not_flag.yaml", "MODEL_ARGS:\n  --num-layers: 32\n  hidden-size: 4096\n  --hidden-size: 1\n", MEG, 2,
      "is not a Megatron-LM argument")
+# ---- llm-foundry YAML -------------------------------------------------------------------------------------------------
+FOUNDRY_BASE = ("max_seq_len: 2048\nmodel:\n  d_model: 4096\n  n_heads: 32\n  n_layers: 32\n  vocab_size: 50368\n"
+                "global_train_batch_size: 48\ndevice_train_microbatch_size: 6\nprecision: amp_bf16\n")
+case("foundry/microbatch_auto.yaml", FOUNDRY_BASE.replace("device_train_microbatch_size: 6",
+     "device_train_microbatch_size: auto"), MEG.replace("--nodes 1 ", ""), 2, "auto")
+case("foundry/unknown_sharding.yaml", FOUNDRY_BASE + "fsdp_config:\n  sharding_strategy: HALF_SHARD\n", MEG, 2,
+     "HALF_SHARD")
+case("foundry/unknown_shape.yaml", FOUNDRY_BASE.replace("n_layers: 32", "n_layers: 31"), MEG, 2, "--model")
 # ---- made by run.sh when it runs (too large, or not files) --------------------------------------------------------------
 rows.append(("kineto_sparse_2gb", "@sparse_2gb:trace.json", INGEST, "2", "format"))
 rows.append(("kineto_sparse_2gb_forced", "@sparse_2gb:trace.json", "ingest {in} --format kineto -o {out}/store.h5", "2",

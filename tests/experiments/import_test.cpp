@@ -13,6 +13,7 @@
 
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/run.hpp"
+#include "chopsim/experiments/validation.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
@@ -236,6 +237,32 @@ TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
                              "--num-layers lots --hidden-size 4096 --num-attention-heads 32 "
                              "--global-batch-size 8 --seq-length 2048\n");
   EXPECT_NE(test::input_error([&] { (void)import_megatron(bad, options); }).find("--num-layers"), std::string::npos);
+}
+
+TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
+  // llm-foundry's MPT-7B YAML with the settings of one published H100 benchmark row, imported for one DGX H100
+  // node, predicts what the validation table predicts for that row (the same rules, reached from the YAML).
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/published_dev_records.yaml");
+  const fs::path yaml = test::source_dir() / "tests" / "experiments" / "fixtures" / "foundry" / "mpt-7b-h100-8gpu.yaml";
+  ASSERT_TRUE(is_foundry_config(yaml));
+  const ImportResult result = import_foundry(yaml, dgx_h100(1));
+  EXPECT_EQ(result.format, "foundry");
+  const RunSpec imported = load_run_config(write("mpt.yaml", result.yaml), dgx_h100(1).search, registries_);
+  EXPECT_EQ(imported.model.name, "mpt-7b");  // not megatron-gpt3-7b: MPT is multi-head, vocabulary 50368
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries_);
+  const auto record = std::find_if(cases.begin(), cases.end(), [](const ValidationCase& c) {
+    return c.id == "llmfoundry-h100_80gb-bf16-7b-s2048-g8-mb6";
+  });
+  ASSERT_NE(record, cases.end());
+  const RunReport a = run_simulation(imported, registries_, {});
+  const RunReport b = run_simulation(record->run, registries_, {});
+  EXPECT_NEAR(a.tokens_per_s, b.tokens_per_s, 1e-9 * b.tokens_per_s);
+  EXPECT_NEAR(a.memory.total_bytes, b.memory.total_bytes, 1e-9 * b.memory.total_bytes);
+  // Composer's run-time micro-batch is refused with the fix.
+  std::string text = read_text(yaml);
+  text.replace(text.find("device_train_microbatch_size: 6"), 31, "device_train_microbatch_size: auto");
+  EXPECT_NE(test::input_error([&] { (void)import_foundry(write("auto.yaml", text), dgx_h100(1)); }).find("'auto'"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -43,6 +43,13 @@ struct ImportResult {
 /// malformed argument.
 [[nodiscard]] ImportResult import_megatron(const std::filesystem::path& file, const ImportOptions& options);
 
+/// Whether `file` is an llm-foundry training YAML (model.d_model and model.n_layers).
+[[nodiscard]] bool is_foundry_config(const std::filesystem::path& file);
+
+/// Maps an llm-foundry training YAML (MPT models by shape, Composer FSDP, attn_impl, loss) to a run config, by the
+/// rules the validation table uses for llm-foundry's published throughput. InputError naming the file and key.
+[[nodiscard]] ImportResult import_foundry(const std::filesystem::path& file, const ImportOptions& options);
+
 /// Whether `file` is a Hugging Face transformers config.json (a JSON object with `architectures` and `hidden_size`).
 [[nodiscard]] bool is_hf_config(const std::filesystem::path& file);
 
