@@ -87,6 +87,25 @@ std::string page(const std::string& title, const std::string& head_html, const s
          "\n</script>\n<script>\n"
          "const chopsimCharts = JSON.parse(document.getElementById(\"chopsim-charts\").textContent);\nfor (const [id, "
          "config] of Object.entries(chopsimCharts)) new Chart(document.getElementById(id), config);\n"
+         // Tables of class "sortable": a click on a heading sorts the rows by that column (numbers as numbers),
+         // a second click reverses the order.
+         "for (const table of document.querySelectorAll(\"table.sortable\")) {\n"
+         "  table.querySelectorAll(\"th\").forEach((th, column) => {\n"
+         "    th.style.cursor = \"pointer\";\n"
+         "    th.addEventListener(\"click\", () => {\n"
+         "      const ascending = th.dataset.ascending !== \"1\";\n"
+         "      th.dataset.ascending = ascending ? \"1\" : \"0\";\n"
+         "      const rows = Array.from(table.querySelectorAll(\"tr\")).slice(1);\n"
+         "      rows.sort((a, b) => {\n"
+         "        const x = a.children[column].textContent, y = b.children[column].textContent;\n"
+         "        const nx = parseFloat(x), ny = parseFloat(y);\n"
+         "        const order = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);\n"
+         "        return ascending ? order : -order;\n"
+         "      });\n"
+         "      for (const row of rows) row.parentNode.appendChild(row);\n"
+         "    });\n"
+         "  });\n"
+         "}\n"
          "</script>\n</body>\n</html>\n";
   return out;
 }

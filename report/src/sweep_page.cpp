@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -22,6 +23,8 @@ namespace {
 struct Point {
   std::string label;  ///< the axis values, "key=value ..."
   std::string status;
+  std::string reason;                       ///< invalid / failed / oom: why
+  std::map<std::string, std::string> axes;  ///< axis key -> value
   std::map<std::string, double> figures;
   double at(const std::string& name) const {
     const auto it = figures.find(name);
@@ -41,9 +44,12 @@ Table read_results(const fs::path& file) {
   for (std::size_t c = key + 1; c < status; ++c) table.axes.push_back(csv.header[c]);
   for (const std::vector<std::string>& fields : csv.rows) {
     Point p;
-    for (std::size_t c = key + 1; c < status; ++c)
+    for (std::size_t c = key + 1; c < status; ++c) {
       p.label += (p.label.empty() ? "" : " ") + csv.header[c] + "=" + fields[c];
+      p.axes[csv.header[c]] = fields[c];
+    }
     p.status = fields[status];
+    p.reason = fields[reason];
     for (std::size_t c = reason + 1; c < csv.header.size(); ++c)
       if (!fields[c].empty()) p.figures[csv.header[c]] = std::strtod(fields[c].c_str(), nullptr);
     table.points.push_back(std::move(p));
@@ -61,6 +67,91 @@ std::string values_of(const std::vector<const Point*>& points, const std::string
   std::string out;
   for (const Point* p : points) out += std::string(out.empty() ? "" : ",") + json_number(p->at(figure) * scale);
   return out;
+}
+
+/// The distinct values of `axis` in the points, numerically ordered when all are numbers, else in order of first
+/// appearance.
+std::vector<std::string> axis_values(const Table& table, const std::string& axis) {
+  std::vector<std::string> values;
+  for (const Point& p : table.points)
+    if (std::find(values.begin(), values.end(), p.axes.at(axis)) == values.end()) values.push_back(p.axes.at(axis));
+  const bool numeric = std::all_of(values.begin(), values.end(), [](const std::string& v) {
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    return !v.empty() && end == v.c_str() + v.size();
+  });
+  if (numeric)
+    std::stable_sort(values.begin(), values.end(), [](const std::string& a, const std::string& b) {
+      return std::strtod(a.c_str(), nullptr) < std::strtod(b.c_str(), nullptr);
+    });
+  return values;
+}
+
+/// The best throughput at each value of `axis` (over every other axis): how the objective moves with it.
+Chart axis_chart(const Table& table, const std::string& axis, std::size_t index) {
+  std::string labels, best;
+  for (const std::string& value : axis_values(table, axis)) {
+    double top = std::nan("");
+    for (const Point& p : table.points)
+      if (p.status == "ok" && p.axes.at(axis) == value && !(p.at("tokens_per_s") <= top)) top = p.at("tokens_per_s");
+    labels += std::string(labels.empty() ? "" : ",") + json_string(value);
+    best += std::string(best.empty() ? "" : ",") + json_number(top);
+  }
+  return {"axis_" + std::to_string(index), "Best throughput at each " + axis,
+          "For each value of " + axis +
+              ", the highest tokens/s of the simulated points with it (the other axes at "
+              "their best); no bar: none of its points ran (out of memory or invalid).",
+          "{\"type\":\"bar\",\"data\":{\"labels\":[" + labels +
+              "],\"datasets\":[{\"label\":\"best tokens/s\",\"data\":[" + best +
+              "],\"backgroundColor\":\"#1f77b4\"}]},\"options\":{\"plugins\":{\"legend\":{\"display\":false}},"
+              "\"scales\":{\"x\":" +
+              axis_title(axis) + ",\"y\":" + axis_title("tokens/s") + "}}}"};
+}
+
+/// A tp x pp grid as an HTML table whose cells are shaded by value: the best `figure` over the other axes, "OOM"
+/// where every point of the cell was out of memory, "-" where none was valid.
+std::string heat_map(const Table& table, const std::string& title, const std::string& figure, double scale,
+                     const char* format, bool higher_is_better) {
+  const std::vector<std::string> tps = axis_values(table, "parallelism.tp"), pps = axis_values(table, "parallelism.pp");
+  std::map<std::pair<std::string, std::string>, double> best;
+  std::map<std::pair<std::string, std::string>, bool> any_oom, any_ok;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Point& p : table.points) {
+    const auto cell = std::make_pair(p.axes.at("parallelism.tp"), p.axes.at("parallelism.pp"));
+    if (p.status == "oom") any_oom[cell] = true;
+    const bool counted = figure == "peak_bytes_per_gpu" ? (p.status == "ok" || p.status == "oom") : p.status == "ok";
+    if (!counted || !std::isfinite(p.at(figure))) continue;
+    const double v = p.at(figure) * scale;
+    any_ok[cell] = true;
+    auto [it, added] = best.emplace(cell, v);
+    if (!added) it->second = higher_is_better ? std::max(it->second, v) : std::min(it->second, v);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  std::string out = "<h3>" + html_escape(title) + "</h3>\n<table class=\"heat\">\n<tr><th>tp \\ pp</th>";
+  for (const std::string& pp : pps) out += "<th>" + html_escape(pp) + "</th>";
+  out += "</tr>\n";
+  for (const std::string& tp : tps) {
+    out += "<tr><th>" + html_escape(tp) + "</th>";
+    for (const std::string& pp : pps) {
+      const auto cell = std::make_pair(tp, pp);
+      if (const auto it = best.find(cell); it != best.end()) {
+        // Shade from white (worst) to blue (best).
+        const double t = hi > lo ? (it->second - lo) / (hi - lo) : 1.0;
+        const double good = higher_is_better ? t : 1.0 - t;
+        char text[160];
+        std::snprintf(text, sizeof text, "<td class=\"n\" style=\"background:rgba(31,119,180,%.2f)\">",
+                      0.1 + 0.7 * good);
+        out += text;
+        std::snprintf(text, sizeof text, format, it->second);
+        out += std::string(text) + (any_oom.count(cell) && figure == "peak_bytes_per_gpu" ? " (OOM)" : "") + "</td>";
+      } else {
+        out += any_oom.count(cell) ? "<td class=\"n\" style=\"background:#f4cccc\">OOM</td>" : "<td class=\"n\">-</td>";
+      }
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
 }
 
 }  // namespace
@@ -98,8 +189,35 @@ void write_sweep_page(const fs::path& sweep_dir, const fs::path& html) {
             "</tr>\n";
   }
   head += "</table>\n";
+  const bool grid = std::find(table.axes.begin(), table.axes.end(), "parallelism.tp") != table.axes.end() &&
+                    std::find(table.axes.begin(), table.axes.end(), "parallelism.pp") != table.axes.end();
+  if (grid) {
+    head += heat_map(table, "Best tokens/s by tp and pp", "tokens_per_s", 1.0, "%.0f", true);
+    head += heat_map(table, "Lowest peak memory per GPU (GiB) by tp and pp", "peak_bytes_per_gpu",
+                     1.0 / (1024.0 * 1024.0 * 1024.0), "%.1f", false);
+  }
+  // Every point, with its status and reason; a click on a column heading sorts by it.
+  head +=
+      "<h3>All points</h3>\n<table class=\"sortable\">\n<tr><th>point</th><th>status</th><th>tokens/s</th>"
+      "<th>MFU (%)</th><th>J/token</th><th>peak memory (GiB)</th><th>reason</th></tr>\n";
+  for (const Point& p : table.points) {
+    char row[256];
+    std::snprintf(row, sizeof row, "<td class=\"n\">%.0f</td><td class=\"n\">%.1f</td><td class=\"n\">%.4f</td>",
+                  p.at("tokens_per_s"), 100.0 * p.at("mfu"), p.at("energy_per_token_j"));
+    char memory[64];
+    std::snprintf(memory, sizeof memory, "<td class=\"n\">%.1f</td>",
+                  p.at("peak_bytes_per_gpu") / (1024.0 * 1024.0 * 1024.0));
+    std::string cells = std::string(row) + memory;
+    for (const char* nan_text : {">nan<", ">-nan<"})
+      for (std::size_t at = cells.find(nan_text); at != std::string::npos; at = cells.find(nan_text))
+        cells.replace(at, std::string(nan_text).size(), ">-<");
+    head += "<tr><td>" + html_escape(p.label) + "</td><td>" + html_escape(p.status) + "</td>" + cells + "<td>" +
+            html_escape(p.reason) + "</td></tr>\n";
+  }
+  head += "</table>\n";
 
   std::vector<Chart> charts;
+  for (std::size_t a = 0; a < table.axes.size(); ++a) charts.push_back(axis_chart(table, table.axes[a], a));
   charts.push_back({"throughput", "Throughput of each simulated point",
                     "Points in order of throughput; out-of-memory and invalid points are not drawn.",
                     "{\"type\":\"bar\",\"data\":{\"labels\":[" + labels_of(ok) +

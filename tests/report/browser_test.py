@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The report pages in a real browser (issue 19): headless Chromium (Debian's `chromium`) opens each kind of page
-from a file:// URL through the DevTools protocol; the test fails on any console error, uncaught exception or request
-(a self-contained page makes none beyond its own file), on a chart whose canvas has no rendered size, and on a chart
-whose drawn pixels have a single colour (blank).
+(and a 512-GPU run's, which must stay under 10 MB) from a file:// URL through the DevTools protocol; the test fails
+on any console error, uncaught exception or request (a self-contained page makes none beyond its own file), on a
+chart whose canvas has no rendered size, and on a chart whose drawn pixels have a single colour (blank).
 
 Usage: browser_test.py CHOPSIM CONFIGS_DIR DOCS_DIR WORK_DIR
 Exit 77 (ctest: skipped) with a message when chromium or python3-websocket is not installed
@@ -50,11 +50,19 @@ def make_pages(chopsim, configs, docs, work):
                 "  - name: 8x MI300X\n    set: {hardware: MI300X, cluster.name: mi300x, cluster.nodes: 1}\n"
                 "  - name: 8x H100\n    set: {hardware: H100-SXM5-80GB, cluster.name: dgx-h100, cluster.nodes: 1}\n")
     run("study", study, "--configs", configs, "--out", os.path.join(work, "study"), "--jobs", "2", "--report")
+    # A large run: 512 H100 (32 GPUs simulated); its page must stay under 10 MB (telemetry downsampled per GPU).
+    large = os.path.join(configs, "..", "bench", "configs", "llama3-70b-512xh100.yaml")
+    run("run", large, "--configs", configs, "--out", os.path.join(work, "run512"), "--timeline-ranks", "0", "--report")
+    size = os.path.getsize(os.path.join(work, "run512", "report.html"))
+    if size >= 10 * 1024 * 1024:
+        fail("the 512-GPU run's page is %d bytes, not under 10 MB" % size)
+    print("browser test: the 512-GPU run's page is %.1f MB" % (size / 1048576.0))
     validation = os.path.join(work, "validation.csv")
     shutil.copyfile(os.path.join(docs, "validation.csv"), validation)
     run("report", validation)
     return {
         "run": os.path.join(work, "run", "report.html"),
+        "512-GPU run": os.path.join(work, "run512", "report.html"),
         "sweep": os.path.join(work, "sweep", "report.html"),
         "study": os.path.join(work, "study", "report.html"),
         "validation": os.path.join(work, "validation.html"),
@@ -141,6 +149,18 @@ Array.from(document.querySelectorAll('canvas')).map(c => {
 """
 
 
+SORT_BY_THROUGHPUT = """
+(() => {
+  const table = document.querySelector('table.sortable');
+  if (!table) return false;
+  table.querySelectorAll('th')[2].click();
+  const values = Array.from(table.querySelectorAll('tr')).slice(1)
+      .map(row => parseFloat(row.children[2].textContent)).filter(x => !isNaN(x));
+  return values.length > 1 && values.every((x, i) => i === 0 || values[i - 1] <= x);
+})()
+"""
+
+
 def check_page(browser, kind, path):
     browser.events = []
     url = "file://" + os.path.abspath(path)
@@ -179,6 +199,11 @@ def check_page(browser, kind, path):
                             str(canvas["height"]) + " px")
         elif canvas["colours"] < 2:
             problems.append("chart " + canvas["id"] + " is blank (one colour)")
+    if kind == "sweep":
+        # The table of all points sorts by a column when its heading is clicked (ascending tokens/s).
+        sorted_ok = browser.call("Runtime.evaluate", returnByValue=True, expression=SORT_BY_THROUGHPUT)
+        if sorted_ok["result"].get("value") is not True:
+            problems.append("a click on the tokens/s heading did not sort the table of all points")
     if problems:
         fail(kind + " page (" + path + "): " + "; ".join(problems))
     print("browser test: %s page: %d charts rendered, none blank, no console error, no request" %

@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -30,10 +31,10 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 /// The page's chart configs (the JSON object in <script id="chopsim-charts">), parsed into `parser`.
-simdjson::dom::object charts_of(const std::string& html, simdjson::dom::parser& parser, simdjson::padded_string& text) {
+simdjson::dom::object chart_configs(const std::string& html, simdjson::dom::parser& parser,
+                                    simdjson::padded_string& text) {
   const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
   const std::size_t start = html.find(open);
-  EXPECT_NE(start, std::string::npos);
   const std::size_t end = html.find("</script>", start);
   text = simdjson::padded_string(html.substr(start + open.size(), end - start - open.size()));
   simdjson::dom::object charts;
@@ -53,6 +54,20 @@ class Report : public test::TempDirTest {
         run_simulation(load_run_config(config, default_search_path(config), registries), registries, options);
     write_run_report(dir_ / "run", dir_ / "report.html");
     return report;
+  }
+  /// A sweep of the quick-start config with `sweep_text` (set, axes, ...) run into dir_/NAME on two jobs, and its page
+  /// written to dir_/NAME.html.
+  SweepResult sweep_with_page(const std::string& name, const std::string& sweep_text) {
+    const auto registries = ModelRegistries::with_builtins();
+    const auto sweep_file =
+        write(name + ".yaml", "base: " + (test::configs_dir() / "llama3-8b-fsdp.yaml").string() + "\n" + sweep_text);
+    const SweepSpec spec = load_sweep(sweep_file);
+    SweepOptions options;
+    options.out_dir = dir_ / name;
+    options.jobs = 2;
+    SweepResult result = run_sweep(spec, default_search_path(spec.base), registries, options);
+    write_report(dir_ / name, dir_ / (name + ".html"));
+    return result;
   }
 };
 
@@ -112,31 +127,13 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
 }
 
 /// The chart configs of a report page, parsed.
-simdjson::dom::object chart_configs(const std::string& html, simdjson::dom::parser& parser,
-                                    simdjson::padded_string& text) {
-  const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
-  const std::size_t start = html.find(open);
-  const std::size_t end = html.find("</script>", start);
-  text = simdjson::padded_string(html.substr(start + open.size(), end - start - open.size()));
-  simdjson::dom::object charts;
-  EXPECT_EQ(parser.parse(text).get(charts), simdjson::SUCCESS);
-  return charts;
-}
 
 // A sweep's folder gets the sweep page: the best points, throughput per point, the Pareto front (a subset of the
 // points, none of them beaten on both throughput and energy per token), power peaks and memory per point.
 TEST_F(Report, ASweepFolderGetsTheSweepPage) {
-  const auto registries = ModelRegistries::with_builtins();
-  const auto sweep_file =
-      write("sweep.yaml", "base: " + (test::configs_dir() / "llama3-8b-fsdp.yaml").string() +
-                              "\nset: {training.global_batch: 64}\n"
-                              "axes:\n  training.micro_batch: [1, 2, 8]\n  training.recompute: [none, full]\n");
-  const SweepSpec spec = load_sweep(sweep_file);
-  SweepOptions options;
-  options.out_dir = dir_ / "sweep";
-  options.jobs = 2;
-  const SweepResult result = run_sweep(spec, default_search_path(spec.base), registries, options);
-  write_report(dir_ / "sweep", dir_ / "sweep.html");
+  const SweepResult result = sweep_with_page("sweep",
+                                             "set: {training.global_batch: 64}\naxes:\n  training.micro_batch: [1, 2, "
+                                             "8]\n  training.recompute: [none, full]\n");
   const std::string html = read_text(dir_ / "sweep.html");
   EXPECT_NE(html.find("6 points: 5 simulated, 1 out of memory"), std::string::npos);  // micro-batch 8 without recompute
   simdjson::dom::parser parser;
@@ -157,7 +154,50 @@ TEST_F(Report, ASweepFolderGetsTheSweepPage) {
   simdjson::dom::array memory;
   ASSERT_EQ(charts.at_pointer("/memory/data/labels").get(memory), simdjson::SUCCESS);
   EXPECT_EQ(memory.size(), 6u);  // the out-of-memory point too
-  (void)result;
+  // The table of all points has one row per results.csv row, with the out-of-memory point's reason.
+  const std::size_t all = html.find("<table class=\"sortable\">");
+  ASSERT_NE(all, std::string::npos);
+  const std::string rows = html.substr(all, html.find("</table>", all) - all);
+  std::size_t count = 0;
+  for (std::size_t at = rows.find("<tr><td>"); at != std::string::npos; at = rows.find("<tr><td>", at + 1)) ++count;
+  EXPECT_EQ(count, result.points.size());
+  EXPECT_NE(rows.find("<td>oom</td>"), std::string::npos);
+  // The objective against each axis: per micro-batch, the best tokens/s of its simulated points.
+  simdjson::dom::array labels, best;
+  ASSERT_EQ(charts.at_pointer("/axis_0/data/labels").get(labels), simdjson::SUCCESS);
+  ASSERT_EQ(charts.at_pointer("/axis_0/data/datasets/0/data").get(best), simdjson::SUCCESS);
+  ASSERT_EQ(labels.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::string micro_batch(labels.at(i).get_string().value());
+    double top = 0.0;
+    for (const PointResult& p : result.points)
+      for (const auto& [key, value] : p.point.values)
+        if (key == "training.micro_batch" && value == micro_batch && p.status == PointStatus::ok)
+          top = std::max(top, p.figures.tokens_per_s);
+    EXPECT_DOUBLE_EQ(best.at(i).get_double().value(), top) << micro_batch;
+  }
+}
+
+TEST_F(Report, ASweepOverTpAndPpGetsHeatMaps) {
+  const SweepResult result = sweep_with_page("grid",
+                                             "set: {parallelism.fsdp: no_shard, training.global_batch: 16}\n"
+                                             "axes:\n  parallelism.tp: [1, 2]\n  parallelism.pp: [1, 2]\ndp: auto\n");
+  const std::string html = read_text(dir_ / "grid.html");
+  const std::size_t heat = html.find("Best tokens/s by tp and pp");
+  ASSERT_NE(heat, std::string::npos);
+  EXPECT_NE(html.find("Lowest peak memory per GPU (GiB) by tp and pp"), std::string::npos);
+  // Each simulated point's tokens/s is in its cell (rounded as the table writes it).
+  int simulated = 0;
+  for (const PointResult& p : result.points) {
+    if (p.status != PointStatus::ok) continue;
+    ++simulated;
+    char text[32];
+    std::snprintf(text, sizeof text, ">%.0f</td>", p.figures.tokens_per_s);
+    EXPECT_NE(html.find(text, heat), std::string::npos) << text;
+  }
+  EXPECT_EQ(simulated, 3);
+  // tp 1 x pp 1 does not fit (the whole 8B model with Adam states on each GPU): its cell says so.
+  EXPECT_NE(html.find(">OOM</td>", heat), std::string::npos);
 }
 
 // A study's folder gets the study page: the candidates ranked by tokens per dollar, and one bar per feasible
@@ -247,7 +287,7 @@ TEST_F(Report, ValidationCsvGetsTheValidationPage) {
   EXPECT_NE(html.find("1 x not modelled: multi-latent attention"), std::string::npos);
   simdjson::dom::parser parser;
   simdjson::padded_string text;
-  const simdjson::dom::object charts = charts_of(html, parser, text);
+  const simdjson::dom::object charts = chart_configs(html, parser, text);
   // One scatter per unit: the predicted case at (measured, predicted), then y = x and the +-10 % lines.
   double x = 0.0, y = 0.0, line_end = 0.0, band_end = 0.0;
   ASSERT_EQ(charts.at_pointer("/scatter_0/data/datasets/0/data/0/x").get(x), simdjson::SUCCESS);
@@ -288,7 +328,7 @@ TEST_F(Report, BeyondSixteenGpusTheHottestAndSlowestAreDrawn) {
   EXPECT_NE(html.find("16 of the 32 GPUs simulated are drawn"), std::string::npos);
   simdjson::dom::parser parser;
   simdjson::padded_string text;
-  const simdjson::dom::object charts = charts_of(html, parser, text);
+  const simdjson::dom::object charts = chart_configs(html, parser, text);
   simdjson::dom::array datasets;
   ASSERT_EQ(charts.at_pointer("/temperature/data/datasets").get(datasets), simdjson::SUCCESS);
   EXPECT_EQ(datasets.size(), 16u);
