@@ -209,6 +209,12 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
         throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
                          "a line of the " + std::string(what) + " starts with ',' outside a [list] or {mapping}",
                          "remove the ',' or put the list in brackets");
+      // A '%' opening a line inside a document (a directive belongs before '---'; no plain value starts with '%'):
+      // yaml-cpp 0.7 loops forever, allocating, on it (fuzz_study, 2026-11-26).
+      if (indent != std::string_view::npos && line[indent] == '%' && flow_depth <= 0)
+        throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
+                         "a line of the " + std::string(what) + " starts with '%' inside the document",
+                         "quote the value ('%...') or remove the line (YAML directives go before '---')");
       track(line, indent);
       continue;
     } else if (line.starts_with("%")) {

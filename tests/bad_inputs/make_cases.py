@@ -67,6 +67,8 @@ def replaced(old, new):
 config("tab_indent", BASE.replace("  nodes: 1", "\tnodes: 1"), "tab")
 config("unclosed_flow", BASE.replace("fabric: {kind: none}", "fabric: {kind: none"), "YAML syntax")
 config("duplicate_key", BASE + "iterations: 2\n", "duplicate")
+# fuzz_study's finding (2026-11-26): yaml-cpp 0.7 loops forever on a line opening with '%' inside a document.
+config("percent_line", BASE.replace("iterations: 1", "%terations: 1"), "'%'")
 config("empty", "", "empty")
 config("only_comments", "# nothing here\n", "empty")
 config("scalar_root", "just a string\n", "key: value")
@@ -167,6 +169,7 @@ case("study/price_text.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {har
 case("study/price_negative.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB}, cost: {gpu_hour_usd: -2}}\n",
      STUDY, 2, "gpu_hour_usd")
 case("study/unknown_key.yaml", STUDY_HEAD + "budget: 5\n" + STUDY_ONE, STUDY, 2, "budget")
+case("study/percent_line.yaml", STUDY_HEAD + "%andidates:\n" + STUDY_ONE, STUDY, 2, "'%'")
 case("study/no_goal.yaml", "sweep: ../../../../configs/studies/llama3-70b-search.yaml\n" + STUDY_ONE, STUDY, 2, "goal")
 case("study/missing_sweep.yaml", "sweep: no_such_sweep.yaml\ngoal: {tokens: 1.0e11}\n" + STUDY_ONE, STUDY, 2,
      "no_such_sweep.yaml")
