@@ -43,13 +43,15 @@ int command_run(const std::vector<std::string>& raw) {
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path given = args.positional()[0];
   const auto registries = ModelRegistries::with_builtins();
-  ConfigSearchPath search = default_search_path(given);
-  if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
-  // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder; its own folder comes first.
-  const std::filesystem::path config = find_run_config(given, search);
-  if (config != given) search = default_search_path(config);
-  if (const auto dir = args.option("--configs"); dir && config != given)
-    search.roots.insert(search.roots.begin(), *dir);
+  // --configs first, then the run file's own folders (default_search_path).
+  const auto search_for = [&](const std::filesystem::path& file) {
+    ConfigSearchPath search = default_search_path(file);
+    if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+    return search;
+  };
+  // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder.
+  const std::filesystem::path config = find_run_config(given, search_for(given));
+  const ConfigSearchPath search = search_for(config);
   std::vector<ConfigOverride> overrides;
   for (const std::string& text : args.values("--set")) overrides.push_back(parse_config_override(text, "--set"));
   RunSpec run = load_run_config(config, search, registries, overrides);

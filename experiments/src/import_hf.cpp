@@ -226,8 +226,6 @@ ImportResult import_hf_model(const fs::path& file) {
     result.notes.push_back("sliding_window " + hf.text("sliding_window") +
                            ": not modelled; attention is counted over the whole causal sequence (more FLOPs than "
                            "the window for longer sequences)");
-  hf.text("sliding_window");
-  hf.text("attention_bias");
 
   std::ostringstream y;
   y << "# Imported by chopsim import from " << hf.file() << " (Hugging Face transformers " << architecture << ").\n";

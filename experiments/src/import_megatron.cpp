@@ -244,7 +244,8 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   const int pp = integer(args, "pipeline-model-parallel-size", 1, shown);
   model["tensor_model_parallel_size"] = tp;
   model["pipeline_model_parallel_size"] = pp;
-  model["context_parallel_size"] = integer(args, "context-parallel-size", 1, shown);
+  const int cp = integer(args, "context-parallel-size", 1, shown);
+  model["context_parallel_size"] = cp;
   if (args.count("expert-model-parallel-size"))
     model["expert_model_parallel_size"] = integer(args, "expert-model-parallel-size", 1, shown);
   int virtual_stages = integer(args, "virtual-pipeline-model-parallel-size", 1, shown);
@@ -273,8 +274,7 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).
   const int gpus_per_node = 8;  // DGX-class nodes; the bucket only grows with more than 40 data-parallel ranks
   const int nodes = options.nodes.value_or(1);
-  const int dp =
-      std::max(1, nodes * gpus_per_node / std::max(1, tp * pp * integer(args, "context-parallel-size", 1, shown)));
+  const int dp = std::max(1, nodes * gpus_per_node / std::max(1, tp * pp * cp));
   const double bucket_parameters =
       args.count("ddp-bucket-size") ? integer(args, "ddp-bucket-size", 0, shown) : std::max(40e6, 1e6 * dp);
   std::array<char, 32> bucket_mb{};

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -19,6 +20,13 @@ std::string json_string(std::string_view text) {
   for (std::size_t at = escaped.find("</"); at != std::string::npos; at = escaped.find("</", at + 3))
     escaped.replace(at, 2, "<\\/");
   return "\"" + escaped + "\"";
+}
+
+std::string number_cell(double value, const char* format) {
+  if (!std::isfinite(value)) return "<td class=\"n\">-</td>";
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), format, value);
+  return std::string("<td class=\"n\">") + text.data() + "</td>";
 }
 
 std::string axis_title(const std::string& title) {

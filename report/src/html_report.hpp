@@ -13,6 +13,9 @@ namespace chopsim::report_detail {
 /// A JSON string literal, also safe inside an HTML <script> ("</" is written "<\/").
 [[nodiscard]] std::string json_string(std::string_view text);
 [[nodiscard]] std::string html_escape(std::string_view text);
+/// A right-aligned table cell with `value` printed by the printf `format`; "-" for NaN and infinities (a figure the
+/// row does not have).
+[[nodiscard]] std::string number_cell(double value, const char* format);
 /// A Chart.js axis options object with a displayed title.
 [[nodiscard]] std::string axis_title(const std::string& title);
 

@@ -69,13 +69,6 @@ Chart bars(const std::string& id, const std::string& title, const std::string& n
               axis_title(unit) + ",\"y\":" + axis_title("candidate") + "}}}"};
 }
 
-std::string cell(double value, const char* format) {
-  if (!std::isfinite(value)) return "<td class=\"n\">-</td>";
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return std::string("<td class=\"n\">") + text + "</td>";
-}
-
 }  // namespace
 
 void write_study_page(const fs::path& study_dir, const fs::path& html) {
@@ -95,10 +88,10 @@ void write_study_page(const fs::path& study_dir, const fs::path& html) {
   for (const Candidate* c : ok)
     head += "<tr><td class=\"n\">" + std::to_string(++rank) + "</td><td>" + html_escape(c->name) + " (" +
             html_escape(c->hardware) + ")</td><td class=\"n\">" + std::to_string(c->gpus) + "</td><td>" +
-            html_escape(c->mix) + "</td>" + cell(c->at("tokens_per_s"), "%.0f") +
-            cell(c->at("time_to_train_s") / 86400.0, "%.1f") + cell(c->at("cost_usd"), "%.0f") +
-            cell(c->at("tokens_per_dollar"), "%.0f") + cell(c->at("tokens_per_s_per_kw"), "%.1f") +
-            cell(c->at("facility_power_kw"), "%.1f") + cell(c->at("racks"), "%.0f") + "</tr>\n";
+            html_escape(c->mix) + "</td>" + number_cell(c->at("tokens_per_s"), "%.0f") +
+            number_cell(c->at("time_to_train_s") / 86400.0, "%.1f") + number_cell(c->at("cost_usd"), "%.0f") +
+            number_cell(c->at("tokens_per_dollar"), "%.0f") + number_cell(c->at("tokens_per_s_per_kw"), "%.1f") +
+            number_cell(c->at("facility_power_kw"), "%.1f") + number_cell(c->at("racks"), "%.0f") + "</tr>\n";
   for (const Candidate& c : candidates)
     if (c.status != "ok")
       head += "<tr><td>-</td><td>" + html_escape(c.name) + " (" + html_escape(c.hardware) +

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,15 +115,14 @@ std::string heat_map(const Table& table, const std::string& title, const std::st
                      const char* format, bool higher_is_better) {
   const std::vector<std::string> tps = axis_values(table, "parallelism.tp"), pps = axis_values(table, "parallelism.pp");
   std::map<std::pair<std::string, std::string>, double> best;
-  std::map<std::pair<std::string, std::string>, bool> any_oom, any_ok;
+  std::set<std::pair<std::string, std::string>> any_oom;
   double lo = INFINITY, hi = -INFINITY;
   for (const Point& p : table.points) {
     const auto cell = std::make_pair(p.axes.at("parallelism.tp"), p.axes.at("parallelism.pp"));
-    if (p.status == "oom") any_oom[cell] = true;
+    if (p.status == "oom") any_oom.insert(cell);
     const bool counted = figure == "peak_bytes_per_gpu" ? (p.status == "ok" || p.status == "oom") : p.status == "ok";
     if (!counted || !std::isfinite(p.at(figure))) continue;
     const double v = p.at(figure) * scale;
-    any_ok[cell] = true;
     auto [it, added] = best.emplace(cell, v);
     if (!added) it->second = higher_is_better ? std::max(it->second, v) : std::min(it->second, v);
     lo = std::min(lo, v);
@@ -201,16 +201,9 @@ void write_sweep_page(const fs::path& sweep_dir, const fs::path& html) {
       "<h3>All points</h3>\n<table class=\"sortable\">\n<tr><th>point</th><th>status</th><th>tokens/s</th>"
       "<th>MFU (%)</th><th>J/token</th><th>peak memory (GiB)</th><th>reason</th></tr>\n";
   for (const Point& p : table.points) {
-    char row[256];
-    std::snprintf(row, sizeof row, "<td class=\"n\">%.0f</td><td class=\"n\">%.1f</td><td class=\"n\">%.4f</td>",
-                  p.at("tokens_per_s"), 100.0 * p.at("mfu"), p.at("energy_per_token_j"));
-    char memory[64];
-    std::snprintf(memory, sizeof memory, "<td class=\"n\">%.1f</td>",
-                  p.at("peak_bytes_per_gpu") / (1024.0 * 1024.0 * 1024.0));
-    std::string cells = std::string(row) + memory;
-    for (const char* nan_text : {">nan<", ">-nan<"})
-      for (std::size_t at = cells.find(nan_text); at != std::string::npos; at = cells.find(nan_text))
-        cells.replace(at, std::string(nan_text).size(), ">-<");
+    const std::string cells = number_cell(p.at("tokens_per_s"), "%.0f") + number_cell(100.0 * p.at("mfu"), "%.1f") +
+                              number_cell(p.at("energy_per_token_j"), "%.4f") +
+                              number_cell(p.at("peak_bytes_per_gpu") / (1024.0 * 1024.0 * 1024.0), "%.1f");
     head += "<tr><td>" + html_escape(p.label) + "</td><td>" + html_escape(p.status) + "</td>" + cells + "<td>" +
             html_escape(p.reason) + "</td></tr>\n";
   }

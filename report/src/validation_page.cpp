@@ -52,12 +52,7 @@ double median_abs(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-std::string percent_cell(double fraction) {
-  if (!std::isfinite(fraction)) return "<td class=\"n\">-</td>";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %%", 100.0 * fraction);
-  return std::string("<td class=\"n\">") + text + "</td>";
-}
+std::string percent_cell(double fraction) { return number_cell(100.0 * fraction, "%.1f %%"); }
 
 /// A line dataset from (lo, lo * factor) to (hi, hi * factor): y = x and the band's edges.
 std::string line_dataset(const std::string& label, double lo, double hi, double factor, bool dashed) {

@@ -100,6 +100,8 @@ class Browser:
 
     def call(self, method, **params):
         self.next_id += 1
+        # Each call gets the full 30 s (draining events and wait_for shorten the socket's timeout).
+        self.socket.settimeout(30)
         self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:
             message = json.loads(self.socket.recv())
