@@ -12,15 +12,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study)
 
 bash scripts/setup-debian.sh
-missing=()
-for package in clang libfuzzer-14-dev; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash scripts/apt-install.sh fuzz clang libfuzzer-14-dev
 
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCHOPSIM_FUZZ=ON \
