@@ -210,8 +210,10 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
                          "a line of the " + std::string(what) + " starts with ',' outside a [list] or {mapping}",
                          "remove the ',' or put the list in brackets");
       // A '%' opening a line inside a document (a directive belongs before '---'; no plain value starts with '%'):
-      // yaml-cpp 0.7 loops forever, allocating, on it (fuzz_study, 2026-11-26).
-      if (indent != std::string_view::npos && line[indent] == '%' && flow_depth <= 0)
+      // yaml-cpp 0.7 loops forever, allocating, on it (fuzz_study, 2026-11-26). Its scanner reads a '%' in column 1
+      // as a directive even inside an unclosed [ or { (fuzz_study in CI, 2026-11-26), so there the flow depth does
+      // not matter.
+      if (indent != std::string_view::npos && line[indent] == '%' && (flow_depth <= 0 || indent == 0))
         throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
                          "a line of the " + std::string(what) + " starts with '%' inside the document",
                          "quote the value ('%...') or remove the line (YAML directives go before '---')");
