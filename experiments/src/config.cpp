@@ -172,6 +172,7 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par, long long gpus) {
   p.read("account_for_loss_in_split", par.account_for_loss_in_split);
   p.read("cp", par.cp, kPositiveInt);
   p.read("ep", par.ep, kPositiveInt);
+  p.read("etp", par.etp, kPositiveInt);
   if (auto_dp) {
     const long long model_parallel = static_cast<long long>(par.tp) * par.pp * par.cp;
     if (model_parallel < 1 || gpus % model_parallel != 0)
@@ -265,7 +266,7 @@ void config_detail::decode_collectives(Mapping& c, CollectiveParams& params) {
   c.read_choice<std::string>("all_reduce", params.all_reduce, reduce);
   c.read_choice<std::string>("all_gather", params.all_gather, gather);
   c.read_choice<std::string>("reduce_scatter", params.reduce_scatter, gather);
-  c.read_choice<std::string>("all_to_all", params.all_to_all, {{"pairwise", "pairwise"}});
+  c.read_choice<std::string>("all_to_all", params.all_to_all, {{"grouped", "grouped"}, {"pairwise", "pairwise"}});
   c.read("step_latency_us", params.step_latency_s, units::kMicrosecond, kNonNegativeReal, "µs");
   c.read("mesh_channels", params.mesh_channels, kNonNegativeInt);
   c.read("pipelined_rings", params.pipelined_rings);

@@ -233,12 +233,35 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "model.experts (" + str(model.experts) + ") is not divisible by parallelism.ep (" + str(par.ep) + ")",
                "use an ep that divides the expert count: " + divisors_text(model.experts));
   const long long data = static_cast<long long>(par.dp) * par.cp;
-  if (data % par.ep != 0)
+  if (par.etp < 0)
+    rules.fail("parallelism.etp", "must be >= 1 (or 0 for tp), found " + str(par.etp),
+               "remove it (the experts are then split like the dense layers, over tp) or use 1");
+  const int etp = par.expert_tp();
+  if (par.etp > 0 && !model.is_moe() && par.etp != par.tp)
+    rules.fail("parallelism.etp", "parallelism.etp is set but model '" + model.name + "' has no experts",
+               "remove etp, or use a mixture-of-experts model");
+  if (etp == par.tp && data % par.ep != 0)
     rules.fail("parallelism.ep",
                "dp x cp (" + str(par.dp) + " x " + str(par.cp) + " = " + str(data) +
                    ") is not divisible by parallelism.ep (" + str(par.ep) +
-                   "); expert-parallel groups are carved out of the data-parallel group",
-               "use an ep that divides " + str(data) + ": " + divisors_text(static_cast<int>(data)));
+                   "); with etp = tp (the default) expert-parallel groups are carved out of the data-parallel group",
+               "use an ep that divides " + str(data) + ": " + divisors_text(static_cast<int>(data)) +
+                   ", or set etp: 1 to let ep span the tensor-parallel ranks too (MoE parallel folding)");
+  const long long stage = data * par.tp;
+  if (etp != par.tp && etp > 0 && stage % (static_cast<long long>(etp) * par.ep) != 0)
+    rules.fail("parallelism.etp",
+               "etp x ep (" + str(etp) + " x " + str(par.ep) + ") does not divide tp x cp x dp (" + str(stage) +
+                   "); the expert layers lay out the ranks of a pipeline stage as etp x ep x expert-data",
+               "use etp and ep whose product divides " + str(stage));
+  if (etp != par.tp && par.tp > 1 && !par.sequence_parallel)
+    rules.fail("parallelism.etp",
+               "etp (" + str(etp) + ") differs from tp (" + str(par.tp) +
+                   ") without sequence parallelism; Megatron-Core runs MoE with tp > 1 only with it",
+               "set parallelism.sequence_parallel: true, or remove etp");
+  if (model.is_moe() && etp > 0 && model.ffn_hidden % etp != 0)
+    rules.fail("parallelism.etp",
+               "the experts' ffn_hidden (" + str(model.ffn_hidden) + ") is not divisible by etp (" + str(etp) + ")",
+               "use an etp that divides " + str(model.ffn_hidden));
 
   // Sharding.
   if (par.shard_group_size > 0) {

@@ -144,13 +144,14 @@ int integer(const Arguments& args, const std::string& name, int fallback, const 
 const std::set<std::string> kRead = {
     "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention", "num-query-groups",
     "num-experts", "moe-router-topk", "tensor-model-parallel-size", "pipeline-model-parallel-size",
-    "context-parallel-size", "expert-model-parallel-size", "num-layers-per-virtual-pipeline-stage",
-    "virtual-pipeline-model-parallel-size", "sequence-parallel", "use-distributed-optimizer", "global-batch-size",
-    "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format", "recompute-granularity", "recompute-method",
-    "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap", "deterministic-mode",
-    "transformer-impl", "no-create-attention-mask-in-dataloader", "no-check-for-nan-in-loss-and-grad",
-    "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion", "log-num-zeros-in-grad", "log-params-norm",
-    "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models", "no-overlap-p2p-communication",
+    "context-parallel-size", "expert-model-parallel-size", "expert-tensor-parallel-size",
+    "num-layers-per-virtual-pipeline-stage", "virtual-pipeline-model-parallel-size", "sequence-parallel",
+    "use-distributed-optimizer", "global-batch-size", "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format",
+    "recompute-granularity", "recompute-method", "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather",
+    "tp-comm-overlap", "deterministic-mode", "transformer-impl", "no-create-attention-mask-in-dataloader",
+    "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
+    "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
+    "no-overlap-p2p-communication",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -248,6 +249,8 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["context_parallel_size"] = cp;
   if (args.count("expert-model-parallel-size"))
     model["expert_model_parallel_size"] = integer(args, "expert-model-parallel-size", 1, shown);
+  if (args.count("expert-tensor-parallel-size"))
+    model["expert_tensor_parallel_size"] = integer(args, "expert-tensor-parallel-size", 1, shown);
   int virtual_stages = integer(args, "virtual-pipeline-model-parallel-size", 1, shown);
   if (const int per = integer(args, "num-layers-per-virtual-pipeline-stage", 0, shown); per > 0)
     virtual_stages = layers / std::max(1, pp * per);

@@ -145,6 +145,9 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "  cp: " << job.integer("model.context_parallel_size", 1) << "\n";
   if (job.has("model.expert_model_parallel_size"))
     y << "  ep: " << job.integer("model.expert_model_parallel_size") << "\n";
+  // Megatron-Core's expert tensor parallelism (MoE parallel folding when it differs from tp); null = tp.
+  if (job.has("model.expert_tensor_parallel_size"))
+    y << "  etp: " << job.integer("model.expert_tensor_parallel_size") << "\n";
   y << "  dp: auto\n";
   if (job.flag("model.sequence_parallel")) y << "  sequence_parallel: true\n";
   if (job.has("model.virtual_pipeline_model_parallel_size")) {

@@ -56,6 +56,7 @@ std::string parallelism_label(const ParallelismSpec& p) {
   }
   if (p.cp > 1) add("cp" + std::to_string(p.cp));
   if (p.ep > 1) add("ep" + std::to_string(p.ep));
+  if (p.etp > 0 && p.etp != p.tp) add("etp" + std::to_string(p.etp));
   add("dp" + std::to_string(p.dp));
   if (p.zero_stage > 0) add("zero" + std::to_string(p.zero_stage));
   if (p.shard_group_size > 0) add("shard" + std::to_string(p.shard_group_size));
@@ -99,6 +100,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   RunReport report;
   report.name = run.name;
   report.gpus = run.cluster.gpu_count();
+  report.memory_by_stage = estimate_memory_by_stage(run.model, run.parallelism, run.training, run.hardware);
   report.memory = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
   report.out_of_memory = !report.memory.fits();
 
@@ -260,6 +262,8 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.key("parallelism").begin_object();
   json.field("dp", run.parallelism.dp).field("tp", run.parallelism.tp).field("pp", run.parallelism.pp);
   json.field("cp", run.parallelism.cp).field("ep", run.parallelism.ep);
+  // Only when it differs from tp (MoE parallel folding): the other runs keep their bytes.
+  if (run.parallelism.expert_tp() != run.parallelism.tp) json.field("etp", run.parallelism.expert_tp());
   json.field("sequence_parallel", run.parallelism.sequence_parallel);
   json.field("pp_schedule", schedule_name(run.parallelism.pp_schedule));
   json.field("virtual_stages", run.parallelism.virtual_stages);
@@ -302,16 +306,31 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("capacity_bytes", memory.capacity_bytes);
   json.field("fits", memory.fits());
   json.field("peak_stage", memory.pp_stage);
-  json.key("breakdown_bytes").begin_object();
-  json.field("weights", memory.weights_bytes);
-  json.field("gathered_weights", memory.gathered_weights_bytes);
-  json.field("gradients", memory.gradients_bytes);
-  json.field("optimizer", memory.optimizer_bytes);
-  json.field("activations", memory.activations_bytes);
-  json.field("transient", memory.transient_bytes);
-  json.field("reserved", memory.reserved_bytes);
-  json.field("fragmentation", memory.fragmentation_bytes);
-  json.end_object();
+  const auto breakdown = [&](const MemoryBreakdown& m) {
+    json.key("breakdown_bytes").begin_object();
+    json.field("weights", m.weights_bytes);
+    json.field("gathered_weights", m.gathered_weights_bytes);
+    json.field("gradients", m.gradients_bytes);
+    json.field("optimizer", m.optimizer_bytes);
+    json.field("activations", m.activations_bytes);
+    json.field("transient", m.transient_bytes);
+    json.field("reserved", m.reserved_bytes);
+    json.field("fragmentation", m.fragmentation_bytes);
+    json.end_object();
+  };
+  breakdown(memory);
+  // Every pipeline stage (the first holds the embedding and the most micro-batches in flight, the last the output
+  // head and the logits): what each needs, not only the largest.
+  json.key("stages").begin_array();
+  for (const MemoryBreakdown& stage : report.memory_by_stage) {
+    json.begin_object();
+    json.field("stage", stage.pp_stage);
+    json.field("peak_bytes_per_gpu", stage.total_bytes);
+    json.field("fits", stage.fits());
+    breakdown(stage);
+    json.end_object();
+  }
+  json.end_array();
   json.end_object();
 
   if (report.simulated) {

@@ -237,7 +237,7 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
 ///  * the model: configs/models/<name>.yaml for Llama 3 and Qwen3 MoE; the README's GPT rows from the sizes their
 ///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
 ///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
-///  * the parallelism as printed (tp, pp, cp, dp, ep; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
+///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
 ///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
 ///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
 ///    the fused cross entropy, no recomputation (the tables do not state any);
@@ -390,11 +390,11 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         par.account_for_loss_in_split = true;
       }
       par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
-      if (par.ep > par.dp * par.cp) {
-        skip("expert parallelism across tensor-parallel ranks (Megatron-Core's MoE parallel folding: ep " +
-             std::to_string(par.ep) + " over tp x dp x cp, expert tensor parallelism 1) is not modelled");
-        continue;
-      }
+      // Expert tensor parallelism as printed; where the table leaves it open and ep does not fit in dp x cp, the
+      // recipe folds ep over the tensor-parallel ranks with etp 1 (Megatron-Bridge's qwen3_235b_a22b recipe:
+      // expert_tensor_parallel_size 1), the only layout Megatron-Core accepts there.
+      par.etp = integer(record["etp"], 0);
+      if (par.etp == 0 && par.ep > par.dp * par.cp) par.etp = 1;
       TrainingSpec& train = run.training;
       train.global_batch = integer(record["global_batch"], 1);
       train.micro_batch = integer(record["micro_batch"], 1);

@@ -6,7 +6,8 @@
 //   ring all-reduce        2(n-1)/n * S/B + 2(n-1) alpha     (reduce-scatter then all-gather, 2(n-1) steps of S/n)
 //   ring all-gather / RS    (n-1)/n * S/B +  (n-1) alpha
 //   double binary tree AR        2 * S/B + 2 D alpha       (D = tree depth; NCCL 2.4, src/graph/trees.cc)
-//   pairwise all-to-all     (n-1)/n * S/B +  (n-1) alpha
+//   pairwise all-to-all     (n-1)/n * S/B +  (n-1) alpha     (n-1 synchronised steps, one peer each)
+//   grouped all-to-all      max over links of (bytes crossing it)/B + alpha   (every peer at once, NCCL's)
 //   ring broadcast                  S/B +  (n-1) alpha     (pipelined chain from member 0)
 //
 // Channels. NCCL runs several rings at once ("channels") and splits the buffer over them; chopsim does the same where
@@ -591,6 +592,73 @@ double estimate_pairwise(const Context& ctx) {
   return total;
 }
 
+/// NCCL's all-to-all: one ncclGroupStart/ncclGroupEnd around an ncclSend and an ncclRecv per peer (the NCCL user
+/// guide's all-to-all example; Megatron-Core's all-to-all token dispatcher calls torch.distributed.all_to_all_single,
+/// which NCCL runs that way). The group's operations progress together over NCCL's point-to-point channels, so every
+/// member sends its part to every other member at once and the flows share the links max-min: a member's n-1 parts
+/// leave through its NVLink ports and its NIC concurrently, and an all-to-all across two nodes takes the time of the
+/// half that crosses the NIC (plus one latency) rather than n-1 synchronised rounds each as slow as its slowest
+/// (inter-node) pair, as the pairwise exchange would.
+///
+/// Between nodes the parts travel rail-aligned, as NCCL's PXN sends them (NCCL 2.12+, on by default): the parts from
+/// one node to another cross the fabric between the two GPUs with the same position in their nodes, one NVLink hop
+/// away from their sender or receiver. chopsim sends them as one transfer per pair of nodes and position (the parts
+/// a member has for the whole other node), which loads every NIC and rail link as PXN does and keeps the flows per
+/// member at (members per node - 1) + (nodes - 1) instead of n - 1. Groups whose nodes hold different numbers of
+/// members send every part on its own.
+///
+/// The parts start together once every member has arrived (a first step without transfers that all members end
+/// together): a member's all-to-all ends when its slowest part, through its own NIC, has arrived, and the last member
+/// to arrive still has all of its parts to send, so the collective ends one transfer time after the last arrival
+/// either way. Starting the parts together also makes equal parts end at the same instant, which keeps the number of
+/// max-min re-solves per all-to-all at a handful instead of one per part.
+std::vector<Transfer> grouped_transfers(const Context& ctx, const Hierarchy& h, int me) {
+  const int n = static_cast<int>(ctx.call.members.size());
+  const double part = ctx.call.bytes / n;
+  std::vector<Transfer> transfers;
+  if (h.nodes.size() <= 1 || !uniform(h.nodes)) {
+    for (int k = 1; k < n; ++k) transfers.push_back(Transfer{(me + k) % n, part, 0});
+    return transfers;
+  }
+  // Peers in cyclic order from `me` (its node's next members, then the next nodes), so that a rotation of the
+  // members that maps nodes onto nodes maps plans onto plans (the symmetry classes compare them in order).
+  const auto node_of = static_cast<std::size_t>(
+      std::find_if(h.nodes.begin(), h.nodes.end(),
+                   [&](const Order& node) { return std::find(node.begin(), node.end(), me) != node.end(); }) -
+      h.nodes.begin());
+  const Order& own = h.nodes[node_of];
+  const auto position = static_cast<std::size_t>(std::find(own.begin(), own.end(), me) - own.begin());
+  for (std::size_t j = 1; j < own.size(); ++j) transfers.push_back(Transfer{own[(position + j) % own.size()], part, 0});
+  for (std::size_t j = 1; j < h.nodes.size(); ++j) {
+    const Order& node = h.nodes[(node_of + j) % h.nodes.size()];
+    transfers.push_back(Transfer{node[position], part * static_cast<double>(node.size()), 0});
+  }
+  return transfers;
+}
+
+void append_grouped(const Context& ctx, const Hierarchy& h, int me, CollectivePlan& plan) {
+  CollectiveStep barrier;
+  barrier.sync_members = static_cast<int>(ctx.call.members.size());
+  plan.steps.push_back(barrier);
+  CollectiveStep step;
+  step.sends = grouped_transfers(ctx, h, me);
+  step.receives = step.sends;  // the same peers and sizes both ways (equal parts, equal nodes)
+  step.latency_s = ctx.params.step_latency_s;
+  plan.steps.push_back(std::move(step));
+}
+
+double estimate_grouped(const Context& ctx, const Hierarchy& h) {
+  const int n = static_cast<int>(ctx.call.members.size());
+  LinkLoads loads(ctx);
+  double latency = 0.0;
+  for (int i = 0; i < n; ++i)
+    for (const Transfer& t : grouped_transfers(ctx, h, i)) {
+      loads.add(i, t.peer, t.bytes);
+      latency = std::max(latency, ctx.latency(i, t.peer));
+    }
+  return loads.time_s() + latency + ctx.params.step_latency_s;
+}
+
 /// Ring broadcast from member 0 (NCCL's broadcast is a pipelined ring): every ring is rotated to start at the root;
 /// each member receives from its predecessor and forwards to its successor, except the last.
 std::vector<Order> broadcast_orders(const Context& ctx) {
@@ -677,7 +745,7 @@ class NcclModel final : public CollectiveModel {
     check("all_reduce", params_.all_reduce, {"auto", "ring", "tree", "hierarchical"});
     check("all_gather", params_.all_gather, {"auto", "ring", "hierarchical"});
     check("reduce_scatter", params_.reduce_scatter, {"auto", "ring", "hierarchical"});
-    check("all_to_all", params_.all_to_all, {"pairwise"});
+    check("all_to_all", params_.all_to_all, {"grouped", "pairwise"});
     if (!(params_.step_latency_s >= 0.0)) throw ModelError("collectives: step_latency_s must be >= 0");
     if (params_.mesh_channels < 0) throw ModelError("collectives: mesh_channels must be >= 0");
   }
@@ -729,6 +797,7 @@ class NcclModel final : public CollectiveModel {
     if (algorithm == "tree") return estimate_tree(ctx);
     if (algorithm == "hierarchical") return estimate_hierarchical(ctx, Hierarchy{by_node(ctx, all_members(n))});
     if (algorithm == "pairwise") return estimate_pairwise(ctx);
+    if (algorithm == "grouped") return estimate_grouped(ctx, Hierarchy{by_node(ctx, all_members(n))});
     if (algorithm == "ring_broadcast") return estimate_broadcast(ctx);
     return estimate_shift(ctx);
   }
@@ -757,6 +826,9 @@ class NcclModel final : public CollectiveModel {
       for (int me = first; me < last; ++me)
         for (const RingPhase& phase : hierarchical_phases(ctx, h, me))
           phase.append(ctx, me, plans[static_cast<std::size_t>(me - first)]);
+    } else if (chosen == "grouped") {
+      const Hierarchy h{by_node(ctx, all_members(n))};
+      for (int me = first; me < last; ++me) append_grouped(ctx, h, me, plans[static_cast<std::size_t>(me - first)]);
     } else {
       for (int me = first; me < last; ++me) {
         CollectivePlan& plan = plans[static_cast<std::size_t>(me - first)];
@@ -775,7 +847,7 @@ class NcclModel final : public CollectiveModel {
 
   [[nodiscard]] std::string algorithm(const Context& ctx) const {
     const CollectiveKind kind = ctx.call.kind;
-    if (kind == CollectiveKind::all_to_all) return "pairwise";
+    if (kind == CollectiveKind::all_to_all) return params_.all_to_all;
     if (kind == CollectiveKind::broadcast) return "ring_broadcast";
     if (kind == CollectiveKind::send_recv) return "shift";
     const int n = static_cast<int>(ctx.call.members.size());
@@ -807,7 +879,8 @@ class NcclModel final : public CollectiveModel {
 
 void register_builtin_collective_models(CollectiveModelRegistry& registry) {
   registry.add("nccl",
-               "NCCL/RCCL-like: rings (multi-channel, rail-aligned), double binary tree, hierarchical, pairwise",
+               "NCCL/RCCL-like: rings (multi-channel, rail-aligned), double binary tree, hierarchical, grouped or "
+               "pairwise all-to-all",
                [](const CollectiveParams& params) -> std::unique_ptr<CollectiveModel> {
                  return std::make_unique<NcclModel>(params);
                });

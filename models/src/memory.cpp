@@ -68,10 +68,14 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   double bytes = replicated_tokens * replicated + tokens * attention;
   if (model.is_moe()) {
     const double copies = model.top_k * training.moe_capacity_factor;
-    // Router probabilities (fp32, per routed token), the permuted expert inputs after the tp all-gather
-    // (whole hidden width), and the experts' intermediates.
+    // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel
+    // all-gather (whole hidden width), and the experts' intermediates (f / etp wide).
     bytes += replicated_tokens * model.experts * 4.0;
-    bytes += tokens * copies * (h * element + mlp_intermediates);
+    const double expert_rows =
+        replicated_tokens * copies * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
+    const double expert_intermediates =
+        (swiglu ? 3.0 : 2.0) * static_cast<double>(model.ffn_hidden) / parallelism.expert_tp() * element;
+    bytes += expert_rows * (h * element + expert_intermediates);
   } else {
     bytes += tokens * mlp_intermediates;
   }
@@ -231,14 +235,21 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   return with_allowances(m, hardware);
 }
 
+std::vector<MemoryBreakdown> estimate_memory_by_stage(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                                      const TrainingSpec& training, const HardwareSpec& hardware) {
+  std::vector<MemoryBreakdown> stages;
+  for (int stage = 0; stage < std::max(parallelism.pp, 1); ++stage)
+    stages.push_back(estimate_stage_memory(model, parallelism, training, hardware, stage));
+  return stages;
+}
+
 MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
                                      const TrainingSpec& training, const HardwareSpec& hardware) {
-  MemoryBreakdown peak = estimate_stage_memory(model, parallelism, training, hardware, 0);
-  for (int stage = 1; stage < parallelism.pp; ++stage) {
-    MemoryBreakdown candidate = estimate_stage_memory(model, parallelism, training, hardware, stage);
-    if (candidate.total_bytes > peak.total_bytes) peak = candidate;
-  }
-  return peak;
+  const std::vector<MemoryBreakdown> stages = estimate_memory_by_stage(model, parallelism, training, hardware);
+  // The first of the largest (ties to the earlier stage).
+  return *std::max_element(stages.begin(), stages.end(), [](const MemoryBreakdown& a, const MemoryBreakdown& b) {
+    return a.total_bytes < b.total_bytes;
+  });
 }
 
 }  // namespace chopsim

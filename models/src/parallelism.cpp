@@ -48,6 +48,8 @@ std::string_view to_string(GroupRole role) {
       return "data";
     case GroupRole::pp:
       return "pp";
+    case GroupRole::expert_tp:
+      return "expert_tp";
     case GroupRole::ep:
       return "ep";
     case GroupRole::expert_data:
@@ -67,9 +69,12 @@ RankLayout::RankLayout(const ParallelismSpec& parallelism) : parallelism_(parall
   if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1)
     throw ModelError("parallelism: dp, tp, pp, cp and ep must all be at least 1");
   const int data_size = p.dp * p.cp;
-  if (data_size % p.ep != 0)
-    throw ModelError("parallelism: ep=" + std::to_string(p.ep) + " must divide dp*cp=" + std::to_string(data_size) +
-                     " (expert parallelism is carved out of the data group, as in Megatron-Core)");
+  const int etp = p.expert_tp();
+  if (etp < 1) throw ModelError("parallelism: etp must be at least 1 (0 = tp)");
+  if ((p.tp * data_size) % (etp * p.ep) != 0)
+    throw ModelError("parallelism: etp x ep = " + std::to_string(etp) + " x " + std::to_string(p.ep) +
+                     " must divide tp x cp x dp = " + std::to_string(p.tp * data_size) +
+                     " (the expert layers lay out the ranks of a pipeline stage again, as in Megatron-Core)");
   if (p.shard_group_size < 0 || (p.shard_group_size > 0 && data_size % p.shard_group_size != 0))
     throw ModelError("parallelism: shard_group_size=" + std::to_string(p.shard_group_size) +
                      " must be 0 (whole data group) or divide dp*cp=" + std::to_string(data_size));
@@ -112,10 +117,12 @@ int RankLayout::group_size(GroupRole role) const {
       return data_size;
     case GroupRole::pp:
       return p.pp;
+    case GroupRole::expert_tp:
+      return p.expert_tp();
     case GroupRole::ep:
       return p.ep;
     case GroupRole::expert_data:
-      return data_size / p.ep;
+      return p.tp * data_size / (p.expert_tp() * p.ep);
     case GroupRole::shard:
       return shard_size_;
     case GroupRole::replicate:
@@ -135,14 +142,10 @@ struct DataGroupSlice {
   int stride = 1;
 };
 
-DataGroupSlice data_slice(int data_index, GroupRole role, int ep, int shard_size) {
+DataGroupSlice data_slice(int data_index, GroupRole role, int shard_size) {
   switch (role) {
     case GroupRole::data:
       return {0, 1};
-    case GroupRole::ep:  // consecutive blocks of ep ranks
-      return {data_index - data_index % ep, 1};
-    case GroupRole::expert_data:  // same position in every EP block
-      return {data_index % ep, ep};
     case GroupRole::shard:  // consecutive blocks of shard_size ranks
       return {data_index - data_index % shard_size, 1};
     case GroupRole::replicate:  // same position in every shard block
@@ -151,6 +154,31 @@ DataGroupSlice data_slice(int data_index, GroupRole role, int ep, int shard_size
       break;
   }
   throw ModelError("RankLayout: not a data-group role");
+}
+
+/// An expert-layer group inside the pipeline stage: its members are the stage ranks first + stride*k for k in
+/// [0, size) (the stage's rank index is tp + TP*(cp + CP*dp), so a stage rank is that index plus the stage's base).
+struct StageSlice {
+  int first = 0;
+  int stride = 1;
+};
+
+StageSlice expert_slice(int stage_index, GroupRole role, int etp, int ep) {
+  switch (role) {
+    case GroupRole::expert_tp:  // consecutive blocks of etp ranks
+      return {stage_index - stage_index % etp, 1};
+    case GroupRole::ep:  // same etp position, consecutive ep blocks inside a block of etp x ep ranks
+      return {stage_index % etp + (stage_index - stage_index % (etp * ep)), etp};
+    case GroupRole::expert_data:  // same position in every block of etp x ep ranks
+      return {stage_index % (etp * ep), etp * ep};
+    default:
+      break;
+  }
+  throw ModelError("RankLayout: not an expert-layer role");
+}
+
+bool is_expert_role(GroupRole role) {
+  return role == GroupRole::expert_tp || role == GroupRole::ep || role == GroupRole::expert_data;
 }
 
 }  // namespace
@@ -181,7 +209,14 @@ std::vector<int> RankLayout::group(int rank, GroupRole role) const {
     default:
       break;
   }
-  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, p.ep, shard_size_);
+  if (is_expert_role(role)) {
+    const int stage_size = p.tp * p.cp * p.dp;
+    const int stage_base = rank - rank % stage_size;
+    const StageSlice slice = expert_slice(rank % stage_size, role, p.expert_tp(), p.ep);
+    for (int k = 0; k < size; ++k) members.push_back(stage_base + slice.first + slice.stride * k);
+    return members;
+  }
+  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
   for (int k = 0; k < size; ++k) {
     const int data_index = slice.first + slice.stride * k;
     m.cp = data_index % p.cp;
@@ -206,10 +241,12 @@ int RankLayout::index_in_group(int rank, GroupRole role) const {
       return data_index;
     case GroupRole::pp:
       return c.pp;
+    case GroupRole::expert_tp:
+      return (rank % (p.tp * p.cp * p.dp)) % p.expert_tp();
     case GroupRole::ep:
-      return data_index % p.ep;
+      return (rank % (p.tp * p.cp * p.dp)) / p.expert_tp() % p.ep;
     case GroupRole::expert_data:
-      return data_index / p.ep;
+      return (rank % (p.tp * p.cp * p.dp)) / (p.expert_tp() * p.ep);
     case GroupRole::shard:
       return data_index % shard_size_;
     case GroupRole::replicate:
@@ -243,7 +280,11 @@ int RankLayout::group_id(int rank, GroupRole role) const {
     default:
       break;
   }
-  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, p.ep, shard_size_);
+  if (is_expert_role(role)) {
+    const int stage_size = p.tp * p.cp * p.dp;
+    return rank - rank % stage_size + expert_slice(rank % stage_size, role, p.expert_tp(), p.ep).first;
+  }
+  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
   c.cp = slice.first % p.cp;
   c.dp = slice.first / p.cp;
   return rank_of(c);

@@ -445,9 +445,10 @@ void StageGenerator::mlp_backward() {
 
 // --- mixture of experts (Megatron-Core MoE with the all-to-all token dispatcher) -----------------------
 // Each rank routes its own tokens (T/tp with SP), dispatches top_k * capacity copies of each over the ep
-// group, the tp group all-gathers them (expert tensor parallelism = tp) so each expert GEMM sees
-// T * top_k * capacity rows on f/tp columns, then the mirror image: reduce-scatter over tp, all-to-all
-// combine, and the weighted sum of each token's expert outputs. With capacity factor 1 the expert GEMMs
+// group, the expert tensor-parallel group all-gathers them (etp = tp by default) so each expert GEMM sees
+// T/tp * etp * top_k * capacity rows on f/etp columns, then the mirror image: reduce-scatter over etp,
+// all-to-all combine, and the weighted sum of each token's expert outputs. With etp = 1 (MoE parallel
+// folding) there is no expert tensor-parallel collective at all. With capacity factor 1 the expert GEMMs
 // do exactly the active-parameter FLOPs; a larger factor counts the padded slots.
 
 void StageGenerator::moe_forward() {
@@ -466,24 +467,24 @@ void StageGenerator::moe_forward() {
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
   if (parallelism_.sequence_parallel)
-    await(
-        communicate(training_.overlap.tp, kTpStream,
-                    {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, expert_bytes}));
-  (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.ffn_local, s.hidden, local_experts});
-  if (swiglu) {
-    (void)elementwise("expert_swiglu", s.expert_tokens * s.ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
-  } else {
-    (void)elementwise("expert_gelu", s.expert_tokens * s.ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
-  }
-  (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.ffn_local, local_experts});
-  if (parallelism_.sequence_parallel) {
     await(communicate(
         training_.overlap.tp, kTpStream,
-        {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, expert_bytes}));
+        {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.expert_ffn_local, s.hidden, local_experts});
+  if (swiglu) {
+    (void)elementwise("expert_swiglu", s.expert_tokens * s.expert_ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
-    await(
-        communicate(training_.overlap.tp, kTpStream,
-                    {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, expert_bytes}));
+    (void)elementwise("expert_gelu", s.expert_tokens * s.expert_ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+  }
+  (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
+  if (parallelism_.sequence_parallel) {
+    await(communicate(training_.overlap.tp, kTpStream,
+                      {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::expert_tp, CommCategory::tp,
+                       expert_bytes}));
+  } else {
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
   }
   await(communicate(
       training_.overlap.ep, kEpStream,
@@ -507,20 +508,20 @@ void StageGenerator::moe_backward() {
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
   if (parallelism_.sequence_parallel)
-    await(
-        communicate(training_.overlap.tp, kTpStream,
-                    {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, expert_bytes}));
-  const Gemm fc2{s.expert_tokens, s.hidden, s.ffn_local, local_experts};
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  const Gemm fc2{s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts};
   (void)gemm_dgrad("expert_fc2_dgrad", fc2);
-  gradient_ready(local_experts * s.ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
+  gradient_ready(local_experts * s.expert_ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
   if (swiglu) {
-    (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.ffn_local, kBackwardFlopRatio * kSwigluFlops,
+    (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kSwigluFlops,
                       5.0 * s.activation_bytes);
   } else {
-    (void)elementwise("expert_gelu_bwd", s.expert_tokens * s.ffn_local, kBackwardFlopRatio * kGeluFlops,
+    (void)elementwise("expert_gelu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kGeluFlops,
                       3.0 * s.activation_bytes);
   }
-  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.ffn_local;
+  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.expert_ffn_local;
   const Gemm fc1{s.expert_tokens, fc1_width, s.hidden, local_experts};
   (void)gemm_dgrad("expert_fc1_dgrad", fc1);
   // The gathered expert inputs are kept by autograd, so no re-gather; the input gradient goes back
@@ -528,10 +529,10 @@ void StageGenerator::moe_backward() {
   const std::optional<OpRef> reduce = parallelism_.sequence_parallel
                                           ? communicate(training_.overlap.tp, kTpStream,
                                                         {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter,
-                                                         GroupRole::tp, CommCategory::tp, expert_bytes})
+                                                         GroupRole::expert_tp, CommCategory::tp, expert_bytes})
                                           : communicate(training_.overlap.tp, kTpStream,
-                                                        {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp,
-                                                         CommCategory::tp, expert_bytes});
+                                                        {"moe_tp_all_reduce", CollectiveKind::all_reduce,
+                                                         GroupRole::expert_tp, CommCategory::tp, expert_bytes});
   gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
   await(reduce);
   await(communicate(

@@ -82,6 +82,11 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
          " must be a multiple of tp=" + str(p.tp));
   if (p.ep > 1 && !model.is_moe()) fail("ep=" + str(p.ep) + " needs a mixture-of-experts model");
   if (model.experts % p.ep != 0) fail("experts=" + str(model.experts) + " must be a multiple of ep=" + str(p.ep));
+  if (p.expert_tp() != p.tp && p.tp > 1 && !p.sequence_parallel)
+    fail("etp=" + str(p.expert_tp()) + " differs from tp=" + str(p.tp) +
+         ": the expert layers then need sequence parallelism (each tp rank routes its own share of the tokens)");
+  if (model.is_moe() && model.ffn_hidden % p.expert_tp() != 0)
+    fail("the experts' ffn_hidden=" + str(model.ffn_hidden) + " must be a multiple of etp=" + str(p.expert_tp()));
   if (p.zero_stage < 0 || p.zero_stage > 3) fail("zero_stage must be 0, 1, 2 or 3");
   if (training.fsdp_prefetch < 0) fail("fsdp_prefetch must be >= 0");
   if (!(training.dp_bucket_bytes > 0.0)) fail("dp_bucket_bytes must be positive");
@@ -161,7 +166,7 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   local.attention = h * head_dim * (local.query_heads + 2.0 * local.kv_heads) + local.query_heads * head_dim * h;
   local.norms = count.norms_per_layer;
   local.router = count.router_per_layer;
-  local.one_expert = count.mlp_per_layer / model.experts / tp;
+  local.one_expert = count.mlp_per_layer / model.experts / parallelism.expert_tp();
   if (model.is_moe()) {
     local.experts = static_cast<double>(model.experts / parallelism.ep) * local.one_expert;
   } else {

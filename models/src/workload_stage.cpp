@@ -33,7 +33,8 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.kv_heads = local_.kv_heads;
   const double copies = model.is_moe() ? model.top_k * training.moe_capacity_factor : 0.0;
   s.routed_tokens = s.norm_tokens * copies;
-  s.expert_tokens = s.tokens * copies;
+  s.expert_tokens = s.routed_tokens * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
+  s.expert_ffn_local = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
   s.activation_bytes = storage_bytes_per_element(training.precision);
   s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32,
                                                 training.grad_reduce_fp32);

@@ -52,17 +52,20 @@ class StageGenerator {
  private:
   // --- sizes of one micro-batch on one rank -------------------------------------------------------
   struct Sizes {
-    double tokens = 0;            ///< T = micro_batch * seq_len / cp: rows of every GEMM on this rank
-    double norm_tokens = 0;       ///< T / tp with sequence parallelism, else T: norms, residuals, p2p
-    double sequence = 0;          ///< s: keys each query can see (all CP chunks)
-    double hidden = 0;            ///< h
-    double ffn_local = 0;         ///< f / tp
-    double vocab_local = 0;       ///< V / tp
-    double head_dim = 0;          ///< d
-    double query_heads = 0;       ///< a / tp
-    double kv_heads = 0;          ///< a_kv / tp (at least 1)
-    double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
-    double expert_tokens = 0;     ///< MoE: rows of this rank's expert GEMMs, tokens * top_k * capacity
+    double tokens = 0;         ///< T = micro_batch * seq_len / cp: rows of every GEMM on this rank
+    double norm_tokens = 0;    ///< T / tp with sequence parallelism, else T: norms, residuals, p2p
+    double sequence = 0;       ///< s: keys each query can see (all CP chunks)
+    double hidden = 0;         ///< h
+    double ffn_local = 0;      ///< f / tp
+    double vocab_local = 0;    ///< V / tp
+    double head_dim = 0;       ///< d
+    double query_heads = 0;    ///< a / tp
+    double kv_heads = 0;       ///< a_kv / tp (at least 1)
+    double routed_tokens = 0;  ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
+    /// MoE: rows of this rank's expert GEMMs: the copies it receives (as many as it sends, balanced routing),
+    /// gathered over the expert tensor-parallel group with SP (etp = tp: tokens * top_k * capacity).
+    double expert_tokens = 0;
+    double expert_ffn_local = 0;  ///< MoE: f / etp
     double activation_bytes = 2;  ///< bytes of a stored activation element
     double gradient_bytes = 2;    ///< bytes of a gradient element as kept, reduced and read by the optimizer
     /// Bytes of a weight-gradient element as the backward kernels write it: the gradient buffer's (fp32

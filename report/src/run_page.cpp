@@ -85,6 +85,24 @@ class Summary {
     return out;
   }
 
+  /// memory.stages: each pipeline stage's parts (key -> bytes) in order; empty for a summary written before chopsim
+  /// recorded them.
+  std::vector<std::vector<std::pair<std::string, double>>> stage_breakdowns() const {
+    std::vector<std::vector<std::pair<std::string, double>>> out;
+    simdjson::dom::array stages;
+    if (root_.at_key("memory").at_key("stages").get(stages)) return out;
+    for (const simdjson::dom::element stage : stages) {
+      simdjson::dom::object parts;
+      if (stage.at_key("breakdown_bytes").get(parts)) return {};
+      auto& row = out.emplace_back();
+      for (const auto field : parts) {
+        double d = 0.0;
+        if (!field.value.get_double().get(d)) row.emplace_back(std::string(field.key), d);
+      }
+    }
+    return out;
+  }
+
  private:
   simdjson::dom::parser parser_;
   simdjson::dom::element root_;
@@ -216,26 +234,47 @@ Chart waterfall_chart(const Summary& s) {
 }
 
 Chart memory_chart(const Summary& s) {
+  constexpr const char* kParts[] = {"weights",     "gathered_weights", "gradients", "optimizer",
+                                    "activations", "transient",        "reserved",  "fragmentation"};
+  // One bar per pipeline stage (summary.json's memory.stages), else the largest stage alone (older summaries).
+  std::vector<std::vector<std::pair<std::string, double>>> stages = s.stage_breakdowns();
+  const int peak_stage = static_cast<int>(s.value({"memory", "peak_stage"}));
+  std::vector<std::string> labels;
+  if (stages.empty()) {
+    auto& row = stages.emplace_back();
+    for (const char* key : kParts) row.emplace_back(key, s.value({"memory", "breakdown_bytes", key}));
+    labels.push_back("needed (stage " + std::to_string(peak_stage) + ")");
+  } else {
+    for (std::size_t i = 0; i < stages.size(); ++i)
+      labels.push_back("stage " + std::to_string(i) + (static_cast<int>(i) == peak_stage ? " (peak)" : ""));
+  }
+  const auto part_of = [](const std::vector<std::pair<std::string, double>>& row, std::string_view key) {
+    for (const auto& [name, bytes] : row)
+      if (name == key) return bytes;
+    return 0.0;
+  };
   std::string datasets;
   std::size_t i = 0;
-  for (const auto& [name, bytes] : [&] {
-         std::vector<std::pair<std::string, double>> parts;
-         for (const char* key : {"weights", "gathered_weights", "gradients", "optimizer", "activations", "transient",
-                                 "reserved", "fragmentation"})
-           parts.emplace_back(key, s.value({"memory", "breakdown_bytes", key}));
-         return parts;
-       }())
-    datasets += std::string(datasets.empty() ? "" : ",") + "{\"label\":" + json_string(name) + ",\"data\":[" +
-                json_number(bytes / kGiB) + ",null],\"backgroundColor\":" + json_string(color(i++)) + "}";
-  datasets += ",{\"label\":\"capacity\",\"data\":[null," + json_number(s.value({"memory", "capacity_bytes"}) / kGiB) +
-              "],\"backgroundColor\":\"#bbbbbb\"}";
-  const int stage = static_cast<int>(s.value({"memory", "peak_stage"}));
+  for (const char* key : kParts) {
+    std::string data;
+    for (const auto& row : stages) data += json_number(part_of(row, key) / kGiB) + ",";
+    datasets += std::string(datasets.empty() ? "" : ",") + "{\"label\":" + json_string(key) + ",\"data\":[" + data +
+                "null],\"backgroundColor\":" + json_string(color(i++)) + "}";
+  }
+  std::string capacity;
+  for (std::size_t k = 0; k < stages.size(); ++k) capacity += "null,";
+  datasets += ",{\"label\":\"capacity\",\"data\":[" + capacity +
+              json_number(s.value({"memory", "capacity_bytes"}) / kGiB) + "],\"backgroundColor\":\"#bbbbbb\"}";
+  std::string label_list;
+  for (const std::string& label : labels) label_list += json_string(label) + ",";
   return {"memory", "Memory per GPU against capacity",
-          "The pipeline stage that needs the most (stage " + std::to_string(stage) +
-              "): what the memory model counts, stacked, and the GPU's capacity.",
-          "{\"type\":\"bar\",\"data\":{\"labels\":[\"needed (stage " + std::to_string(stage) +
-              ")\",\"capacity\"],\"datasets\":[" + datasets + "]},\"options\":{\"indexAxis\":\"y\",\"scales\":{\"x\":" +
-              axis("GiB per GPU", true) + ",\"y\":" + axis("memory", true) + "}}}"};
+          stages.size() > 1 ? "Each pipeline stage's GPUs: what the memory model counts, stacked, and the GPU's "
+                              "capacity (the first stage keeps the most micro-batches in flight, the last the output "
+                              "head and the logits)."
+                            : "What the memory model counts, stacked, and the GPU's capacity.",
+          "{\"type\":\"bar\",\"data\":{\"labels\":[" + label_list + "\"capacity\"],\"datasets\":[" + datasets +
+              "]},\"options\":{\"indexAxis\":\"y\",\"scales\":{\"x\":" + axis("GiB per GPU", true) +
+              ",\"y\":" + axis("pipeline stage", true) + "}}}"};
 }
 
 /// The GPUs to draw: all up to kLargestGpuCount; beyond, the half with the highest peak temperature and the half with

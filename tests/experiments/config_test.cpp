@@ -777,7 +777,7 @@ TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
   expect_contains(message,
                   {"run.yaml:6:3: key 'parallelism.tpp': unknown key 'tpp' in 'parallelism'; valid keys: dp, tp, "
                    "sequence_parallel, pp, pp_schedule, virtual_stages, stage_layers, account_for_embedding_in_split, "
-                   "account_for_loss_in_split, cp, ep, zero_stage, fsdp, shard_group_size",
+                   "account_for_loss_in_split, cp, ep, etp, zero_stage, fsdp, shard_group_size",
                    "Fix: did you mean 'tp'?"});
 
   const fs::path top = write("top.yaml", "modle: llama3-8b\nmodel: llama3-8b\nhardware: MI300X\ncluster: mi300x\n");
@@ -1027,7 +1027,26 @@ TEST_F(ConfigTest, ExpertParallelismRules) {
       write("data.yaml", small_run("mixtral-8x7b", "  tp: 2\n  dp: 4\n  ep: 8\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(data); }),
                   {"data.yaml:7:7: key 'parallelism.ep': dp x cp (4 x 1 = 4) is not divisible by parallelism.ep (8)",
-                   "Fix: use an ep that divides 4: 1, 2, 4"});
+                   "Fix: use an ep that divides 4: 1, 2, 4, or set etp: 1"});
+  // MoE parallel folding: with etp 1 the same ep 8 spans tp 2 x dp 4 (and needs sequence parallelism).
+  const fs::path folded = write("folded.yaml", small_run("mixtral-8x7b",
+                                                         "  tp: 2\n  dp: 4\n  ep: 8\n  etp: 1\n"
+                                                         "  sequence_parallel: true\n",
+                                                         "  global_batch: 8\n"));
+  const RunSpec run = load(folded);
+  EXPECT_EQ(run.parallelism.etp, 1);
+  EXPECT_EQ(run.parallelism.expert_tp(), 1);
+  const fs::path no_sp =
+      write("no_sp.yaml", small_run("mixtral-8x7b", "  tp: 2\n  dp: 4\n  ep: 8\n  etp: 1\n", "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(no_sp); }),
+                  {"key 'parallelism.etp': etp (1) differs from tp (2) without sequence parallelism",
+                   "Fix: set parallelism.sequence_parallel: true, or remove etp"});
+  const fs::path too_many = write("too_many.yaml", small_run("mixtral-8x7b",
+                                                             "  tp: 2\n  dp: 4\n  ep: 8\n  etp: 4\n"
+                                                             "  sequence_parallel: true\n",
+                                                             "  global_batch: 8\n"));
+  expect_contains(input_error([&] { (void)load(too_many); }),
+                  {"key 'parallelism.etp': etp x ep (4 x 8) does not divide tp x cp x dp (8)"});
   const fs::path dense = write("dense.yaml", small_run("llama3-8b", "  dp: 8\n  ep: 2\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(dense); }),
                   {"dense.yaml:6:7: key 'parallelism.ep': parallelism.ep is 2 but model 'llama3-8b' has no experts",

@@ -297,10 +297,46 @@ TEST(Collective, EstimateEqualsAlphaBetaOnUniformTopology) {
                 1e-12);
     EXPECT_NEAR(model->estimate_time_s({CollectiveKind::reduce_scatter, s, members}, t), f * s / bw + (n - 1) * alpha,
                 1e-12);
-    EXPECT_NEAR(model->estimate_time_s({CollectiveKind::all_to_all, s, members}, t), f * s / bw + (n - 1) * alpha,
-                1e-12);
+    // Grouped (NCCL): every part at once through the member's one link, one latency.
+    EXPECT_NEAR(model->estimate_time_s({CollectiveKind::all_to_all, s, members}, t), f * s / bw + alpha, 1e-12);
     EXPECT_NEAR(model->estimate_time_s({CollectiveKind::broadcast, s, members}, t), s / bw + (n - 1) * alpha, 1e-12);
   }
+  params.all_to_all = "pairwise";
+  const auto pairwise = nccl(params);
+  for (const int n : {2, 3, 8, 13, 16}) {
+    SCOPED_TRACE(n);
+    const Topology t = uniform_star(n, bw, route_latency);
+    const double f = (n - 1.0) / n;
+    EXPECT_NEAR(pairwise->estimate_time_s({CollectiveKind::all_to_all, s, first(n)}, t), f * s / bw + (n - 1) * alpha,
+                1e-12);
+  }
+}
+
+TEST(Collective, GroupedAllToAllAcrossTwoNodesTakesTheNicTime) {
+  // 16 GPUs on two DGX-like nodes: each member sends S/16 to each of the 15 others, 8 of those parts (S/2) through
+  // its 50 GB/s NIC and 7 over NVLink (18 x 25 GB/s) at the same time, so the NIC bounds the time: S/2 / 50 GB/s plus
+  // one latency. The pairwise exchange pays 15 rounds, each at least as slow as its inter-node pairs (S/16 / 50 GB/s;
+  // more where cross-rail pairs of a round share a spine link).
+  const Topology t = cluster("nvswitch", 2);
+  const double s = 1.0 * kGiB, nic = 50 * kGB;
+  const auto members = first(16);
+  const double grouped = nccl()->estimate_time_s({CollectiveKind::all_to_all, s, members}, t);
+  EXPECT_NEAR(grouped, 0.5 * s / nic, 0.01 * 0.5 * s / nic);
+  for (const auto& plan : plans(*nccl(), {CollectiveKind::all_to_all, s, members}, t)) {
+    EXPECT_EQ(plan.algorithm, "grouped");
+    ASSERT_EQ(plan.steps.size(), 2u);  // every member arrives, then all parts at once
+    EXPECT_EQ(plan.steps[0].sync_members, 16);
+    EXPECT_TRUE(plan.steps[0].sends.empty());
+    // 7 parts to the node's other members, and the 8 parts for the other node as one rail-aligned transfer (PXN).
+    ASSERT_EQ(plan.steps[1].sends.size(), 8u);
+    EXPECT_EQ(plan.steps[1].receives.size(), 8u);
+    EXPECT_DOUBLE_EQ(plan.steps[1].sends.back().bytes, 8 * s / 16);
+  }
+  CollectiveParams params;
+  params.all_to_all = "pairwise";
+  const double pairwise = nccl(params)->estimate_time_s({CollectiveKind::all_to_all, s, members}, t);
+  EXPECT_GE(pairwise, 0.999 * 15 * (s / 16) / nic);
+  EXPECT_GT(pairwise, 1.8 * grouped);
 }
 
 TEST(Collective, PipelinedRingCarriesTheWholeLatencyTerm) {

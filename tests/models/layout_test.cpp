@@ -11,9 +11,9 @@
 namespace chopsim {
 namespace {
 
-constexpr GroupRole kRoles[] = {GroupRole::tp,        GroupRole::cp,   GroupRole::dp,          GroupRole::data,
-                                GroupRole::pp,        GroupRole::ep,   GroupRole::expert_data, GroupRole::shard,
-                                GroupRole::replicate, GroupRole::world};
+constexpr GroupRole kRoles[] = {GroupRole::tp,    GroupRole::cp,        GroupRole::dp,   GroupRole::data,
+                                GroupRole::pp,    GroupRole::expert_tp, GroupRole::ep,   GroupRole::expert_data,
+                                GroupRole::shard, GroupRole::replicate, GroupRole::world};
 
 ParallelismSpec grid(int tp, int cp, int dp, int pp) {
   ParallelismSpec p;
@@ -51,6 +51,38 @@ TEST(RankLayout, ExpertGroupsAreBlocksOfTheDataGroup) {
   EXPECT_EQ(layout.group(7, GroupRole::expert_data), (std::vector<int>{3, 7}));
   EXPECT_EQ(layout.index_in_group(6, GroupRole::ep), 1);
   EXPECT_EQ(layout.index_in_group(6, GroupRole::expert_data), 1);
+}
+
+TEST(RankLayout, FoldedExpertGroupsSpanTheTensorParallelRanks) {
+  // MoE parallel folding (Megatron-Core, etp 1): tp 2 x dp 4 = 8 ranks per stage, ep 4 over them. The stage's ranks
+  // in order form the ep blocks {0..3}, {4..7}; expert_data joins equal positions; no expert tensor parallelism.
+  ParallelismSpec p = grid(2, 1, 4, 2);
+  p.ep = 4;
+  p.etp = 1;
+  const RankLayout layout(p);
+  EXPECT_EQ(layout.group(1, GroupRole::ep), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(layout.group(6, GroupRole::ep), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(layout.group(13, GroupRole::ep), (std::vector<int>{12, 13, 14, 15}));  // second pipeline stage
+  EXPECT_EQ(layout.group(5, GroupRole::expert_data), (std::vector<int>{1, 5}));
+  EXPECT_EQ(layout.group(5, GroupRole::expert_tp), (std::vector<int>{5}));
+  EXPECT_EQ(layout.group_size(GroupRole::expert_data), 2);
+  EXPECT_EQ(layout.index_in_group(6, GroupRole::ep), 2);
+  EXPECT_EQ(layout.index_in_group(6, GroupRole::expert_data), 1);
+  // ep 8 over tp 2 x dp 4, more than dp x cp: only possible folded.
+  p.ep = 8;
+  EXPECT_EQ(RankLayout(p).group(9, GroupRole::ep), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  p.etp = 0;
+  EXPECT_THROW(RankLayout{p}, ModelError);
+  // etp = 2 = tp is the default layout: the expert tp group is the tp group, ep blocks of the data group.
+  p.ep = 2;
+  p.etp = 2;
+  const RankLayout same(p);
+  p.etp = 0;
+  const RankLayout by_default(p);
+  for (const GroupRole role : {GroupRole::expert_tp, GroupRole::ep, GroupRole::expert_data})
+    for (int r = 0; r < same.world_size(); ++r) EXPECT_EQ(same.group(r, role), by_default.group(r, role));
+  for (int r = 0; r < same.world_size(); ++r)
+    EXPECT_EQ(same.group(r, GroupRole::expert_tp), same.group(r, GroupRole::tp));
 }
 
 TEST(RankLayout, HybridShardingShardsInsideBlocksAndReplicatesAcross) {
@@ -103,6 +135,12 @@ TEST(RankLayout, GroupIdsIdentifyGroupsExactly) {
   q.ep = 3;
   q.shard_group_size = 3;
   expect_consistent_groups(q);
+  ParallelismSpec folded = grid(4, 2, 2, 2);  // 16 ranks per stage
+  folded.ep = 8;
+  folded.etp = 2;
+  expect_consistent_groups(folded);
+  folded.etp = 1;
+  expect_consistent_groups(folded);
 }
 
 TEST(RankLayout, RejectsGroupsThatDoNotDivideTheDataGroup) {

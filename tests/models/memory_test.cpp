@@ -187,6 +187,40 @@ TEST(Memory, MoeActivationsScaleWithTopK) {
   EXPECT_NEAR(two - one, 32.0 * 4096.0 * (4096.0 + 3.0 * 14336.0) * 2.0, 1.0);
 }
 
+TEST(Memory, FoldedExpertsKeepWholeExpertsAndOnlyTheirOwnCopies) {
+  // 8 experts on tp 2 x dp 4 (one stage). Default (etp = tp): ep 2 in the data group, each rank holds 4 experts
+  // split in two. Folded (etp 1): ep 4 over the stage, each rank holds 2 whole experts. Either way a rank keeps
+  // 8 / (ep x etp) = 1 expert's weights, and the expert-data group that shards their optimizer states has
+  // 8 / (ep x etp) = 2 ranks, so weights and optimizer states match.
+  TransformerSpec model = llama3_8b();
+  model.vocab = 32000;
+  model.experts = 8;
+  model.top_k = 2;
+  TrainingSpec training = one_sequence_per_rank(4, 4096);
+  ParallelismSpec split;
+  split.tp = 2;
+  split.dp = 4;
+  split.ep = 2;
+  split.sequence_parallel = true;
+  split.zero_stage = 1;
+  ParallelismSpec folded = split;
+  folded.ep = 4;
+  folded.etp = 1;
+  const MemoryBreakdown a = estimate_stage_memory(model, split, training, gpu(1e13), 0);
+  const MemoryBreakdown b = estimate_stage_memory(model, folded, training, gpu(1e13), 0);
+  EXPECT_NEAR(b.weights_bytes, a.weights_bytes, 1e-9 * a.weights_bytes);
+  EXPECT_NEAR(b.optimizer_bytes, a.optimizer_bytes, 1e-9 * a.optimizer_bytes);
+  // Activations: the SwiGLU intermediates are the same (rows x f/etp: 4096 x f/2 or 2048 x f), but the default
+  // keeps the tp-gathered expert inputs of all 4096 tokens (h wide) where a folded rank keeps those of the 2048 it
+  // routes: 2048 tokens x 2 copies x h x 2 bytes less per layer, 32 layers.
+  EXPECT_NEAR(a.activations_bytes - b.activations_bytes, 32.0 * 2048.0 * 2.0 * 4096.0 * 2.0, 1.0);
+  // ep 8 folded: one whole expert per rank (half the weights of ep 4's two), nothing left to shard them over.
+  folded.ep = 8;
+  const MemoryBreakdown c = estimate_stage_memory(model, folded, training, gpu(1e13), 0);
+  const double one_expert = 32.0 * 3.0 * 4096.0 * 14336.0 * 2.0;  // 32 layers of SwiGLU experts, bf16
+  EXPECT_NEAR(b.weights_bytes - c.weights_bytes, one_expert, 1e-9 * one_expert);
+}
+
 TEST(Memory, Llama3_70BDoesNotFitOnOne80GBGpu) {
   const MemoryBreakdown m =
       estimate_peak_memory(llama3_70b(), ParallelismSpec{}, one_sequence_per_rank(1, 8192), gpu(80e9));

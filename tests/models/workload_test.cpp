@@ -248,6 +248,16 @@ std::vector<RunSetup> parallelism_mixes() {
     s.parallelism.virtual_stages = 2;
     mixes.push_back(s);
   }
+  {
+    // MoE parallel folding: ep 4 over tp 2 x dp 2, no expert tensor parallelism.
+    RunSetup s = setup("folded_tp2_pp2_dp2_ep4_etp1_moe", 2, 2, 2, 4);
+    s.model = tiny_moe();
+    s.parallelism.ep = 4;
+    s.parallelism.etp = 1;
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+  }
   return mixes;
 }
 
@@ -662,6 +672,40 @@ TEST(ExpertParallel, AllToAllMovesTopKCopiesOfEachLocalToken) {
     for (const Op& op : stream.ops)
       if (workload.name(op) == "dp_all_reduce" && op.group == GroupRole::expert_data) expert_group_used = true;
   EXPECT_TRUE(expert_group_used);
+}
+
+TEST(ExpertParallel, FoldedExpertsDispatchOverTheTensorRanksWithoutTensorCollectives) {
+  // etp 1, ep 4 over tp 2 x dp 2: each rank routes its s/tp tokens to the 4 ranks of its stage and runs whole
+  // experts (f columns) on the copies it receives: no expert tensor-parallel gather or scatter.
+  RunSetup s = setup("folded", 2, 2, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 4;
+  s.parallelism.etp = 1;
+  s.parallelism.sequence_parallel = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double routed = 256.0 / 2.0 * s.model.top_k;  // token copies a rank dispatches (capacity factor 1)
+  int dispatches = 0, expert_gemms = 0;
+  for (const Stream& stream : workload.program(0).streams)
+    for (const Op& op : stream.ops) {
+      const std::string name(workload.name(op));
+      EXPECT_EQ(name.find("moe_tp_"), std::string::npos) << name;
+      if (name == "ep_all_to_all_dispatch") {
+        EXPECT_EQ(op.group, GroupRole::ep);
+        EXPECT_DOUBLE_EQ(op.bytes, routed * s.model.hidden * 2.0);
+        ++dispatches;
+      }
+      if (name == "expert_fc2" && op.pass == Pass::forward) {
+        // rows x hidden x f, over every received copy: 2 FLOPs per multiply-add.
+        EXPECT_DOUBLE_EQ(op.flops, 2.0 * routed * s.model.hidden * s.model.ffn_hidden);
+        ++expert_gemms;
+      }
+    }
+  EXPECT_EQ(dispatches, 2 * s.model.layers);
+  EXPECT_EQ(expert_gemms, s.model.layers);
+  EXPECT_EQ(workload.layout.group(0, GroupRole::ep), (std::vector<int>{0, 1, 2, 3}));
+  // Without sequence parallelism the tp ranks would all route the same tokens: refused.
+  s.parallelism.sequence_parallel = false;
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
 }
 
 TEST(ExpertParallel, OverlappedTensorGatherWaitsForTheDispatchedTokens) {

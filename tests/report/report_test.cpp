@@ -126,6 +126,39 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   EXPECT_NE(html.find(std::string("<td class=\"n\">") + seconds + "</td>"), std::string::npos);
 }
 
+TEST_F(Report, TheMemoryChartHasABarPerPipelineStage) {
+  // Llama-3-8B with pp 2 on MI250: summary.json lists both stages; the largest is the peak the headline reports, and
+  // the chart stacks each stage's parts to its total (less nothing: the parts are the whole).
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "llama3-8b-mi250-3d.yaml";
+  RunOptions options;
+  options.output_dir = dir_ / "run";
+  const RunReport run =
+      run_simulation(load_run_config(config, default_search_path(config), registries), registries, options);
+  ASSERT_EQ(run.memory_by_stage.size(), 2u);
+  EXPECT_DOUBLE_EQ(std::max(run.memory_by_stage[0].total_bytes, run.memory_by_stage[1].total_bytes),
+                   run.memory.total_bytes);
+  // Stage 0 holds more micro-batches in flight under 1F1B (pp - stage), stage 1 the output head.
+  EXPECT_GT(run.memory_by_stage[0].activations_bytes, run.memory_by_stage[1].activations_bytes);
+  write_run_report(dir_ / "run", dir_ / "report.html");
+  simdjson::dom::parser parser;
+  simdjson::padded_string text;
+  const simdjson::dom::object charts = chart_configs(read_text(dir_ / "report.html"), parser, text);
+  simdjson::dom::array labels, datasets;
+  ASSERT_EQ(charts.at_pointer("/memory/data/labels").get(labels), simdjson::SUCCESS);
+  ASSERT_EQ(labels.size(), 3u);  // stage 0, stage 1, capacity
+  ASSERT_EQ(charts.at_pointer("/memory/data/datasets").get(datasets), simdjson::SUCCESS);
+  for (std::size_t stage = 0; stage < 2; ++stage) {
+    double stacked = 0.0;
+    for (const auto dataset : datasets) {
+      const simdjson::dom::element value = dataset.at_pointer("/data").at(stage).value();
+      if (!value.is_null()) stacked += value.get_double().value();
+    }
+    EXPECT_NEAR(stacked * (1024.0 * 1024.0 * 1024.0), run.memory_by_stage[stage].total_bytes,
+                1e-6 * run.memory_by_stage[stage].total_bytes);
+  }
+}
+
 /// The chart configs of a report page, parsed.
 
 // A sweep's folder gets the sweep page: the best points, throughput per point, the Pareto front (a subset of the

@@ -92,7 +92,8 @@ inline constexpr double kLargestRunOps = 2e10;
 struct RunReport {
   std::string name;
   int gpus = 0;
-  MemoryBreakdown memory;
+  MemoryBreakdown memory;                        ///< the stage with the largest peak
+  std::vector<MemoryBreakdown> memory_by_stage;  ///< every pipeline stage, stage 0 first
   bool out_of_memory = false;
   bool simulated = false;                 ///< false when skipped for lack of memory
   double iteration_time_s = 0.0;          ///< mean over the simulated iterations

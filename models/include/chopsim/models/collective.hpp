@@ -58,7 +58,7 @@ struct CollectiveParams {
   std::string all_reduce = "auto";      ///< ring | tree | hierarchical | auto
   std::string all_gather = "auto";      ///< ring | hierarchical | auto
   std::string reduce_scatter = "auto";  ///< ring | hierarchical | auto
-  std::string all_to_all = "pairwise";  ///< pairwise
+  std::string all_to_all = "grouped";   ///< grouped (every peer at once, NCCL) | pairwise (n-1 rounds, MPI)
   /// Software latency per algorithm step (kernel-level synchronisation, protocol), seconds.
   /// NCCL's tuning model uses a few microseconds per step for the Simple protocol.
   double step_latency_s = 2e-6;

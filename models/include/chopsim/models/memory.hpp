@@ -38,6 +38,12 @@ struct MemoryBreakdown {
                                                     const TrainingSpec& training, const HardwareSpec& hardware,
                                                     int pp_stage);
 
+/// Every pipeline stage's peak, stage 0 first.
+[[nodiscard]] std::vector<MemoryBreakdown> estimate_memory_by_stage(const TransformerSpec& model,
+                                                                    const ParallelismSpec& parallelism,
+                                                                    const TrainingSpec& training,
+                                                                    const HardwareSpec& hardware);
+
 /// The stage with the largest peak (the one that runs out of memory first).
 [[nodiscard]] MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
                                                    const TrainingSpec& training, const HardwareSpec& hardware);

@@ -23,11 +23,16 @@ enum class RecomputePolicy : std::uint8_t {
 };
 
 struct ParallelismSpec {
-  int dp = 1;                      ///< data-parallel replicas (including the FSDP shard dimension)
-  int tp = 1;                      ///< tensor parallel
-  int pp = 1;                      ///< pipeline stages
-  int cp = 1;                      ///< context parallel (sequence split across ranks for attention)
-  int ep = 1;                      ///< expert parallel (MoE); carved out of dp*cp as in Megatron-Core
+  int dp = 1;  ///< data-parallel replicas (including the FSDP shard dimension)
+  int tp = 1;  ///< tensor parallel
+  int pp = 1;  ///< pipeline stages
+  int cp = 1;  ///< context parallel (sequence split across ranks for attention)
+  int ep = 1;  ///< expert parallel (MoE); see `etp` for the ranks it is carved out of
+  /// Expert tensor parallel (Megatron-Core's --expert-tensor-parallel-size); 0 = tp, the default. The MoE layers
+  /// lay the ranks of a pipeline stage out again as etp x ep x expert-data (etp fastest), "MoE parallel folding"
+  /// (Liu et al., arXiv 2504.14960): with etp = tp the ep groups sit inside the data group (dp x cp), with etp = 1
+  /// they may span the tensor-parallel ranks too (ep up to tp x cp x dp).
+  int etp = 0;
   bool sequence_parallel = false;  ///< Megatron SP: TP all-reduce becomes reduce-scatter + all-gather
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved schedule)
@@ -50,6 +55,8 @@ struct ParallelismSpec {
   bool account_for_loss_in_split = false;
 
   [[nodiscard]] int world_size() const { return dp * tp * pp * cp; }
+  /// The expert layers' tensor-parallel size: etp when set, else tp.
+  [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   /// Model chunks per pipeline stage: virtual_stages with the interleaved schedule, else 1.
   [[nodiscard]] int chunks() const { return pp_schedule == PipelineSchedule::interleaved ? virtual_stages : 1; }
   /// Transformer layers of each virtual pipeline stage (pp * chunks() entries, in Megatron's virtual rank order:
@@ -179,13 +186,16 @@ struct TrainingSpec {
 
 /// The groups a rank communicates in.
 enum class GroupRole : std::uint8_t {
-  tp,           ///< tensor (and sequence) parallel
-  cp,           ///< context parallel
-  dp,           ///< data parallel (same tp, cp, pp coordinates)
-  data,         ///< dp x cp: dense gradients are reduced over it
-  pp,           ///< pipeline (same tp, cp, dp): stage order
-  ep,           ///< expert parallel: consecutive blocks of `ep` ranks in the data group
-  expert_data,  ///< ranks holding the same experts: data group / ep (expert gradients reduced here)
+  tp,    ///< tensor (and sequence) parallel
+  cp,    ///< context parallel
+  dp,    ///< data parallel (same tp, cp, pp coordinates)
+  data,  ///< dp x cp: dense gradients are reduced over it
+  pp,    ///< pipeline (same tp, cp, dp): stage order
+  // The expert layers' groups lay a stage's tp x cp x dp ranks (index tp + TP*(cp + CP*dp)) out as etp x ep x
+  // expert-data, etp fastest (Megatron-Core's expert rank order); with etp = tp, ep blocks of the data group.
+  expert_tp,    ///< expert tensor parallel: consecutive blocks of etp ranks of the stage (the tp group when etp = tp)
+  ep,           ///< expert parallel: every etp-th rank of consecutive blocks of etp x ep ranks of the stage
+  expert_data,  ///< ranks holding the same experts: stage ranks / (etp x ep) (expert gradients reduced here)
   shard,        ///< FSDP/ZeRO shard group inside the data group (size shard_group_size)
   replicate,    ///< hybrid sharding: same shard position across shard groups
   world,
