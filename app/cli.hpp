@@ -85,11 +85,11 @@ inline constexpr std::string_view kRunUsage =
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
 inline constexpr std::string_view kImportUsage =
-    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME] [--format nemo|megatron|hf]\n"
-    "         (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
+    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME]\n"
+    "         [--format nemo|megatron|foundry|hf] (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
     "      Turn framework job configs (NeMo training YAML, Megatron-LM arguments or a functional test's\n"
-    "      model_config.yaml) into chopsim run configs by one mapping (docs/import.md); the GPU, the fabric and\n"
-    "      the node count come from the command line. A Hugging Face\n"
+    "      model_config.yaml, llm-foundry training YAML) into chopsim run configs by one mapping\n"
+    "      (docs/import.md); the GPU, the fabric and the node count come from the command line. A Hugging Face\n"
     "      config.json (Llama, Mistral, Qwen2/3, Mixtral, Qwen3-MoE) becomes a model file for configs/models/\n"
     "      (no --hardware or --cluster needed). Each output is checked as chopsim would load it before it is\n"
     "      written; settings not carried over are printed as notes (--strict: an error).\n";

@@ -11,6 +11,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/calibration/profiles/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/chopsim/calibration/profiles)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Bash completion, where bash-completion loads it on demand, and the manual page (man chopsim).
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/chopsim.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME chopsim)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/chopsim.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 if(TARGET chopsim_python)
   set(CHOPSIM_PYTHON_DIR lib/python3/dist-packages/chopsim)
   install(TARGETS chopsim_python LIBRARY DESTINATION ${CHOPSIM_PYTHON_DIR})
