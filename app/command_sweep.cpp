@@ -12,6 +12,7 @@
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"
+#include "sweep_mpi.hpp"
 
 namespace chopsim::cli {
 
@@ -57,7 +58,7 @@ int merge(const std::vector<std::string>& raw) {
 
 int command_sweep(const std::vector<std::string>& raw) {
   if (!raw.empty() && raw.front() == "merge") return merge({raw.begin() + 1, raw.end()});
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {"--report"});
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {"--report", "--mpi"});
   if (args.positional().size() != 1)
     throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];
@@ -73,6 +74,9 @@ int command_sweep(const std::vector<std::string>& raw) {
   options.jobs = jobs;
   if (const auto shard = args.option("--shard"))
     std::tie(options.shard_index, options.shard_count) = parse_shard(*shard);
+  const bool mpi = args.has_switch("--mpi");
+  if (mpi && args.option("--shard"))
+    throw argument_error("--mpi and --shard both split the points", "use one: --mpi under mpirun, or --shard I/N");
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   std::size_t failed = 0;
@@ -92,10 +96,17 @@ int command_sweep(const std::vector<std::string>& raw) {
                 << to_string(r.status) << (r.reason.empty() ? "" : " (" + r.reason + ")") << "\n";
     }
   };
-  std::cerr << "chopsim sweep: " << expand_sweep(spec).size() << " points of " << spec.base.string() << " with " << jobs
-            << " jobs into " << options.out_dir.string() << "\n";
-  const SweepResult result = run_sweep(spec, search, registries, options);
-  print_sweep_summary(std::cout, spec, result);
+  if (mpi) {
+    const std::optional<SweepResult> merged = run_sweep_mpi(spec, search, registries, options);
+    if (!merged) return kExitOk;  // the other ranks: rank 0 prints and writes the report
+    std::cout << "merged the MPI ranks' shards into " << options.out_dir.string() << "\n";
+    print_sweep_summary(std::cout, spec, *merged);
+  } else {
+    std::cerr << "chopsim sweep: " << expand_sweep(spec).size() << " points of " << spec.base.string() << " with "
+              << jobs << " jobs into " << options.out_dir.string() << "\n";
+    const SweepResult result = run_sweep(spec, search, registries, options);
+    print_sweep_summary(std::cout, spec, result);
+  }
   if (args.has_switch("--report")) {
     write_report(options.out_dir, options.out_dir / "report.html");
     std::cout << "wrote " << (options.out_dir / "report.html").string() << "\n";

@@ -6,8 +6,9 @@
 #
 # Two modes:
 #   scripts/fuzz.sh --ci [TARGET...]       a fixed number of executions per target (about 30 s each on 2 cores) with
-#                                          a fixed seed: the same inputs on every machine, so CI is green or red
-#                                          for the code, not for how fast the machine fuzzed (.ci/run uses this).
+#                                          a fixed seed: a commit fuzzes the same inputs on every machine, so a CI
+#                                          failure reproduces here with the same command (.ci/run uses this). Any
+#                                          code change alters the coverage feedback and so the inputs reached.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]  exploratory: each target for SECONDS (default 60), seed 1. New findings
 #                                          go to build-fuzz/findings/; fix them and add the input to the corpus.
 # Targets: kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study
@@ -54,6 +55,12 @@ mkdir -p build-fuzz/findings
 TMPDIR=$(mktemp -d)
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
+# Reproducible runs: libFuzzer's choices follow the coverage each input reaches, and some of it depends on where
+# the allocator puts things (two runs of one binary with seed 1 differed after 1,500 executions with address-space
+# randomisation, and agreed without it), so the targets run with it off where the kernel allows (setarch -R), and
+# without reloading the corpus folder mid-run (-reload=0: what another run added would change the choices).
+norandom=()
+if setarch "$(uname -m)" -R true 2> /dev/null; then norandom=(setarch "$(uname -m)" -R); fi
 status=0
 for target in "${targets[@]}"; do
   work=$(mktemp -d)
@@ -76,7 +83,8 @@ for target in "${targets[@]}"; do
     echo "fuzz: $target for ${seconds}s"
   fi
   # -seed=1: the same mutations on every run of the same build, so that CI and a local run agree.
-  if ! "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 "${budget[@]}" -timeout=10 \
+  if ! "${norandom[@]}" "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 "${budget[@]}" \
+      -reload=0 -timeout=10 \
       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$target-" \
       2> "build-fuzz/fuzz_$target.log"; then
     echo "fuzz: $target FAILED (build-fuzz/fuzz_$target.log, input in build-fuzz/findings/)"

@@ -10,11 +10,12 @@ deb=$(ls build/chopsim_*_*.deb | head -1)
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/chopsim ./usr/share/chopsim/configs/llama3-8b-fsdp.yaml \
     ./usr/share/chopsim/configs/hardware/H100-SXM5-80GB.yaml ./usr/share/chopsim/calibration/profiles/h100.yaml \
-    ./usr/share/doc/chopsim/README.md ./usr/lib/python3/dist-packages/chopsim/__init__.py; do
+    ./usr/share/doc/chopsim/README.md ./usr/lib/python3/dist-packages/chopsim/__init__.py \
+    ./usr/share/man/man1/chopsim.1 ./usr/share/bash-completion/completions/chopsim; do
   grep -q " $path\$" <<< "$contents" || { echo "package-deb: $deb lacks $path"; exit 1; }
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-for package in libsimgrid3.32 libhdf5-cpp-103-1 libjs-chart.js; do
+for package in libsimgrid3.32 libhdf5-cpp-103-1 libjs-chart.js libopenmpi3; do
   grep -q "$package" <<< "$depends" || { echo "package-deb: $deb does not depend on $package ($depends)"; exit 1; }
 done
 echo "package-deb: $deb ($(du -h "$deb" | cut -f1)), depends on: $depends"

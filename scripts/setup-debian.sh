@@ -17,6 +17,7 @@ packages=(
   libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
   python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
   libjs-chart.js          # chopsim report inlines Chart.js 3.9 (/usr/share/javascript/chart.js/chart.min.js)
+  libopenmpi-dev openmpi-bin  # chopsim sweep --mpi: a sweep across machines under mpirun (Open MPI 4.1)
   pybind11-dev            # the Python module (python/)
   python3-dev             # its headers
   python3-pytest          # tests/python

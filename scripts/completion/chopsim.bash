@@ -85,7 +85,7 @@ _chopsim() {
   local options
   case $command in
     run) options="--out --iterations --configs --engine --timeline-ranks --simulate-oom --force --set --report" ;;
-    sweep) options="--out --jobs --configs --shard --report merge" ;;
+    sweep) options="--out --jobs --configs --shard --mpi --report merge" ;;
     study) options="--out --jobs --configs --report" ;;
     report) options="-o" ;;
     import) options="--hardware --cluster --nodes --model --format -o --out-dir --strict --configs" ;;

@@ -158,6 +158,12 @@ TEST(JsonStream, MicrosecondTokensBecomeExactNanoseconds) {
   EXPECT_EQ(parse_microseconds_as_ns("-2.5"), -2500);
   EXPECT_EQ(parse_microseconds_as_ns("1.5e3"), 1500000);
   EXPECT_FALSE(parse_microseconds_as_ns("abc").has_value());
+  // 19 digits beyond INT64_MAX (fuzz_kineto, CI 2026-11-26: a signed overflow in the digit loop): not an int64 of
+  // nanoseconds, refused without overflowing; INT64_MAX itself still reads exactly in nanoseconds.
+  EXPECT_FALSE(parse_time_as_ns("9223372036854775808", true).has_value());
+  EXPECT_FALSE(parse_time_as_ns("-92233720368547758084", false).has_value());
+  EXPECT_FALSE(parse_time_as_ns("9999999999999999999", true).has_value());
+  EXPECT_EQ(parse_time_as_ns("1732000000000000000", true), 1732000000000000000);  // epoch ns, exact
   EXPECT_EQ(canonical_rank_list("[0,1,  2]"), "[0, 1, 2]");
   EXPECT_EQ(canonical_rank_list("[]"), "[]");
   EXPECT_EQ(dtype_bytes("c10::BFloat16"), 2.0);

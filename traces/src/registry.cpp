@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "byte_source.hpp"
 #include "chopsim/common/error.hpp"
@@ -113,10 +114,19 @@ std::optional<std::int64_t> parse_time_as_ns(std::string_view token, bool token_
   const int kept_decimals = token_in_ns ? 0 : 3;  // fraction digits that are whole nanoseconds
   std::int64_t whole = 0;
   std::size_t digits = 0;
-  for (; i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) && digits < 19; ++i, ++digits)
-    whole = whole * 10 + (token[i] - '0');
+  bool overflow = false;
+  for (; i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) && digits < 19; ++i, ++digits) {
+    // 19 digits can exceed INT64_MAX ("9223372036854775808", found by fuzz_kineto in CI): stop before the
+    // multiplication overflows and let the exponent path below refuse or round the value.
+    const int digit = token[i] - '0';
+    if (whole > (std::numeric_limits<std::int64_t>::max() - digit) / 10) {
+      overflow = true;
+      break;
+    }
+    whole = whole * 10 + digit;
+  }
   // Plain decimal that fits int64 nanoseconds: exact integer arithmetic.
-  bool plain = digits > 0 && whole <= (std::int64_t{9'000'000'000'000'000'000} / scale);
+  bool plain = digits > 0 && !overflow && whole <= (std::int64_t{9'000'000'000'000'000'000} / scale);
   std::int64_t fraction_ns = 0;
   if (plain && i < token.size() && token[i] == '.') {
     ++i;
