@@ -19,14 +19,6 @@
 
 namespace chopsim::cli {
 
-bool mpi_available() {
-#ifdef CHOPSIM_WITH_MPI
-  return true;
-#else
-  return false;
-#endif
-}
-
 #ifdef CHOPSIM_WITH_MPI
 
 namespace {

@@ -9,9 +9,6 @@
 
 namespace chopsim::cli {
 
-/// True when this chopsim was built with MPI (CMake found it).
-[[nodiscard]] bool mpi_available();
-
 /// Runs the sweep as one rank of the MPI job that started this process (mpirun -n N chopsim sweep ... --mpi): each
 /// rank its shard, then rank 0 merges them into options.out_dir. Returns the merged result on rank 0, nothing on the
 /// other ranks. Throws on every rank when any rank failed (nothing merged), or when chopsim was built without MPI.

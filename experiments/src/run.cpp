@@ -101,7 +101,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   report.name = run.name;
   report.gpus = run.cluster.gpu_count();
   report.memory_by_stage = estimate_memory_by_stage(run.model, run.parallelism, run.training, run.hardware);
-  report.memory = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
+  report.memory = peak_stage_memory(report.memory_by_stage);
   report.out_of_memory = !report.memory.fits();
 
   AtomicOutputSet outputs;

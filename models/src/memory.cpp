@@ -243,13 +243,17 @@ std::vector<MemoryBreakdown> estimate_memory_by_stage(const TransformerSpec& mod
   return stages;
 }
 
-MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                                     const TrainingSpec& training, const HardwareSpec& hardware) {
-  const std::vector<MemoryBreakdown> stages = estimate_memory_by_stage(model, parallelism, training, hardware);
+MemoryBreakdown peak_stage_memory(const std::vector<MemoryBreakdown>& stages) {
+  if (stages.empty()) throw ModelError("memory: no pipeline stage");
   // The first of the largest (ties to the earlier stage).
   return *std::max_element(stages.begin(), stages.end(), [](const MemoryBreakdown& a, const MemoryBreakdown& b) {
     return a.total_bytes < b.total_bytes;
   });
+}
+
+MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
+                                     const TrainingSpec& training, const HardwareSpec& hardware) {
+  return peak_stage_memory(estimate_memory_by_stage(model, parallelism, training, hardware));
 }
 
 }  // namespace chopsim

@@ -135,14 +135,14 @@ int RankLayout::group_size(GroupRole role) const {
 
 namespace {
 
-/// Where a group sits inside the data group (dp x cp ranks with the same tp and pp, indexed by
-/// cp + CP*dp): members are first + stride*k for k in [0, size).
-struct DataGroupSlice {
+/// Where a group sits inside an index range: its members are first + stride*k for k in [0, size). For the data-group
+/// roles the index is cp + CP*dp (dp x cp ranks with the same tp and pp); for the expert roles, the stage's rank index.
+struct GroupSlice {
   int first = 0;
   int stride = 1;
 };
 
-DataGroupSlice data_slice(int data_index, GroupRole role, int shard_size) {
+GroupSlice data_slice(int data_index, GroupRole role, int shard_size) {
   switch (role) {
     case GroupRole::data:
       return {0, 1};
@@ -156,14 +156,9 @@ DataGroupSlice data_slice(int data_index, GroupRole role, int shard_size) {
   throw ModelError("RankLayout: not a data-group role");
 }
 
-/// An expert-layer group inside the pipeline stage: its members are the stage ranks first + stride*k for k in
-/// [0, size) (the stage's rank index is tp + TP*(cp + CP*dp), so a stage rank is that index plus the stage's base).
-struct StageSlice {
-  int first = 0;
-  int stride = 1;
-};
-
-StageSlice expert_slice(int stage_index, GroupRole role, int etp, int ep) {
+/// An expert-layer group inside the pipeline stage, as a slice of the stage's rank index tp + TP*(cp + CP*dp) (a
+/// stage rank is that index plus the stage's base).
+GroupSlice expert_slice(int stage_index, GroupRole role, int etp, int ep) {
   switch (role) {
     case GroupRole::expert_tp:  // consecutive blocks of etp ranks
       return {stage_index - stage_index % etp, 1};
@@ -212,11 +207,11 @@ std::vector<int> RankLayout::group(int rank, GroupRole role) const {
   if (is_expert_role(role)) {
     const int stage_size = p.tp * p.cp * p.dp;
     const int stage_base = rank - rank % stage_size;
-    const StageSlice slice = expert_slice(rank % stage_size, role, p.expert_tp(), p.ep);
+    const GroupSlice slice = expert_slice(rank % stage_size, role, p.expert_tp(), p.ep);
     for (int k = 0; k < size; ++k) members.push_back(stage_base + slice.first + slice.stride * k);
     return members;
   }
-  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
+  const GroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
   for (int k = 0; k < size; ++k) {
     const int data_index = slice.first + slice.stride * k;
     m.cp = data_index % p.cp;
@@ -284,7 +279,7 @@ int RankLayout::group_id(int rank, GroupRole role) const {
     const int stage_size = p.tp * p.cp * p.dp;
     return rank - rank % stage_size + expert_slice(rank % stage_size, role, p.expert_tp(), p.ep).first;
   }
-  const DataGroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
+  const GroupSlice slice = data_slice(c.cp + p.cp * c.dp, role, shard_size_);
   c.cp = slice.first % p.cp;
   c.dp = slice.first / p.cp;
   return rank_of(c);

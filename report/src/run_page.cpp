@@ -75,14 +75,9 @@ class Summary {
   }
   /// The keys and numbers of an object (summary.json writes them in a fixed order).
   std::vector<std::pair<std::string, double>> numbers_of(std::string_view key) const {
-    std::vector<std::pair<std::string, double>> out;
     simdjson::dom::object object;
-    if (root_.at_key(key).get(object)) return out;
-    for (const auto field : object) {
-      double d = 0.0;
-      if (!field.value.get_double().get(d)) out.emplace_back(std::string(field.key), d);
-    }
-    return out;
+    if (root_.at_key(key).get(object)) return {};
+    return numbers_in(object);
   }
 
   /// memory.stages: each pipeline stage's parts (key -> bytes) in order; empty for a summary written before chopsim
@@ -94,16 +89,21 @@ class Summary {
     for (const simdjson::dom::element stage : stages) {
       simdjson::dom::object parts;
       if (stage.at_key("breakdown_bytes").get(parts)) return {};
-      auto& row = out.emplace_back();
-      for (const auto field : parts) {
-        double d = 0.0;
-        if (!field.value.get_double().get(d)) row.emplace_back(std::string(field.key), d);
-      }
+      out.push_back(numbers_in(parts));
     }
     return out;
   }
 
  private:
+  static std::vector<std::pair<std::string, double>> numbers_in(simdjson::dom::object object) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto field : object) {
+      double d = 0.0;
+      if (!field.value.get_double().get(d)) out.emplace_back(std::string(field.key), d);
+    }
+    return out;
+  }
+
   simdjson::dom::parser parser_;
   simdjson::dom::element root_;
 };

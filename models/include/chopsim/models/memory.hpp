@@ -44,6 +44,9 @@ struct MemoryBreakdown {
                                                                     const TrainingSpec& training,
                                                                     const HardwareSpec& hardware);
 
+/// The stage of `stages` (non-empty) with the largest peak; the earlier one on a tie.
+[[nodiscard]] MemoryBreakdown peak_stage_memory(const std::vector<MemoryBreakdown>& stages);
+
 /// The stage with the largest peak (the one that runs out of memory first).
 [[nodiscard]] MemoryBreakdown estimate_peak_memory(const TransformerSpec& model, const ParallelismSpec& parallelism,
                                                    const TrainingSpec& training, const HardwareSpec& hardware);
