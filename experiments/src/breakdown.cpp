@@ -114,7 +114,7 @@ void LossBreakdownObserver::advance(Rank& rank, double time_s) const {
   for (Kernel& k : rank.kernels) {
     if (k.clock_hz != rank.clock_hz) {
       const double duration = compute_.duration_s(kernel_work(*k.op), rank.clock_hz);
-      k.ratio = duration > 0.0 ? k.max_clock_duration_s / duration : 1.0;
+      k.ratio = duration > 0.0 ? k.max_clock.duration_s / duration : 1.0;
       k.clock_hz = rank.clock_hz;
     }
     k.frequency_s += (1.0 - k.ratio) * dt;
@@ -135,7 +135,7 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
     Kernel k;
     k.op = &op;
     k.start_s = event.time_s;
-    k.max_clock_duration_s = compute_.duration_s(kernel_work(op), max_clock_hz_);
+    k.max_clock = compute_.timing(kernel_work(op), max_clock_hz_);
     rank.kernels.push_back(k);
     return;
   }
@@ -143,7 +143,7 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   if (it == rank.kernels.end()) return;
   const Kernel k = *it;
   rank.kernels.erase(it);
-  const KernelTiming timing = compute_.timing(kernel_work(op), max_clock_hz_);
+  const KernelTiming& timing = k.max_clock;
   const double duration = event.time_s - k.start_s;
   // The integrals are exact up to rounding; make the two stretch parts add up to the measured stretch.
   const double stretch = duration - timing.duration_s;

@@ -86,9 +86,9 @@ class LossBreakdownObserver final : public SimulationObserver {
   struct Kernel {
     const Op* op = nullptr;
     double start_s = 0.0;
-    double max_clock_duration_s = 0.0;  ///< d(f_max)
-    double clock_hz = -1.0;             ///< clock of the cached ratio
-    double ratio = 1.0;                 ///< d(f_max) / d(clock_hz)
+    KernelTiming max_clock;  ///< at f_max (its duration_s is d(f_max))
+    double clock_hz = -1.0;  ///< clock of the cached ratio
+    double ratio = 1.0;      ///< d(f_max) / d(clock_hz)
     double frequency_s = 0.0;
     double contention_s = 0.0;
   };

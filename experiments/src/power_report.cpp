@@ -15,6 +15,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kWindow1ms = 1e-3;
 constexpr double kWindow25ms = 0.025;  // the NVML sensor's averaging window (PowerReport::peak_25ms_w)
 constexpr double kWindow100ms = 0.1;
+/// The functionals PowerObserver::Gpu::windows tracks, in the order it tracks them.
+constexpr std::size_t kAverage1ms = 0, kAverage25ms = 1, kAverage100ms = 2, kRise1ms = 3;
 /// "Time below 90 % of the max clock" (the brief's clock metric).
 constexpr double kLowClockFraction = 0.9;
 }  // namespace
@@ -59,79 +61,100 @@ PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registrie
 
 // ---- windowed extremes ---------------------------------------------------------------------------------------
 
-WindowedExtreme::WindowedExtreme(std::vector<double> offsets, std::vector<double> coefficients, double scale)
-    : offsets_(std::move(offsets)),
-      coefficients_(std::move(coefficients)),
-      scale_(scale),
-      span_(*std::max_element(offsets_.begin(), offsets_.end())),
-      pending_(offsets_.size()),
-      cursors_(offsets_.size() * offsets_.size(), 0),
-      best_(-std::numeric_limits<double>::infinity()) {}
+std::size_t WindowedExtremes::track(std::vector<double> offsets, std::vector<double> coefficients, double scale) {
+  if (started_ || offsets.empty() || offsets.size() != coefficients.size())
+    throw ModelError("windowed extremes: track() needs matching offsets and coefficients, before the first point");
+  Functional f;
+  f.span = *std::max_element(offsets.begin(), offsets.end());
+  f.scale = scale;
+  f.next_candidate.assign(offsets.size(), 0);
+  f.cursors.assign(offsets.size() * offsets.size(), 0);
+  f.offsets = std::move(offsets);
+  f.coefficients = std::move(coefficients);
+  span_ = std::max(span_, f.span);
+  functionals_.push_back(std::move(f));
+  return functionals_.size() - 1;
+}
 
-double WindowedExtreme::energy_at(double time_s, std::size_t& cursor) const {
+double WindowedExtremes::energy_at(double time_s, std::size_t& cursor) const {
   // The last point at or before time_s. Point times are strictly increasing (add() merges equal ones).
-  std::size_t index = cursor > popped_ ? cursor - popped_ : 0;
-  while (index + 1 < points_.size() && points_[index + 1].time_s <= time_s) ++index;
-  cursor = index + popped_;
-  const Point& p = points_[index];
-  if (p.time_s > time_s) return points_.front().energy_j;  // before the start: E = 0 by convention
+  std::size_t index = std::max(cursor, popped_);
+  const std::size_t end = end_index();
+  while (index + 1 < end && point(index + 1).time_s <= time_s) ++index;
+  cursor = index;
+  const Point& p = point(index);
+  if (p.time_s > time_s) return point(popped_).energy_j;  // before the start: E = 0 by convention
   return p.energy_j + p.power_w * (time_s - p.time_s);
 }
 
-void WindowedExtreme::evaluate_until(double time_s) {
-  const std::size_t n = offsets_.size();
-  for (std::size_t q = 0; q < n; ++q) {
-    auto& queue = pending_[q];
-    while (!queue.empty() && queue.front() <= time_s) {
-      const double t = queue.front();
-      queue.pop_front();
-      if (t - span_ < start_s_ - 1e-15) continue;  // the window would start before the signal
-      double value = 0.0;
-      for (std::size_t j = 0; j < n; ++j) value += coefficients_[j] * energy_at(t - offsets_[j], cursors_[q * n + j]);
-      best_ = std::max(best_, value / scale_);
+void WindowedExtremes::evaluate_until(double time_s) {
+  const std::size_t end = end_index();
+  for (Functional& f : functionals_) {
+    const std::size_t n = f.offsets.size();
+    for (std::size_t q = 0; q < n; ++q) {
+      std::size_t& next = f.next_candidate[q];
+      for (; next < end; ++next) {
+        const double t = point(next).time_s + f.offsets[q];
+        if (t > time_s) break;
+        if (t - f.span < start_s_ - 1e-15) continue;  // the window would start before the signal
+        double value = 0.0;
+        for (std::size_t j = 0; j < n; ++j)
+          value += f.coefficients[j] * energy_at(t - f.offsets[j], f.cursors[q * n + j]);
+        f.best = std::max(f.best, value / f.scale);
+      }
     }
   }
 }
 
-void WindowedExtreme::add(double time_s, double power_w) {
+void WindowedExtremes::add(double time_s, double power_w) {
   if (!started_) {
     started_ = true;
     start_s_ = time_s;
     points_.push_back({time_s, 0.0, power_w});
   } else {
-    const Point& last = points_.back();
+    Point& last = points_.back();
     if (time_s == last.time_s) {
       // A second change at the same instant (a kernel ends and the next starts): E up to time_s is unchanged, and
-      // this breakpoint's candidates are queued already; only the power from here on changes.
-      points_.back().power_w = power_w;
+      // this breakpoint's candidates are pending already; only the power from here on changes.
+      last.power_w = power_w;
       return;
     }
     const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
     points_.push_back({time_s, energy, power_w});
   }
-  for (std::size_t j = 0; j < offsets_.size(); ++j) pending_[j].push_back(time_s + offsets_[j]);
   evaluate_until(time_s);
-  // Keep the point covering time_s - span (lookups never go further back).
-  while (points_.size() > 1 && points_[1].time_s <= time_s - span_) {
-    points_.pop_front();
+  // Keep the point covering time_s - span (lookups never go further back, and every point whose candidates are
+  // still pending is later than that).
+  while (points_.size() - head_ > 1 && points_[head_ + 1].time_s <= time_s - span_) {
+    ++head_;
     ++popped_;
+  }
+  if (head_ > 1024 && head_ * 2 > points_.size()) {  // compact: amortised O(1) per point
+    points_.erase(points_.begin(), points_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
 }
 
-double WindowedExtreme::finish(double end_s) {
-  if (!started_) return kNaN;
+void WindowedExtremes::finish(double end_s) {
+  if (!started_) return;
   add(end_s, points_.back().power_w);
   evaluate_until(end_s);
-  return std::isfinite(best_) ? best_ : kNaN;
+}
+
+double WindowedExtremes::extreme(std::size_t index) const {
+  const double best = functionals_.at(index).best;
+  return std::isfinite(best) ? best : kNaN;
 }
 
 // ---- the observer --------------------------------------------------------------------------------------------
 
-PowerObserver::Gpu::Gpu()
-    : average_1ms({0.0, kWindow1ms}, {1.0, -1.0}, kWindow1ms),
-      average_25ms({0.0, kWindow25ms}, {1.0, -1.0}, kWindow25ms),
-      average_100ms({0.0, kWindow100ms}, {1.0, -1.0}, kWindow100ms),
-      rise_1ms({0.0, kWindow1ms, 2.0 * kWindow1ms}, {1.0, -2.0, 1.0}, kWindow1ms) {}
+PowerObserver::Gpu::Gpu() {
+  // In the order of the kAverage*/kRise* indices.
+  windows.track({0.0, kWindow1ms}, {1.0, -1.0}, kWindow1ms);
+  windows.track({0.0, kWindow25ms}, {1.0, -1.0}, kWindow25ms);
+  windows.track({0.0, kWindow100ms}, {1.0, -1.0}, kWindow100ms);
+  windows.track({0.0, kWindow1ms, 2.0 * kWindow1ms}, {1.0, -2.0, 1.0}, kWindow1ms);
+}
 
 PowerObserver::PowerObserver(const Workload& workload, const RunSpec& run, const PowerSetup& setup)
     : workload_(workload), gpus_(static_cast<std::size_t>(workload.layout.world_size())) {
@@ -180,10 +203,7 @@ void PowerObserver::on_telemetry(const TelemetrySample& s) {
   g.peak_w = std::max(g.peak_w, s.power_w);
   g.peak_c = std::max(g.peak_c, s.temperature_c);
   if ((s.flags & kThrottleThermal) != 0 && g.first_thermal_s < 0.0) g.first_thermal_s = s.time_s;
-  g.average_1ms.add(s.time_s, s.power_w);
-  g.average_25ms.add(s.time_s, s.power_w);
-  g.average_100ms.add(s.time_s, s.power_w);
-  g.rise_1ms.add(s.time_s, s.power_w);
+  g.windows.add(s.time_s, s.power_w);
 }
 
 PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_per_iteration) {
@@ -212,10 +232,11 @@ PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_pe
     thermal += w * g.thermal_s;
     if (g.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
     r.peak_w = std::max(r.peak_w, g.peak_w);
-    const double a1 = g.average_1ms.finish(end_s);
-    const double a25 = g.average_25ms.finish(end_s);
-    const double a100 = g.average_100ms.finish(end_s);
-    const double rise = g.rise_1ms.finish(end_s);
+    g.windows.finish(end_s);
+    const double a1 = g.windows.extreme(kAverage1ms);
+    const double a25 = g.windows.extreme(kAverage25ms);
+    const double a100 = g.windows.extreme(kAverage100ms);
+    const double rise = g.windows.extreme(kRise1ms);
     // A run shorter than a window: its average over the whole run.
     r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.energy_j / end_s : a1);
     r.peak_25ms_w = std::max(r.peak_25ms_w, std::isnan(a25) ? g.energy_j / end_s : a25);

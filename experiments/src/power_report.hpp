@@ -3,7 +3,7 @@
 // built from a RunSpec, and the observer that turns telemetry into the PowerReport.
 
 #include <cstdint>
-#include <deque>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -28,18 +28,22 @@ struct PowerSetup {
 /// Builds the models named in run.power (none when run.power.dynamics is false).
 [[nodiscard]] PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries);
 
-/// The largest value of sum_j c_j E(t - o_j) / scale over t, for the energy E(t) = integral of a piecewise-constant
-/// power streamed as breakpoints in time order: the largest average over a window w (offsets {0, w}, coefficients
-/// {1, -1}, scale w) or the largest rise of that average within w (offsets {0, w, 2w}, {1, -2, 1}, scale w). E is
-/// piecewise linear, so the extreme lies where some t - o_j is a breakpoint; those candidates are evaluated as soon
-/// as E is known there. Memory: the breakpoints of the last max(o_j) seconds.
-class WindowedExtreme {
+/// The largest values of windowed functionals F(t) = sum_j c_j E(t - o_j) / scale over t, for the energy E(t) =
+/// integral of a piecewise-constant power streamed as breakpoints in time order: the largest average over a window
+/// w (offsets {0, w}, coefficients {1, -1}, scale w) or the largest rise of that average within w (offsets
+/// {0, w, 2w}, {1, -2, 1}, scale w). E is piecewise linear, so an extreme lies where some t - o_j is a breakpoint;
+/// those candidates are evaluated as soon as E is known there. All functionals share one buffer of breakpoints (the
+/// last max(o_j) seconds): a GPU's four power windows cost one breakpoint, not four.
+class WindowedExtremes {
  public:
-  WindowedExtreme(std::vector<double> offsets, std::vector<double> coefficients, double scale);
+  /// Tracks one more functional (before the first add()); returns its index for extreme().
+  std::size_t track(std::vector<double> offsets, std::vector<double> coefficients, double scale);
   /// The power is `power_w` from `time_s` on (non-decreasing times).
   void add(double time_s, double power_w);
-  /// Closes the signal at `end_s`; returns the extreme over t in [start + max offset, end] (or NaN if no such t).
-  [[nodiscard]] double finish(double end_s);
+  /// Closes the signal at `end_s`.
+  void finish(double end_s);
+  /// After finish(): functional `index`'s extreme over t in [start + its max offset, end] (NaN if no such t).
+  [[nodiscard]] double extreme(std::size_t index) const;
 
  private:
   struct Point {
@@ -47,21 +51,29 @@ class WindowedExtreme {
     double energy_j;  ///< E at time_s
     double power_w;   ///< from time_s to the next point
   };
-  /// E(time_s). `cursor` is the absolute index (points ever added before the front: popped_) of the point found by
-  /// the previous lookup of the same (candidate queue, offset) pair, whose times only grow: amortised O(1) instead
-  /// of a binary search over the window (the 100 ms window holds thousands of points).
+  struct Functional {
+    std::vector<double> offsets, coefficients;
+    double scale = 1.0, span = 0.0;
+    double best = -std::numeric_limits<double>::infinity();
+    /// Per offset q: the absolute index of the first point whose candidate t_i + o_q is not evaluated yet.
+    std::vector<std::size_t> next_candidate;
+    /// Per (offset q, offset j): the absolute index of the point the last lookup of E(t - o_j) for a candidate of
+    /// offset q found. Those times only grow: amortised O(1) per lookup instead of a binary search (the 100 ms
+    /// window holds thousands of points).
+    std::vector<std::size_t> cursors;
+  };
+  [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
+  [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
   [[nodiscard]] double energy_at(double time_s, std::size_t& cursor) const;
   void evaluate_until(double time_s);
 
-  std::vector<double> offsets_, coefficients_;
-  double scale_, span_;
-  std::deque<Point> points_;
-  std::vector<std::deque<double>> pending_;  ///< per offset: candidate times not yet evaluated
-  std::vector<std::size_t> cursors_;         ///< per (candidate queue, offset): see energy_at
-  std::size_t popped_ = 0;                   ///< points removed from the front of points_ so far
+  std::vector<Functional> functionals_;
+  double span_ = 0.0;          ///< the largest offset of all functionals: how far back lookups go
+  std::vector<Point> points_;  ///< points_[head_..] are the live breakpoints
+  std::size_t head_ = 0;
+  std::size_t popped_ = 0;  ///< points dropped from the front so far (the absolute index of points_[head_])
   double start_s_ = 0.0;
   bool started_ = false;
-  double best_;
 };
 
 /// Turns telemetry and op events into a PowerReport.
@@ -90,7 +102,7 @@ class PowerObserver final : public SimulationObserver {
     double peak_w = 0.0;
     double peak_c = -1e300;
     double first_thermal_s = -1.0;
-    WindowedExtreme average_1ms, average_25ms, average_100ms, rise_1ms;
+    WindowedExtremes windows;  ///< the power's 1, 25 and 100 ms averages and its 1 ms rise (kWindow* indices)
     Gpu();
   };
   void advance(Gpu& gpu, double time_s) const;

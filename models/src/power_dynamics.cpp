@@ -1,6 +1,7 @@
 #include "chopsim/models/power_dynamics.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -64,10 +65,15 @@ PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, c
 
 // ---- the governor's view -------------------------------------------------------------------------------------
 
-const KernelTiming& PowerDomain::timing_at(const Kernel& kernel, double clock_hz) const {
-  if (kernel.timed_clock_hz == clock_hz) return kernel.timing;
-  scratch_ = compute_.timing(kernel.work, clock_hz);
-  return scratch_;
+const KernelTiming& PowerDomain::timing_at(const Kernel& kernel, double clock_hz, double die_clock_hz) const {
+  // Two caches: the die's own clock (what the kernel runs at) and the last other clock a governor probed.
+  double& cached_clock = clock_hz == die_clock_hz ? kernel.timed_clock_hz : kernel.probed_clock_hz;
+  KernelTiming& cached = clock_hz == die_clock_hz ? kernel.timing : kernel.probed_timing;
+  if (cached_clock != clock_hz) {
+    cached = compute_.timing(kernel.work, clock_hz);
+    cached_clock = clock_hz;
+  }
+  return cached;
 }
 
 DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
@@ -78,16 +84,23 @@ DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
   const double share = busy / static_cast<double>(die.kernels.size());
   a.busy = busy;
   for (const Kernel& k : die.kernels) {
-    const KernelTiming& t = timing_at(k, clock_hz);
+    const KernelTiming& t = timing_at(k, clock_hz, die.clock_hz);
     (uses_tensor_cores(k.work) ? a.tensor : a.vector) += share * std::min(t.compute_utilization, 1.0);
     a.hbm += share * std::min(t.memory_utilization, 1.0);
   }
   return a;
 }
 
+double PowerDomain::power_at(const DieActivity& activity, double clock_hz, double temperature_c) const {
+  const auto bits = std::bit_cast<std::uint64_t>(clock_hz);
+  ScaleMemo& memo = scale_memo_[((bits * 0x9E3779B97F4A7C15ULL) >> 58) & 63];  // Fibonacci hashing, 6 bits
+  if (memo.clock_hz != clock_hz) memo = {clock_hz, power_.dynamic_scale(clock_hz)};
+  return power_.power_at_scale_w(activity, memo.scale, temperature_c);
+}
+
 double PowerDomain::die_power_w(int die, double clock_hz) const {
   const DieState& d = dies_[static_cast<std::size_t>(die)];
-  return power_.power_w(activity(d, clock_hz), clock_hz, d.temperature_c);
+  return power_at(activity(d, clock_hz), clock_hz, d.temperature_c);
 }
 
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
@@ -95,12 +108,12 @@ double PowerDomain::die_period_power_w(int die, double clock_hz) const {
   if (!(d.period_s > 0.0)) return die_power_w(die, clock_hz);
   DieActivity average;
   add_scaled(average, d.period_load, 1.0 / d.period_s);
-  return power_.power_w(average, clock_hz, d.temperature_c);
+  return power_at(average, clock_hz, d.temperature_c);
 }
 
 void PowerDomain::refresh_power(DieState& d) const {
   d.activity = activity(d, d.clock_hz);
-  d.power_w = power_.power_w(d.activity, d.clock_hz, d.temperature_c);
+  d.power_w = power_at(d.activity, d.clock_hz, d.temperature_c);
 }
 
 double PowerDomain::slowdown_c() const { return thermal_.params().slowdown_c; }
@@ -271,14 +284,10 @@ double PowerDomain::kernel_rate(int die, KernelHandle kernel) const {
   const DieState& d = dies_.at(static_cast<std::size_t>(die));
   const auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [&](const Kernel& k) { return k.handle == kernel; });
   if (it == d.kernels.end()) throw ModelError("power domain: asking the rate of a kernel that is not running");
-  const Kernel& k = *it;
-  if (k.timed_clock_hz != d.clock_hz) {
-    k.timing = compute_.timing(k.work, d.clock_hz);
-    k.timed_clock_hz = d.clock_hz;
-  }
-  if (!(k.timing.duration_s > 0.0)) return kInfinity;
+  const KernelTiming& timing = timing_at(*it, d.clock_hz, d.clock_hz);
+  if (!(timing.duration_s > 0.0)) return kInfinity;
   const double busy = 1.0 - settings_.comm_compute_slowdown * (d.communications > 0 ? 1.0 : 0.0);
-  return busy / static_cast<double>(d.kernels.size()) / k.timing.duration_s;
+  return busy / static_cast<double>(d.kernels.size()) / timing.duration_s;
 }
 
 bool PowerDomain::computing() const {

@@ -51,14 +51,20 @@ TEST(PowerStatistics, WindowedPeakAndRiseMatchBruteForce) {
     }
     const double end = t;
     const double w = 1e-3;
-    detail::WindowedExtreme average({0.0, w}, {1.0, -1.0}, w);
-    detail::WindowedExtreme rise({0.0, w, 2.0 * w}, {1.0, -2.0, 1.0}, w);
-    for (const auto& [time, power] : points) {
-      average.add(time, power);
-      rise.add(time, power);
-    }
-    const double got_average = average.finish(end);
-    const double got_rise = rise.finish(end);
+    // Both functionals on one buffer, with a longer window tracked too so that the buffer outlives the short ones.
+    detail::WindowedExtremes windows;
+    const std::size_t average = windows.track({0.0, w}, {1.0, -1.0}, w);
+    const std::size_t rise = windows.track({0.0, w, 2.0 * w}, {1.0, -2.0, 1.0}, w);
+    const std::size_t long_average = windows.track({0.0, 10 * w}, {1.0, -1.0}, 10 * w);
+    for (const auto& [time, power] : points) windows.add(time, power);
+    windows.finish(end);
+    const double got_average = windows.extreme(average);
+    const double got_rise = windows.extreme(rise);
+    double best_long = 0.0;
+    for (double x = 10 * w; x <= end; x += 1e-6)
+      best_long = std::max(best_long, brute_average(points, end, x - 10 * w, x));
+    EXPECT_GE(windows.extreme(long_average), best_long - 1e-9);
+    EXPECT_LE(windows.extreme(long_average), best_long + 900.0 * 1e-6 / (10 * w) * 2);
     double best_average = 0.0, best_rise = -1e300;
     for (double x = w; x <= end; x += 1e-6) best_average = std::max(best_average, brute_average(points, end, x - w, x));
     for (double x = 2 * w; x <= end; x += 1e-6)

@@ -49,7 +49,13 @@ class PowerModel {
  public:
   virtual ~PowerModel() = default;
   /// Power (W) of a die with `activity` at core clock `clock_hz` and temperature `temperature_c` (°C).
-  [[nodiscard]] virtual double power_w(const DieActivity& activity, double clock_hz, double temperature_c) const = 0;
+  [[nodiscard]] double power_w(const DieActivity& activity, double clock_hz, double temperature_c) const {
+    return power_at_scale_w(activity, dynamic_scale(clock_hz), temperature_c);
+  }
+  /// The same at a clock whose dynamic_scale() the caller already has: a power domain evaluates many loads at the
+  /// few clocks of the governor's steps and computes g(f) (a pow()) once per clock.
+  [[nodiscard]] virtual double power_at_scale_w(const DieActivity& activity, double dynamic_scale,
+                                                double temperature_c) const = 0;
   /// g(f): dynamic power at `clock_hz` relative to the max clock at equal activity.
   [[nodiscard]] virtual double dynamic_scale(double clock_hz) const = 0;
   [[nodiscard]] virtual const PowerParams& params() const = 0;

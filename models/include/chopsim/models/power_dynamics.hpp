@@ -12,6 +12,7 @@
 // d(f) at clock f (ComputeModel::timing) progresses at share / d(f) of itself per second, so a clock change stretches
 // compute-bound kernels in proportion and memory-bound ones hardly at all (only their compute limit scales).
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -109,8 +110,10 @@ class PowerDomain final : private GovernorContext {
   struct Kernel {
     KernelHandle handle = 0;
     KernelWork work;
-    mutable double timed_clock_hz = -1.0;  ///< clock `timing` was computed at (a cache)
+    mutable double timed_clock_hz = -1.0;  ///< clock `timing` was computed at (a cache of the die's clock)
     mutable KernelTiming timing;
+    mutable double probed_clock_hz = -1.0;  ///< clock `probed_timing` was computed at (the governor's last probe)
+    mutable KernelTiming probed_timing;
   };
   struct DieState {
     PowerDomainSettings::Die settings;
@@ -149,7 +152,10 @@ class PowerDomain final : private GovernorContext {
   // GovernorContext::temperature_c is the public accessor above.
 
   DieActivity activity(const DieState& die, double clock_hz) const;
-  const KernelTiming& timing_at(const Kernel& kernel, double clock_hz) const;
+  /// power_.power_w(activity, clock_hz, temperature_c), with g(clock_hz) from scale_memo_.
+  double power_at(const DieActivity& activity, double clock_hz, double temperature_c) const;
+  /// The kernel's timing at `clock_hz`, cached per kernel (`die_clock_hz`: the clock its die runs at now).
+  const KernelTiming& timing_at(const Kernel& kernel, double clock_hz, double die_clock_hz) const;
   void integrate(double time_s);
   /// Asks the governor, applies its clocks, refreshes powers, notifies and reports.
   void decide();
@@ -176,7 +182,13 @@ class PowerDomain final : private GovernorContext {
   bool load_changed_in_period_ = false;
   KernelHandle next_handle_ = 1;
   PowerDomainStats stats_;
-  mutable KernelTiming scratch_;
+  /// g(f) of the clocks seen lately, direct-mapped by the clock's bits (the governor's search evaluates the same few
+  /// clock steps at every decision; a pow() each was a tenth of a large run's time).
+  struct ScaleMemo {
+    double clock_hz = -1.0;
+    double scale = 0.0;
+  };
+  mutable std::array<ScaleMemo, 64> scale_memo_{};
 };
 
 }  // namespace chopsim
