@@ -87,16 +87,21 @@ double WindowedExtremes::energy_at(double time_s, std::size_t& cursor) const {
   return p.energy_j + p.power_w * (time_s - p.time_s);
 }
 
-void WindowedExtremes::evaluate_until(double time_s) {
+void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
   const std::size_t end = end_index();
   for (Functional& f : functionals_) {
     const std::size_t n = f.offsets.size();
     for (std::size_t q = 0; q < n; ++q) {
       std::size_t& next = f.next_candidate[q];
       for (; next < end; ++next) {
-        const double t = point(next).time_s + f.offsets[q];
-        if (t > time_s) break;
+        const Point& p = point(next);
+        const double t = p.time_s + f.offsets[q];
+        if (inclusive ? t > time_s : t >= time_s) break;
         if (t - f.span < start_s_ - 1e-15) continue;  // the window would start before the signal
+        // F is piecewise linear in t; its slope changes here by c_q (P_i - P_(i-1)) / scale. Where that is
+        // positive F is convex, and no maximum lies there unless another candidate at the same t bends it down
+        // (that one is evaluated, with the same value). The first point has no previous power: always evaluated.
+        if (next > popped_ && f.coefficients[q] * (p.power_w - point(next - 1).power_w) > 0.0) continue;
         double value = 0.0;
         for (std::size_t j = 0; j < n; ++j)
           value += f.coefficients[j] * energy_at(t - f.offsets[j], f.cursors[q * n + j]);
@@ -122,10 +127,12 @@ void WindowedExtremes::add(double time_s, double power_w) {
     const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
     points_.push_back({time_s, energy, power_w});
   }
-  evaluate_until(time_s);
-  // Keep the point covering time_s - span (lookups never go further back, and every point whose candidates are
-  // still pending is later than that).
-  while (points_.size() - head_ > 1 && points_[head_ + 1].time_s <= time_s - span_) {
+  // Candidates before time_s only: a candidate at time_s itself needs the power from time_s on to tell whether F
+  // bends down there, and a change at the same instant may still replace it.
+  evaluate_until(time_s, false);
+  // Keep the last point before time_s - span (lookups never go further back, and every point whose candidates are
+  // still pending is at or after that time, so its previous point, whose power the slope test reads, is kept).
+  while (points_.size() - head_ > 1 && points_[head_ + 1].time_s < time_s - span_) {
     ++head_;
     ++popped_;
   }
@@ -138,7 +145,7 @@ void WindowedExtremes::add(double time_s, double power_w) {
 void WindowedExtremes::finish(double end_s) {
   if (!started_) return;
   add(end_s, points_.back().power_w);
-  evaluate_until(end_s);
+  evaluate_until(end_s, true);
 }
 
 double WindowedExtremes::extreme(std::size_t index) const {

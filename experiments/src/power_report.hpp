@@ -65,7 +65,8 @@ class WindowedExtremes {
   [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
   [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
   [[nodiscard]] double energy_at(double time_s, std::size_t& cursor) const;
-  void evaluate_until(double time_s);
+  /// Evaluates the candidates at times before `time_s` (and at `time_s` when `inclusive`).
+  void evaluate_until(double time_s, bool inclusive);
 
   std::vector<Functional> functionals_;
   double span_ = 0.0;          ///< the largest offset of all functionals: how far back lookups go

@@ -5,8 +5,9 @@
 //   barrier (a waiter on the rank's completion counter of that stream), on the host (a waiter on the rank's host
 //   release, or a timer at its launch), on its pipeline peer, on a kernel, on transfers, on a synchronised step or a
 //   step's latency. Whoever unblocks it puts it on the ready list; the loop runs the ready list, then re-solves the
-//   network, then takes the next timer of a binary heap keyed by (time, insertion sequence), so ties resolve the same
-//   way on every run. Timers that a rate change made stale carry an old version and are skipped.
+//   network, then takes the next timer in (time, insertion sequence) order (timer_queue.hpp), so ties resolve the same
+//   way on every run. Timers that a rate change made stale carry an old version and are skipped; a power domain's
+//   next timed decision is a re-armable slot instead.
 // * Kernels share their GPU as the SimGrid host's max-min CPU sharing shares it: n kernels each get 1/n, and while
 //   communication runs on the GPU they share 1 - comm_compute_slowdown (the bounded load Exec of the SimGrid engine).
 //   Under power dynamics with moving clocks a kernel progresses at the power domain's kernel_rate (share / d(f)), and
@@ -39,6 +40,7 @@
 #include "flow_network.hpp"
 #include "host_plan.hpp"
 #include "symmetry.hpp"
+#include "timer_queue.hpp"
 
 namespace chopsim::sim_detail {
 namespace {
@@ -51,21 +53,6 @@ constexpr std::size_t kStuckReported = 80;
 double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
 
 enum class TimerKind : std::uint8_t { wake, flow_start, flow_end, kernel_end, domain };
-
-struct Timer {
-  double time_s = 0.0;
-  std::uint64_t sequence = 0;
-  std::uint32_t target = 0;
-  std::uint32_t version = 0;
-  TimerKind kind = TimerKind::wake;
-};
-
-/// Heap order: the earliest time first, then the earliest inserted.
-struct TimerLater {
-  bool operator()(const Timer& a, const Timer& b) const {
-    return a.time_s != b.time_s ? a.time_s > b.time_s : a.sequence > b.sequence;
-  }
-};
 
 enum class Phase : std::uint8_t {
   begin_op,
@@ -398,8 +385,8 @@ class FastSimulation final : private TelemetrySink {
     std::vector<PowerDomainSettings> packages = power_packages(*power_, prepared_.world_size(), slowdown_);
     const std::size_t count = packages.size();
     domain_ranks_.resize(count);
-    domain_timer_version_.assign(count, 0);
     domain_timer_s_.assign(count, kInfinity);
+    timers_.resize_slots(count);
     for (int d = 0; d < static_cast<int>(count); ++d) {
       PowerDomainSettings& settings = packages[static_cast<std::size_t>(d)];
       // A package of representatives holds representatives only (RankClasses); the others are not simulated.
@@ -441,24 +428,18 @@ class FastSimulation final : private TelemetrySink {
       }
       if (timers_.empty()) return;
       // Every timer of this instant before the ready list runs and the network is re-solved.
-      const double instant = timers_.front().time_s;
+      const double instant = timers_.next_time_s();
       now_ = instant;
-      while (!timers_.empty() && timers_.front().time_s == instant) {
-        std::pop_heap(timers_.begin(), timers_.end(), TimerLater{});
-        const Timer timer = timers_.back();
-        timers_.pop_back();
-        fire(timer);
-      }
+      while (!timers_.empty() && timers_.next_time_s() == instant) fire(timers_.pop());
     }
   }
 
   void push_timer(double time_s, TimerKind kind, std::uint32_t target, std::uint32_t version = 0) {
-    timers_.push_back({std::max(time_s, now_), next_sequence_++, target, version, kind});
-    std::push_heap(timers_.begin(), timers_.end(), TimerLater{});
+    timers_.push(std::max(time_s, now_), static_cast<std::uint8_t>(kind), target, version);
   }
 
-  void fire(const Timer& timer) {
-    switch (timer.kind) {
+  void fire(const TimerEntry& timer) {
+    switch (static_cast<TimerKind>(timer.kind)) {
       case TimerKind::wake:
         ready_.push_back(timer.target);
         return;
@@ -482,8 +463,7 @@ class FastSimulation final : private TelemetrySink {
       }
       case TimerKind::domain: {
         const auto d = static_cast<std::size_t>(timer.target);
-        if (domain_timer_version_[d] != timer.version) return;
-        domain_timer_s_[d] = kInfinity;
+        domain_timer_s_[d] = kInfinity;  // the slot fired and is disarmed
         domains_[d]->advance_to(now_);
         update_domain_timer(timer.target);
         return;
@@ -1079,10 +1059,8 @@ class FastSimulation final : private TelemetrySink {
     const auto d = static_cast<std::size_t>(domain);
     const double next = domains_[d]->computing() ? domains_[d]->next_event_s() : kInfinity;
     if (next == domain_timer_s_[d]) return;
-    ++domain_timer_version_[d];
     domain_timer_s_[d] = next;
-    if (next < kInfinity)
-      push_timer(next, TimerKind::domain, static_cast<std::uint32_t>(domain), domain_timer_version_[d]);
+    timers_.arm(d, next < kInfinity ? std::max(next, now_) : kInfinity, static_cast<std::uint8_t>(TimerKind::domain));
   }
 
   // ---- deadlock ----------------------------------------------------------------------------------------------------
@@ -1162,7 +1140,6 @@ class FastSimulation final : private TelemetrySink {
   const double host_launch_s_;
   double slowdown_ = 0.0;
   double now_ = 0.0;
-  std::uint64_t next_sequence_ = 0;
   std::size_t finished_ = 0;
   SimulationStats stats_;
 
@@ -1170,7 +1147,8 @@ class FastSimulation final : private TelemetrySink {
   std::vector<StreamRun> runs_;
   std::vector<HostPlan> host_plans_;  ///< per program
   std::vector<std::uint32_t> ready_;
-  std::vector<Timer> timers_;
+  /// One-shot timers, and one slot per power domain for its next timed decision.
+  TimerQueue timers_;
 
   std::vector<Route> routes_;
   std::unordered_map<std::uint64_t, std::uint32_t> route_of_pair_;
@@ -1189,7 +1167,6 @@ class FastSimulation final : private TelemetrySink {
   std::vector<std::unique_ptr<PowerDomain>> domains_;
   std::vector<std::unique_ptr<DomainListener>> listeners_;
   std::vector<std::vector<int>> domain_ranks_;
-  std::vector<std::uint32_t> domain_timer_version_;
   std::vector<double> domain_timer_s_;
 };
 
