@@ -80,7 +80,8 @@ inline constexpr std::string_view kRunUsage =
     "      --timeline-ranks LIST  GPUs timeline.json shows, e.g. 0,8,16 (default: every GPU simulated, one per\n"
     "                       symmetry class; a GPU not simulated is shown through its class's representative)\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n"
-    "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations)\n"
+    "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations), and\n"
+    "                       write a timeline.json estimated above 2 GiB\n"
     "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";

@@ -117,6 +117,12 @@ class TimelineWriter final : public SimulationObserver {
   /// `ranks`: the GPUs to show (empty: every GPU that has events).
   TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
                  std::vector<int> ranks = {});
+  /// Refuse (OutputError, before the first event is written) a timeline whose estimated size exceeds `max_bytes`:
+  /// the ranks it shows x their ops x `iterations` x kTimelineBytesPerOp (with telemetry when `telemetry`).
+  /// `source`: the run file, for the message.
+  void limit_size(double max_bytes, int iterations, bool telemetry, std::string source);
+  /// The estimate limit_size() checks, once the ranks shown are known (0 before).
+  [[nodiscard]] double estimated_bytes() const;
   ~TimelineWriter() override;
   /// Under symmetry the timeline shows the representatives, each labelled with the GPUs it stands for.
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override;

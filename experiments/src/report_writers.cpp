@@ -43,6 +43,12 @@ const Op& op_of(const Workload& workload, const OpEvent& event) {
 std::string_view category_label(const Op& op) {
   return op.kind == OpKind::compute ? std::string_view("compute") : to_string(op.category);
 }
+
+/// Bytes of timeline.json per op of a GPU shown, for TimelineWriter::limit_size's estimate: an op's complete event
+/// ("X") averaged 235 bytes, and under power dynamics the power, clock and temperature points written around it
+/// another 2.1 counter events of 92 bytes (Llama-3-70B on 64 H100: 1.49 M ops, 3.08 M counter points, 643 MB).
+constexpr double kTimelineBytesPerOp = 240.0;
+constexpr double kTimelineTelemetryBytesPerOp = 195.0;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -62,6 +68,12 @@ struct TimelineWriter::State {
   bool described = false;      ///< the process and thread names are written
   std::vector<int> requested;  ///< the GPUs asked for (empty: all)
   std::vector<char> shown;     ///< per rank: its events are written (empty: all)
+  double max_bytes = 0.0;      ///< limit_size(): 0 = no limit
+  int iterations = 1;
+  bool telemetry = false;
+  std::string source;
+  double estimated_bytes = 0.0;
+  int ranks_shown = 0;
 
   State(const Workload& w, const std::filesystem::path& path)
       : workload(w), file(open_for_writing(path)), json(file, 0) {}
@@ -95,6 +107,9 @@ struct TimelineWriter::State {
       json.key("args").begin_object().field("name", label).end_object().end_object();
       json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
       json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
+      ++ranks_shown;
+      estimated_bytes += static_cast<double>(workload.program(rank).op_count()) * iterations *
+                         (kTimelineBytesPerOp + (telemetry ? kTimelineTelemetryBytesPerOp : 0.0));
       const auto& streams = workload.program(rank).streams;
       for (std::size_t s = 0; s < streams.size(); ++s) {
         json.begin_object()
@@ -105,7 +120,20 @@ struct TimelineWriter::State {
         json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
       }
     }
+    if (max_bytes > 0.0 && estimated_bytes > max_bytes)
+      throw InputError({source}, "",
+                       "the timeline would be about " + format_bytes(estimated_bytes) + " (" +
+                           std::to_string(ranks_shown) + " GPUs shown x " + std::to_string(iterations) +
+                           " iterations), more than the " + format_bytes(max_bytes) + " chopsim writes without --force",
+                       "show fewer GPUs (--timeline-ranks 0,8), run fewer iterations, or pass --force");
   }
+
+  [[nodiscard]] int shown_count() const {
+    int count = 0;
+    for (int rank = 0; rank < workload.layout.world_size(); ++rank) count += shows(rank) ? 1 : 0;
+    return count;
+  }
+  [[nodiscard]] bool shows(int rank) const { return shown.empty() || shown[static_cast<std::size_t>(rank)] != 0; }
 };
 
 TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
@@ -128,6 +156,15 @@ void TimelineWriter::on_rank_classes(const std::vector<std::uint32_t>& represent
 }
 
 TimelineWriter::~TimelineWriter() = default;
+
+void TimelineWriter::limit_size(double max_bytes, int iterations, bool telemetry, std::string source) {
+  state_->max_bytes = max_bytes;
+  state_->iterations = std::max(iterations, 1);
+  state_->telemetry = telemetry;
+  state_->source = std::move(source);
+}
+
+double TimelineWriter::estimated_bytes() const { return state_->estimated_bytes; }
 
 void TimelineWriter::on_op_event(const OpEvent& event) {
   state_->describe({});  // every GPU, unless the classes came first

@@ -146,6 +146,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     if (write_files) {
       timeline = std::make_unique<detail::TimelineWriter>(workload, outputs.stage(options.output_dir / "timeline.json"),
                                                           run.cluster.gpus_per_node, options.timeline_ranks);
+      timeline->limit_size(options.force ? 0.0 : kLargestTimelineBytes, run.iterations, power.enabled(),
+                           run.source.string());
       ops_table =
           std::make_unique<detail::OpsTableWriter>(workload, outputs.stage(options.output_dir / "ops.h5"), run.name);
       if (power.enabled())

@@ -128,6 +128,7 @@ config("micro_batch_zero", replaced("  micro_batch: 2", "  micro_batch: 0"), "mi
 config("seq_len_negative", replaced("  seq_len: 8192", "  seq_len: -1"), "seq_len")
 config("iterations_zero", replaced("iterations: 1", "iterations: 0"), "iterations")
 config("iterations_huge", replaced("iterations: 1", "iterations: 1000000000"), "--force")
+config("timeline_huge", replaced("iterations: 1", "iterations: 5000"), "--timeline-ranks")
 config("nodes_huge", replaced("  nodes: 1", "  nodes: 100000000"), "nodes")
 config("dp_overflow", replaced("  dp: 8", "  dp: 99999999999999999999"), "parallelism.dp")
 config("power_cap_huge", BASE + "power: {cap_w: 1e308}\n", "cap_w")

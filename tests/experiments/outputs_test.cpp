@@ -3,6 +3,7 @@
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -209,6 +210,42 @@ TEST(RunOutputs, TimelineShowsTheChosenGpusThroughTheirClasses) {
   options.timeline_ranks = {32};
   EXPECT_THROW((void)run_simulation(run, registries, options), ModelError);
   EXPECT_FALSE(std::filesystem::exists(dir / "bad" / "timeline.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RunOutputs, TimelineTooLargeIsRefusedBeforeTheRunWithItsEstimatedSize) {
+  // The quick start writes a few MB of timeline per iteration; 700 iterations would pass kLargestTimelineBytes (2 GiB).
+  // The run is refused before its first event with the estimate, which must track the real size of one iteration.
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "llama3-8b-fsdp.yaml";
+  RunSpec run = load_run_config(config, default_search_path(config), registries);
+  const auto dir = fresh_directory("timeline_bound");
+  RunOptions options;
+  options.output_dir = dir / "one";
+  (void)run_simulation(run, registries, options);
+  const double one_iteration = static_cast<double>(std::filesystem::file_size(dir / "one" / "timeline.json"));
+  const int iterations = static_cast<int>(std::ceil(kLargestTimelineBytes / one_iteration * 1.5));
+  run.iterations = iterations;
+  options.output_dir = dir / "many";
+  try {
+    (void)run_simulation(run, registries, options);
+    FAIL() << "a timeline of about " << one_iteration * iterations << " bytes was written";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("--force"), std::string::npos) << message;
+    EXPECT_NE(message.find("--timeline-ranks"), std::string::npos) << message;
+    // "about 3.1 GiB": within a factor of 1.5 of what the iterations would write.
+    const auto at = message.find("about ");
+    ASSERT_NE(at, std::string::npos) << message;
+    const double gib = std::stod(message.substr(at + 6));
+    ASSERT_NE(message.find("GiB", at), std::string::npos) << message;
+    const double expected_gib = one_iteration * iterations / (1024.0 * 1024.0 * 1024.0);
+    EXPECT_GT(gib, expected_gib / 1.5);
+    EXPECT_LT(gib, expected_gib * 1.5);
+  }
+  // Nothing left behind: no timeline, no temporary file.
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "many"))
+    ADD_FAILURE() << "left behind: " << entry.path();
   std::filesystem::remove_all(dir);
 }
 

@@ -81,7 +81,8 @@ struct RunOptions {
   /// GPUs the timeline shows (empty: every GPU simulated, i.e. one per symmetry class). Under symmetry a GPU that
   /// is not simulated is shown through the representative of its class.
   std::vector<int> timeline_ranks;
-  /// Simulate even a run larger than kLargestRunOps (`chopsim run --force`).
+  /// Simulate even a run larger than kLargestRunOps, and write a timeline larger than kLargestTimelineBytes
+  /// (`chopsim run --force`).
   bool force = false;
 };
 
@@ -89,6 +90,11 @@ struct RunOptions {
 /// runs (10^9 iterations ran until killed). The Llama 3 paper's 405B setup on 16,384 GPUs has ~6e8 per iteration.
 inline constexpr double kLargestRunOps = 2e10;
 
+/// Estimated timeline.json bytes a run may write unless RunOptions::force: the estimate (the GPUs it shows x their
+/// ops x iterations x the bytes of an op event and of the power, clock and temperature points around it) is made
+/// before the first event, so a run that would write more stops at once instead of filling the disk (a 512-GPU run
+/// showing every GPU wrote 2.8 GB). 2 GiB is about the largest JSON trace the Perfetto UI loads in a browser tab.
+inline constexpr double kLargestTimelineBytes = 2.0 * 1024 * 1024 * 1024;
 struct RunReport {
   std::string name;
   int gpus = 0;
