@@ -239,6 +239,29 @@ TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
   EXPECT_NE(test::input_error([&] { (void)import_megatron(bad, options); }).find("--num-layers"), std::string::npos);
 }
 
+TEST_F(Import, MegatronDefaultBucketFollowsTheClustersGpusPerNode) {
+  // Megatron-Core's default gradient bucket is max(40e6, 1e6 x data-parallel size) parameters; the data-parallel size
+  // is nodes x GPUs per node / (tp x pp x cp), so a node of 4 GPUs halves it (the importer assumed 8 before).
+  const fs::path args = write("dp.args",
+                              "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
+                              "--micro-batch-size 1 --global-batch-size 1024 --bf16\n");
+  std::string four(read_text(test::configs_dir() / "clusters" / "dgx-h100.yaml"));
+  four.replace(four.find("gpus_per_node: 8"), 16, "gpus_per_node: 4");
+  four.replace(four.find("nics_per_node: 8"), 16, "nics_per_node: 4");
+  const fs::path four_gpu_cluster = write("four-gpu-nodes.yaml", four);
+  const double bf16_mib_per_million = 1e6 * 2.0 / (1 << 20);
+  for (const auto& [cluster, gpus_per_node] :
+       std::vector<std::pair<std::string, int>>{{"dgx-h100", 8}, {four_gpu_cluster.string(), 4}}) {
+    ImportOptions options = dgx_h100(16);
+    options.cluster = cluster;
+    const ImportResult result = import_megatron(args, options);
+    const RunSpec run = load_run_config(write("bucket.yaml", result.yaml), options.search, registries_);
+    const int dp = 16 * gpus_per_node;  // tp = pp = cp = 1
+    EXPECT_EQ(run.parallelism.dp, dp) << cluster;
+    EXPECT_NEAR(run.training.dp_bucket_bytes / (1 << 20), dp * bf16_mib_per_million, 0.05) << cluster;
+  }
+}
+
 TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
   // llm-foundry's MPT-7B YAML with the settings of one published H100 benchmark row, imported for one DGX H100
   // node, predicts what the validation table predicts for that row (the same rules, reached from the YAML).
