@@ -103,15 +103,17 @@ inline constexpr std::string_view kReportUsage =
     "      of the validation.csv chopsim validate writes: predicted against measured with a ±10 % band, error by\n"
     "      group (docs/report.md). Default: PATH/report.html, or validation.html beside validation.csv.\n";
 inline constexpr std::string_view kSweepUsage =
-    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N | --mpi] [--report]\n"
-    "  sweep merge SWEEP --out DIR SHARD_DIR...\n"
+    "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N | --mpi] [--objective NAME] [--report]\n"
+    "  sweep merge SWEEP --out DIR [--objective NAME] SHARD_DIR...\n"
     "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
     "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
     "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"
     "      of throughput vs energy per token and the effect of each axis. --shard I/N runs the points\n"
     "      whose index % N is I (a job array's task); merge joins the shards' folders into DIR. --mpi under\n"
     "      mpirun -n N (or srun) does both: each MPI rank runs its share, rank 0 merges them into DIR. --report\n"
-    "      also writes DIR/report.html (chopsim report).\n";
+    "      also writes DIR/report.html (chopsim report). --objective ranks by tokens_per_s, energy_per_token,\n"
+    "      mfu, cost_per_token (needs the sweep's cost:) or time_to_train (needs its goal_tokens:) instead of\n"
+    "      the sweep file's objective.\n";
 inline constexpr std::string_view kStudyUsage =
     "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--report]\n"
     "      A procurement study (docs/studies.md): one training job on each candidate system of STUDY. Each\n"

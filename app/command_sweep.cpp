@@ -39,13 +39,20 @@ std::pair<int, int> parse_shard(const std::string& text) {
   return {index, count};
 }
 
+/// --objective NAME over the sweep file's objective, checked against what the sweep gives before anything runs.
+void apply_objective(const Arguments& args, SweepSpec& spec) {
+  if (const auto name = args.option("--objective")) choose_objective(spec, *name, {"command line (--objective)"});
+  check_objective_inputs(spec);
+}
+
 /// `chopsim sweep merge SWEEP --out DIR SHARD_DIR...`
 int merge(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o"}, {});
+  const Arguments args(raw, {"--out", "-o", "--objective"}, {});
   if (args.positional().size() < 2)
     throw argument_error("sweep merge takes the SWEEP file and the shards' --out folders",
                          "write chopsim sweep merge SWEEP.yaml --out DIR shard-0 shard-1 ...");
-  const SweepSpec spec = load_sweep(args.positional()[0]);
+  SweepSpec spec = load_sweep(args.positional()[0]);
+  apply_objective(args, spec);
   const auto out = args.option("--out").value_or(args.option("-o").value_or(""));
   if (out.empty()) throw argument_error("sweep merge needs --out DIR", "name the folder of the merged results");
   const std::vector<std::filesystem::path> shards(args.positional().begin() + 1, args.positional().end());
@@ -58,13 +65,15 @@ int merge(const std::vector<std::string>& raw) {
 
 int command_sweep(const std::vector<std::string>& raw) {
   if (!raw.empty() && raw.front() == "merge") return merge({raw.begin() + 1, raw.end()});
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard"}, {"--report", "--mpi"});
+  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard", "--objective"},
+                       {"--report", "--mpi"});
   if (args.positional().size() != 1)
     throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];
   const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
-  const SweepSpec spec = load_sweep(file);
+  SweepSpec spec = load_sweep(file);
+  apply_objective(args, spec);
   const auto registries = ModelRegistries::with_builtins();
   ConfigSearchPath search = default_search_path(spec.base);
   if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);

@@ -14,6 +14,7 @@
 
 #include "chopsim/common/atomic_output.hpp"
 #include "config_internal.hpp"
+#include "cost_internal.hpp"
 #include "csv_text.hpp"
 
 namespace chopsim {
@@ -27,38 +28,6 @@ using config_detail::RealRule;
 using config_detail::Scope;
 
 namespace {
-
-constexpr double kSecondsPerHour = 3600.0;
-constexpr double kJoulesPerKwh = 3.6e6;
-constexpr double kSecondsPerYear = 365.25 * 86400.0;
-const RealRule kPrice{0.0, false, 1e9, false, "a price >= 0"};
-
-/// The keys of a GpuCost mapping (catalog entry or a candidate's `cost:`), over `cost`. Setting one of the two
-/// pricing modes drops the other (a candidate may turn a rented GPU into an owned one).
-void decode_gpu_cost(Mapping& m, GpuCost& cost) {
-  double value = 0.0;
-  if (m.read("gpu_hour_usd", value, 1.0, kPrice, "USD per GPU-hour")) {
-    cost.gpu_hour_usd = value;
-    cost.capex_usd_per_gpu.reset();
-  }
-  if (m.read("capex_usd_per_gpu", value, 1.0, kPrice, "USD per GPU")) {
-    cost.capex_usd_per_gpu = value;
-    cost.gpu_hour_usd.reset();
-  }
-  m.read("amortisation_years", cost.amortisation_years, 1.0, config_detail::kPositiveReal, "years");
-  m.read("node_overhead_w", cost.node_overhead_w, 1.0, config_detail::kNonNegativeReal, "W");
-  m.read("gpus_per_rack", cost.gpus_per_rack, config_detail::kPositiveInt);
-  m.read("source", cost.source);
-  m.finish();
-}
-
-void decode_facility(Mapping& m, FacilityCost& f) {
-  m.read("pue", f.pue, 1.0, config_detail::kAtLeastOne, "");
-  m.read("electricity_usd_per_kwh", f.electricity_usd_per_kwh, 1.0, kPrice, "USD/kWh");
-  m.read("rack_power_kw", f.rack_power_kw, 1.0, config_detail::kPositiveReal, "kW");
-  m.read("source", f.source);
-  m.finish();
-}
 
 CostCatalog load_catalog(const fs::path& file) {
   const std::string shown = config_detail::display_path(file);
@@ -202,13 +171,7 @@ CandidateResult price_candidate(const std::string& name, const std::string& hard
   r.time_to_train_s = tokens_to_train / f.tokens_per_s;
   r.gpu_energy_j = f.mean_power_w * n * r.time_to_train_s;
   r.facility_energy_j = (f.mean_power_w * n + overhead_w) * facility.pue * r.time_to_train_s;
-  if (cost.gpu_hour_usd) {
-    r.cost_usd = *cost.gpu_hour_usd * n * r.time_to_train_s / kSecondsPerHour;
-  } else {
-    const double capex = cost.capex_usd_per_gpu.value_or(0.0) * n;
-    r.cost_usd = capex * r.time_to_train_s / (cost.amortisation_years * kSecondsPerYear) +
-                 r.facility_energy_j / kJoulesPerKwh * facility.electricity_usd_per_kwh;
-  }
+  r.cost_usd = cost_usd_per_s(cost, facility, gpus, nodes, f.mean_power_w) * r.time_to_train_s;
   r.tokens_per_dollar = r.cost_usd > 0.0 ? tokens_to_train / r.cost_usd : 0.0;
   // Provision for the largest 100 ms average (what breakers and PDUs see), not the mean.
   const double it_peak_w = f.peak_power_100ms_w * n + overhead_w;
@@ -227,6 +190,11 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
   for (const StudyCandidate& c : spec.candidates) {
     SweepSpec sweep = spec.sweep;
     sweep.fixed.insert(sweep.fixed.end(), c.set.begin(), c.set.end());
+    // The candidate's own price and the study's goal: a sweep objective of cost_per_token or time_to_train ranks
+    // each candidate's points with them.
+    sweep.cost = c.cost;
+    sweep.facility = spec.catalog.facility;
+    sweep.goal_tokens = spec.tokens_to_train;
     SweepOptions sweep_options;
     sweep_options.out_dir = options.out_dir / slug(c.name);
     sweep_options.jobs = options.jobs;
@@ -240,7 +208,7 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
     std::map<std::string, int> statuses;
     for (const PointResult& p : points.points) {
       ++statuses[to_string(p.status)];
-      if (p.status == PointStatus::ok && (best == nullptr || better_point(sweep.objective, p, *best))) best = &p;
+      if (p.status == PointStatus::ok && (best == nullptr || better_point(sweep, p, *best))) best = &p;
     }
     int gpus = 0, nodes = 0;
     if (best != nullptr) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config_yaml.hpp"
+#include "cost_internal.hpp"
 
 namespace chopsim {
 
@@ -290,12 +291,67 @@ SweepSpec load_sweep(const fs::path& file) {
       spec.constraints.push_back(std::move(c));
     }
   }
-  top.read_choice<SweepObjective>("objective", spec.objective,
-                                  {{"tokens_per_s", SweepObjective::tokens_per_s},
-                                   {"energy_per_token", SweepObjective::energy_per_token},
-                                   {"mfu", SweepObjective::mfu}});
+  if (top.has("objective")) {
+    std::string name;
+    top.read("objective", name);
+    choose_objective(spec, name, top.where("objective"));
+  }
+  if (top.has("cost")) {
+    Mapping cost = top.child("cost");
+    GpuCost gpu;
+    config_detail::decode_gpu_cost(cost, gpu);
+    if (!gpu.gpu_hour_usd && !gpu.capex_usd_per_gpu)
+      top.fail("cost", "cost: has neither gpu_hour_usd nor capex_usd_per_gpu",
+               "give a rental price (gpu_hour_usd: 2.5) or a purchase price (capex_usd_per_gpu: 30000)");
+    spec.cost = gpu;
+  }
+  if (top.has("facility")) {
+    Mapping facility = top.child("facility");
+    config_detail::decode_facility(facility, spec.facility);
+  }
+  if (top.has("goal_tokens")) {
+    double tokens = 0.0;
+    top.read("goal_tokens", tokens, 1.0, config_detail::kPositiveReal, "tokens");
+    spec.goal_tokens = tokens;
+  }
   top.finish();
   return spec;
+}
+
+namespace {
+constexpr std::pair<const char*, SweepObjective> kObjectives[] = {
+    {"tokens_per_s", SweepObjective::tokens_per_s},
+    {"energy_per_token", SweepObjective::energy_per_token},
+    {"mfu", SweepObjective::mfu},
+    {"cost_per_token", SweepObjective::cost_per_token},
+    {"time_to_train", SweepObjective::time_to_train},
+};
+}  // namespace
+
+void choose_objective(SweepSpec& spec, const std::string& name, const SourceLocation& where) {
+  std::string names;
+  for (const auto& [text, objective] : kObjectives) {
+    if (name == text) {
+      spec.objective = objective;
+      spec.objective_where = where;
+      return;
+    }
+    names += (names.empty() ? "" : ", ") + std::string(text);
+  }
+  throw InputError(where, "objective", "unknown objective '" + name + "'", "use one of " + names);
+}
+
+void check_objective_inputs(const SweepSpec& spec) {
+  const SourceLocation where =
+      spec.objective_where.file.empty() ? SourceLocation{spec.file.string()} : spec.objective_where;
+  if (spec.objective == SweepObjective::cost_per_token && !spec.cost)
+    throw InputError(where, "objective", "cost_per_token needs a GPU price, and the sweep gives none",
+                     "add to " + spec.file.string() +
+                         " cost: {gpu_hour_usd: 2.5} (rented) or cost: {capex_usd_per_gpu: 30000} with facility: "
+                         "{pue: 1.3, electricity_usd_per_kwh: 0.1} (owned)");
+  if (spec.objective == SweepObjective::time_to_train && !spec.goal_tokens)
+    throw InputError(where, "objective", "time_to_train needs the tokens to train, and the sweep gives none",
+                     "add to " + spec.file.string() + " goal_tokens: 15e12");
 }
 
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "chopsim/common/atomic_output.hpp"
@@ -48,6 +49,9 @@ constexpr FigureColumn kFigures[] = {
     {"energy_per_token_j", &PointFigures::energy_per_token_j},
     {"clock_mean_mhz", &PointFigures::clock_mean_mhz},
     {"throttled_fraction", &PointFigures::throttled_fraction},
+    // Appended: a store from before these columns gets them added (Store), in this order.
+    {"gpus", &PointFigures::gpus},
+    {"nodes", &PointFigures::nodes},
 };
 
 using detail::csv_field;
@@ -75,8 +79,10 @@ std::string point_key(const std::string& base_text, const SweepPoint& point) {
   return out.str();
 }
 
-PointFigures figures_of(const RunReport& r) {
+PointFigures figures_of(const RunSpec& run, const RunReport& r) {
   PointFigures f;
+  f.gpus = r.gpus;
+  f.nodes = run.cluster.nodes;
   f.peak_bytes_per_gpu = r.memory.total_bytes;
   f.capacity_bytes_per_gpu = r.memory.capacity_bytes;
   if (!r.simulated) return f;
@@ -112,6 +118,15 @@ class Store {
     for (const FigureColumn& c : kFigures) columns += std::string(", ") + c.name + " REAL";
     exec("CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, status TEXT NOT NULL, reason TEXT NOT NULL" +
          columns + ")");
+    // A store written before a figure existed: add its column (rows from then read it as 0, and an ok row without
+    // its GPU count is run again, see finished()).
+    std::set<std::string> present;
+    sqlite3_stmt* info = prepare("PRAGMA table_info(points)");
+    while (sqlite3_step(info) == SQLITE_ROW)
+      present.insert(reinterpret_cast<const char*>(sqlite3_column_text(info, 1)));
+    sqlite3_finalize(info);
+    for (const FigureColumn& c : kFigures)
+      if (!present.count(c.name)) exec(std::string("ALTER TABLE points ADD COLUMN ") + c.name + " REAL");
   }
   ~Store() { sqlite3_close(db_); }
   Store(const Store&) = delete;
@@ -131,6 +146,7 @@ class Store {
       int column = 3;
       for (const FigureColumn& c : kFigures) r.figures.*(c.field) = sqlite3_column_double(statement, column++);
       r.resumed = true;
+      if (r.status == PointStatus::ok && r.figures.gpus == 0.0) continue;  // from before the gpus column: rerun
       out.emplace(r.key, std::move(r));
     }
     sqlite3_finalize(statement);
@@ -209,7 +225,7 @@ PointResult run_point(const SweepSpec& spec, const SweepPoint& point, const Conf
   }
   try {
     const RunReport report = run_simulation(run, registries, RunOptions{});  // OOM points are not simulated
-    r.figures = figures_of(report);
+    r.figures = figures_of(run, report);
     if (report.out_of_memory) {
       r.status = PointStatus::oom;
       r.reason = memory_reason(report);
@@ -260,6 +276,7 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
                      "--shard " + std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count) +
                          " is not a shard (I/N with 0 <= I < N)",
                      "write e.g. --shard 0/4 for the first of four");
+  check_objective_inputs(spec);
   const std::string base_text = file_text(spec.base);
   create_output_directory(options.out_dir, "--out");
   SweepResult result;
@@ -340,21 +357,35 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shar
   return result;
 }
 
-double objective_value(SweepObjective objective, const PointFigures& figures) {
-  switch (objective) {
+double objective_value(const SweepSpec& spec, const PointFigures& figures) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  switch (spec.objective) {
     case SweepObjective::energy_per_token:
       return figures.energy_per_token_j;
     case SweepObjective::mfu:
       return figures.mfu;
+    case SweepObjective::cost_per_token:
+      if (!spec.cost || !(figures.tokens_per_s > 0.0)) return kInfinity;
+      return cost_usd_per_s(*spec.cost, spec.facility, static_cast<int>(figures.gpus), static_cast<int>(figures.nodes),
+                            figures.mean_power_w) /
+             figures.tokens_per_s;
+    case SweepObjective::time_to_train:
+      if (!spec.goal_tokens || !(figures.tokens_per_s > 0.0)) return kInfinity;
+      return *spec.goal_tokens / figures.tokens_per_s;
     case SweepObjective::tokens_per_s:
       break;
   }
   return figures.tokens_per_s;
 }
 
-bool better_point(SweepObjective objective, const PointResult& a, const PointResult& b) {
-  const double x = objective_value(objective, a.figures), y = objective_value(objective, b.figures);
-  if (x != y) return objective == SweepObjective::energy_per_token ? x < y : x > y;
+bool lower_is_better(SweepObjective objective) {
+  return objective == SweepObjective::energy_per_token || objective == SweepObjective::cost_per_token ||
+         objective == SweepObjective::time_to_train;
+}
+
+bool better_point(const SweepSpec& spec, const PointResult& a, const PointResult& b) {
+  const double x = objective_value(spec, a.figures), y = objective_value(spec, b.figures);
+  if (x != y) return lower_is_better(spec.objective) ? x < y : x > y;
   return a.point.index < b.point.index;
 }
 
@@ -374,11 +405,29 @@ void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepRe
     for (const auto& [key, value] : r.point.values) text += (text.empty() ? "" : " ") + key + "=" + value;
     return text;
   };
-  const char* objective_name = spec.objective == SweepObjective::tokens_per_s       ? "tokens/s"
-                               : spec.objective == SweepObjective::energy_per_token ? "J/token"
-                                                                                    : "MFU";
-  auto objective = [&](const PointResult& r) { return objective_value(spec.objective, r.figures); };
-  auto better = [&](const PointResult* a, const PointResult* b) { return better_point(spec.objective, *a, *b); };
+  // What the ranking prints: cost per million tokens and days to train read better than USD/token and seconds.
+  const char* objective_name = "tokens/s";
+  double shown_scale = 1.0;
+  switch (spec.objective) {
+    case SweepObjective::energy_per_token:
+      objective_name = "J/token";
+      break;
+    case SweepObjective::mfu:
+      objective_name = "MFU";
+      break;
+    case SweepObjective::cost_per_token:
+      objective_name = "USD per million tokens";
+      shown_scale = 1e6;
+      break;
+    case SweepObjective::time_to_train:
+      objective_name = "days to train";
+      shown_scale = 1.0 / 86400.0;
+      break;
+    case SweepObjective::tokens_per_s:
+      break;
+  }
+  auto objective = [&](const PointResult& r) { return objective_value(spec, r.figures) * shown_scale; };
+  auto better = [&](const PointResult* a, const PointResult* b) { return better_point(spec, *a, *b); };
   std::sort(ok.begin(), ok.end(), better);
   out << std::setprecision(4);
   if (!ok.empty()) {
@@ -387,7 +436,10 @@ void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepRe
       const PointResult& r = *ok[static_cast<std::size_t>(i)];
       out << "  " << i + 1 << ". " << describe(r) << ": " << r.figures.tokens_per_s << " tokens/s, MFU "
           << 100 * r.figures.mfu << " %, " << r.figures.energy_per_token_j << " J/token, "
-          << r.figures.peak_bytes_per_gpu / (1u << 30) << " GiB/GPU\n";
+          << r.figures.peak_bytes_per_gpu / (1u << 30) << " GiB/GPU";
+      if (spec.objective == SweepObjective::cost_per_token || spec.objective == SweepObjective::time_to_train)
+        out << ", " << objective(r) << " " << objective_name;
+      out << "\n";
     }
     // Pareto front: no other point has more tokens/s and less energy per token.
     std::vector<const PointResult*> front;

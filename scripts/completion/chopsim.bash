@@ -50,6 +50,10 @@ _chopsim() {
       fi
       return
       ;;
+    --objective)
+      mapfile -t COMPREPLY < <(compgen -W "tokens_per_s energy_per_token mfu cost_per_token time_to_train" -- "$cur")
+      return
+      ;;
     --out | --configs | --profiles | --data | --out-dir)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       return
@@ -85,7 +89,7 @@ _chopsim() {
   local options
   case $command in
     run) options="--out --iterations --configs --engine --timeline-ranks --simulate-oom --force --set --report" ;;
-    sweep) options="--out --jobs --configs --shard --mpi --report merge" ;;
+    sweep) options="--out --jobs --configs --shard --mpi --objective --report merge" ;;
     study) options="--out --jobs --configs --report" ;;
     report) options="-o" ;;
     import) options="--hardware --cluster --nodes --model --format -o --out-dir --strict --configs" ;;

@@ -4,6 +4,7 @@
 #include "chopsim/experiments/sweep.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <iterator>
@@ -117,6 +118,94 @@ TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
   const SweepResult parallel = run(spec, 2, "other");
   for (const PointResult& r : parallel.points) EXPECT_FALSE(r.resumed);
   EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
+}
+
+TEST_F(Sweep, CostAndTimeObjectivesFollowTheArithmeticByHand) {
+  // Points with more GPUs (cluster.nodes 1 or 2 of the quick start's MI300X nodes) run faster but cost more per
+  // hour. Rented: cost per token = price x GPUs / 3600 / tokens/s. Owned: capex x GPUs / (years x 365.25 x 86400)
+  // + (mean power x GPUs + node overhead x nodes) x PUE / 3.6e6 x USD/kWh, per second, over tokens/s.
+  SweepSpec spec =
+      load_sweep(sweep("zip: [{cluster.nodes: [1, 2], cluster.fabric.kind: [none, rail_optimized]}]\ndp: auto\n"
+                       "set: {training.global_batch: 32}\nobjective: cost_per_token\ncost: {gpu_hour_usd: 3.0}\n"
+                       "goal_tokens: 1e12\n"));
+  const SweepResult result = run(spec, 2);
+  ASSERT_EQ(result.points.size(), 2u);
+  for (const PointResult& r : result.points) {
+    ASSERT_EQ(r.status, PointStatus::ok) << r.reason;
+    const PointFigures& f = r.figures;
+    EXPECT_EQ(f.gpus, 8.0 * f.nodes);
+    EXPECT_NEAR(objective_value(spec, f), 3.0 * f.gpus / 3600.0 / f.tokens_per_s, 1e-12 * 3.0 / f.tokens_per_s);
+  }
+  const PointFigures& one = result.points[0].figures;
+  spec.cost = GpuCost{};
+  spec.cost->capex_usd_per_gpu = 20000.0;
+  spec.cost->amortisation_years = 4.0;
+  spec.cost->node_overhead_w = 1500.0;
+  spec.facility.pue = 1.3;
+  spec.facility.electricity_usd_per_kwh = 0.12;
+  const double per_s = 20000.0 * one.gpus / (4.0 * 365.25 * 86400.0) +
+                       (one.mean_power_w * one.gpus + 1500.0 * one.nodes) * 1.3 / 3.6e6 * 0.12;
+  EXPECT_NEAR(objective_value(spec, one), per_s / one.tokens_per_s, 1e-9 * per_s / one.tokens_per_s);
+  choose_objective(spec, "time_to_train", {"test"});
+  EXPECT_NEAR(objective_value(spec, one), 1e12 / one.tokens_per_s, 1e-6);
+  EXPECT_TRUE(lower_is_better(spec.objective));
+  // The ranking follows the objective: the faster point is best by time, the cheaper per token by cost.
+  const PointResult& a = result.points[0];
+  const PointResult& b = result.points[1];
+  EXPECT_EQ(better_point(spec, a, b), a.figures.tokens_per_s > b.figures.tokens_per_s);
+  choose_objective(spec, "cost_per_token", {"test"});
+  EXPECT_EQ(better_point(spec, a, b), objective_value(spec, a.figures) < objective_value(spec, b.figures));
+  // results.csv carries each point's GPU and node counts.
+  const std::string csv = read_text(result.results_csv);
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",gpus,nodes"), std::string::npos);
+}
+
+TEST_F(Sweep, CostObjectivesWithoutTheirInputsAreRefusedBeforeAnythingRuns) {
+  SweepSpec spec = load_sweep(sweep("axes: {training.micro_batch: [1, 2]}\nobjective: cost_per_token\n"));
+  const std::string message = test::input_error([&] { (void)run(spec, 1); });
+  EXPECT_NE(message.find("gpu_hour_usd"), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "sweep.sqlite"));
+  choose_objective(spec, "time_to_train", {"command line (--objective)"});
+  EXPECT_NE(test::input_error([&] { check_objective_inputs(spec); }).find("goal_tokens"), std::string::npos);
+  EXPECT_NE(test::input_error([&] { choose_objective(spec, "dollars", {"x"}); }).find("cost_per_token"),
+            std::string::npos);
+  // A cost mapping without a price, and an unknown cost key, name the line.
+  EXPECT_NE(test::input_error([&] {
+              (void)load_sweep(sweep("axes: {training.micro_batch: [1]}\ncost: {pue: 1}\n"));
+            }).find("pue"),
+            std::string::npos);
+  EXPECT_NE(test::input_error([&] {
+              (void)load_sweep(sweep("axes: {training.micro_batch: [1]}\ncost: {source: x}\n"));
+            }).find("neither gpu_hour_usd nor capex_usd_per_gpu"),
+            std::string::npos);
+}
+
+TEST_F(Sweep, AStoreFromBeforeTheGpuColumnsIsExtendedAndItsPointsRunAgain) {
+  // A store written before the gpus/nodes columns existed (same points, same keys): the rerun adds the columns
+  // instead of failing, runs its ok points again (their GPU counts are unknown) and writes the same CSV as a
+  // fresh store.
+  const SweepSpec spec = load_sweep(sweep("axes:\n  training.micro_batch: [1, 2]\n"));
+  const SweepResult fresh = run(spec, 1, "fresh");
+  const std::filesystem::path old_dir = dir_ / "old";
+  std::filesystem::create_directories(old_dir);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((old_dir / "sweep.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE points (key TEXT PRIMARY KEY, status TEXT NOT NULL, reason TEXT NOT NULL, "
+                         "iteration_time_s REAL, tokens_per_s REAL, mfu REAL, model_tflops_per_gpu REAL, "
+                         "peak_bytes_per_gpu REAL, capacity_bytes_per_gpu REAL, compute_s REAL, exposed_comm_s REAL, "
+                         "pipeline_bubble_s REAL, idle_s REAL, mean_power_w REAL, peak_power_1ms_w REAL, "
+                         "peak_power_100ms_w REAL, energy_per_token_j REAL, clock_mean_mhz REAL, "
+                         "throttled_fraction REAL)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const std::string insert = "INSERT INTO points VALUES ('" + fresh.points[0].key +
+                             "', 'ok', '', 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)";
+  ASSERT_EQ(sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const SweepResult rerun = run(spec, 1, "old");
+  for (const PointResult& r : rerun.points) EXPECT_FALSE(r.resumed) << r.point.index;
+  EXPECT_EQ(read_text(rerun.results_csv), read_text(fresh.results_csv));
 }
 
 // Every shipped sweep loads, and every point of it is a valid run config (its memory and simulation are left to

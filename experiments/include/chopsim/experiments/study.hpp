@@ -12,28 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "chopsim/experiments/cost.hpp"
 #include "chopsim/experiments/sweep.hpp"
 
 namespace chopsim {
-
-/// What one GPU type costs and needs around it. Either rented (gpu_hour_usd: the provider's price includes power
-/// and facility) or owned (capex_usd_per_gpu amortised over amortisation_years, plus the facility's electricity).
-struct GpuCost {
-  std::optional<double> gpu_hour_usd;       ///< rental price per GPU-hour (USD)
-  std::optional<double> capex_usd_per_gpu;  ///< purchase price per GPU, its share of the node included (USD)
-  double amortisation_years = 4.0;
-  double node_overhead_w = 0.0;  ///< a node's power beyond its GPUs (CPUs, NICs, fans, drives) at full load (W)
-  int gpus_per_rack = 32;        ///< GPUs one rack holds (space)
-  std::string source;            ///< where the numbers come from, with dates
-};
-
-/// The data centre around the GPUs.
-struct FacilityCost {
-  double pue = 1.5;                      ///< facility power / IT power
-  double electricity_usd_per_kwh = 0.1;  ///< USD per kWh of facility energy
-  double rack_power_kw = 40.0;           ///< IT power one rack can be given (kW)
-  std::string source;
-};
 
 struct CostCatalog {
   FacilityCost facility;

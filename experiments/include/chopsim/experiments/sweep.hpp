@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/config.hpp"
+#include "chopsim/experiments/cost.hpp"
 #include "chopsim/experiments/run.hpp"
 
 namespace chopsim {
@@ -32,7 +34,9 @@ struct SweepConstraint {
   SourceLocation where;
 };
 
-enum class SweepObjective { tokens_per_s, energy_per_token, mfu };
+/// What "best" means. cost_per_token needs the sweep's `cost:` (and `facility:` for owned GPUs), time_to_train its
+/// `goal_tokens:`; both take each point's GPU count into account.
+enum class SweepObjective { tokens_per_s, energy_per_token, mfu, cost_per_token, time_to_train };
 
 struct SweepSpec {
   std::filesystem::path file;
@@ -42,11 +46,21 @@ struct SweepSpec {
   std::vector<SweepConstraint> constraints;
   bool auto_dp = false;  ///< parallelism.dp: auto for every point (what tp * pp * cp leave of the GPUs)
   SweepObjective objective = SweepObjective::tokens_per_s;
+  SourceLocation objective_where;     ///< where the objective was chosen (the file's key, or the command line)
+  std::optional<GpuCost> cost;        ///< `cost:`: a GPU's price, for cost_per_token
+  FacilityCost facility;              ///< `facility:`: PUE and electricity, for owned GPUs' cost per token
+  std::optional<double> goal_tokens;  ///< `goal_tokens:`: tokens to train, for time_to_train
 };
 
 /// Reads a sweep file; InputError with file:line for unknown keys, empty axes, non-scalar values, a constraint that
 /// does not parse or names no axis.
 [[nodiscard]] SweepSpec load_sweep(const std::filesystem::path& file);
+
+/// Sets the objective by its name (`chopsim sweep --objective NAME`); InputError listing the valid names.
+void choose_objective(SweepSpec& spec, const std::string& name, const SourceLocation& where);
+/// InputError when the objective needs what the sweep does not give (cost_per_token without `cost:`,
+/// time_to_train without `goal_tokens:`); run_sweep checks it before any point runs.
+void check_objective_inputs(const SweepSpec& spec);
 
 struct SweepPoint {
   int index = 0;  ///< in expansion order: the grid with the last axis fastest
@@ -84,6 +98,8 @@ struct PointFigures {
   double energy_per_token_j = 0.0;
   double clock_mean_mhz = 0.0;
   double throttled_fraction = 0.0;
+  double gpus = 0.0;   ///< the point's GPU count (summary.json run.gpus), for cost per token
+  double nodes = 0.0;  ///< its node count (run.nodes)
 };
 
 struct PointResult {
@@ -95,10 +111,12 @@ struct PointResult {
   bool resumed = false;  ///< read back from the store, not computed by this call
 };
 
-/// `objective`'s value at a point's figures (tokens/s, J/token or MFU).
-[[nodiscard]] double objective_value(SweepObjective objective, const PointFigures& figures);
-/// Whether point `a` ranks before `b` by `objective`; equal values keep expansion order.
-[[nodiscard]] bool better_point(SweepObjective objective, const PointResult& a, const PointResult& b);
+/// The sweep's objective at a point's figures: tokens/s, J/token, MFU, USD per token or seconds to train the goal.
+[[nodiscard]] double objective_value(const SweepSpec& spec, const PointFigures& figures);
+/// Whether lower values of the objective are better (energy, cost, time).
+[[nodiscard]] bool lower_is_better(SweepObjective objective);
+/// Whether point `a` ranks before `b` by the sweep's objective; equal values keep expansion order.
+[[nodiscard]] bool better_point(const SweepSpec& spec, const PointResult& a, const PointResult& b);
 
 struct SweepOptions {
   std::filesystem::path out_dir;  ///< sweep.sqlite (resumable) and results.csv are written here
