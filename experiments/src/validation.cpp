@@ -17,6 +17,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/models/workload.hpp"
+#include "power_sensor.hpp"
 #include "validation_internal.hpp"
 
 namespace chopsim {
@@ -49,6 +50,10 @@ struct SharedResult {
   /// Per rank, the kernel time of the second micro-batch's [0] forward and [1] backward, the backward with its
   /// recomputed forward (as a pipeline engine times its backward instruction).
   std::map<int, std::array<double, 2>> rank_pass_time_s;
+  /// GPU 0's power over the run ((time, power from then on)) and the last iteration's bounds: one period of the
+  /// steady load, for what a power sensor shows of it.
+  std::vector<std::pair<double, double>> power;
+  double last_iteration_start_s = 0.0, last_iteration_end_s = 0.0;
 };
 
 /// GPU 0's compute kernels of the second micro-batch (steady state) and GPU 0's power over time.
@@ -69,6 +74,7 @@ class StageProbe final : public SimulationObserver {
   }
   void finish(SharedResult& r) const {
     r.rank_pass_time_s = rank_pass_time_s_;
+    r.power = power_;
     for (const Kernel& k : kernels_) {
       const double t = k.end - k.start;
       const double e = energy(k.start, k.end);
@@ -115,6 +121,11 @@ SharedResult simulate_shared(const RunSpec& run, const ModelRegistries& registri
       return r;
     }
     probe.finish(r);
+    const std::vector<double>& ends = r.report.stats.iteration_end_s;
+    if (!ends.empty()) {
+      r.last_iteration_end_s = ends.back();
+      r.last_iteration_start_s = ends.size() > 1 ? ends[ends.size() - 2] : 0.0;
+    }
     r.ok = true;
   } catch (const std::exception& error) {
     r.failure = error.what();
@@ -131,6 +142,11 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
   if (p == "average_power") return r.report.power.mean_w;
   if (p == "clock_mean") return r.report.power.clock_mean_hz;
   if (p == "peak_power_25ms") return r.report.power.peak_25ms_w;
+  if (p == "largest_sensor_reading") {
+    notes = c.notes + "; the predicted trace's largest 25 ms average is " + format(r.report.power.peak_25ms_w, 0) +
+            " W, its largest 1 ms average " + format(r.report.power.peak_1ms_w, 0) + " W";
+    return detail::largest_sensor_reading_w(r.power, r.last_iteration_start_s, r.last_iteration_end_s, c.window_s);
+  }
   if (p == "relative_time") return r.report.iteration_time_s / baseline->report.iteration_time_s;
   for (const auto& [rank, times] : r.rank_pass_time_s)
     for (int pass = 0; pass < 2; ++pass)

@@ -50,7 +50,8 @@ struct ValidationCase {
   std::string shared_run;
   std::string baseline_run;
   RunSpec baseline;
-  double label = 0.0;  ///< the swept value (clock in MHz, power limit in W) for the tables
+  double label = 0.0;     ///< the swept value (clock in MHz, power limit in W) for the tables
+  double window_s = 0.0;  ///< a measurement over a window (the largest sensor reading): its length (s)
   /// The calibration profile of the case's GPU: the file of the profiles folder whose `hardware:` is
   /// run.hardware.name; empty when there is none. The case is then also predicted with `calibrated_run` (and
   /// `calibrated_baseline`): run and baseline with the profile applied (apply_calibration_profile).
