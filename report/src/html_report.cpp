@@ -85,8 +85,9 @@ std::string page(const std::string& title, const std::string& head_html, const s
          "</style>\n</head>\n<body>\n<h1>" +
          html_escape(title) + "</h1>\n" + head_html;
   for (const Chart& chart : charts)
-    out += "<section>\n<h2>" + html_escape(chart.title) + "</h2>\n<canvas id=\"" + chart.id + "\"></canvas>\n" +
-           (chart.note.empty() ? "" : "<p class=\"note\">" + html_escape(chart.note) + "</p>\n") + "</section>\n";
+    out += "<section>\n<h2>" + html_escape(chart.title) + "</h2>\n" + chart.controls + "<canvas id=\"" + chart.id +
+           "\"></canvas>\n" + (chart.note.empty() ? "" : "<p class=\"note\">" + html_escape(chart.note) + "</p>\n") +
+           "</section>\n";
   // The charts' configs as one JSON object in its own element (tests and scripts read it with any JSON parser).
   out += "<script type=\"application/json\" id=\"chopsim-charts\">\n{";
   for (std::size_t i = 0; i < charts.size(); ++i)
@@ -95,6 +96,25 @@ std::string page(const std::string& title, const std::string& head_html, const s
          "\n</script>\n<script>\n"
          "const chopsimCharts = JSON.parse(document.getElementById(\"chopsim-charts\").textContent);\nfor (const [id, "
          "config] of Object.entries(chopsimCharts)) new Chart(document.getElementById(id), config);\n"
+         // Pickers (select.trace-picker): show one GPU's traces, read from the JSON element data-source names, in
+         // the charts data-charts lists, instead of the GPUs drawn (datasets with a "gpu" field); the first option
+         // (value "") brings those back.
+         "for (const picker of document.querySelectorAll(\"select.trace-picker\")) {\n"
+         "  const traces = JSON.parse(document.getElementById(picker.dataset.source).textContent);\n"
+         "  picker.addEventListener(\"change\", () => {\n"
+         "    for (const id of picker.dataset.charts.split(\",\")) {\n"
+         "      const chart = Chart.getChart(id);\n"
+         "      if (!chart) continue;\n"
+         "      chart.data.datasets = chart.data.datasets.filter(d => !d.picked);\n"
+         "      for (const d of chart.data.datasets) if (d.gpu !== undefined) d.hidden = picker.value !== \"\";\n"
+         "      const picked = (traces[picker.value] || {})[id];\n"
+         "      if (picker.value !== \"\" && picked)\n"
+         "        chart.data.datasets.unshift({label: picker.value, picked: true, data: picked, borderColor: "
+         "\"#000000\", borderWidth: 1.5, pointRadius: 0, stepped: true});\n"
+         "      chart.update();\n"
+         "    }\n"
+         "  });\n"
+         "}\n"
          // Tables of class "sortable": a click on a heading sorts the rows by that column (numbers as numbers),
          // a second click reverses the order.
          "for (const table of document.querySelectorAll(\"table.sortable\")) {\n"

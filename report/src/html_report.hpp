@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace chopsim::report_detail {
@@ -21,10 +22,17 @@ namespace chopsim::report_detail {
 
 /// One chart: a heading, a short note and a Chart.js config (JSON text).
 struct Chart {
+  Chart(std::string id_, std::string title_, std::string note_, std::string config_, std::string controls_ = {})
+      : id(std::move(id_)),
+        title(std::move(title_)),
+        note(std::move(note_)),
+        config(std::move(config_)),
+        controls(std::move(controls_)) {}
   std::string id;
   std::string title;
   std::string note;
   std::string config;
+  std::string controls;  ///< HTML placed above the chart (a picker and its data), or empty
 };
 
 /// The whole page: `title`, the HTML of `head_html` (tables), then every chart, with Chart.js inlined.

@@ -34,6 +34,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t kPointsPerTrace = 1500;
 /// GPUs drawn individually; beyond, the hottest and the slowest half and half (the note says so).
 constexpr std::size_t kLargestGpuCount = 16;
+/// Points per trace of each simulated GPU in the GPU picker's data (every GPU, not only the ones drawn): coarser than
+/// the drawn traces so that a 16,384-GPU run's 128 simulated GPUs add about 3 MB.
+constexpr std::size_t kPickerPointsPerTrace = 200;
 
 const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                                 "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"};
@@ -307,27 +310,52 @@ std::set<std::uint32_t> drawn_gpus(const std::map<std::uint32_t, std::vector<Sam
 
 /// Bucketed traces per drawn GPU: at most kPointsPerTrace points, each bucket's `reduce` of the field (max keeps
 /// power peaks visible, min keeps clock dips).
+std::string bucketed_points(const std::vector<Sample>& samples, double Sample::*field, bool use_max, std::size_t most) {
+  const std::size_t per = std::max<std::size_t>(1, (samples.size() + most - 1) / most);
+  std::string points;
+  for (std::size_t start = 0; start < samples.size(); start += per) {
+    double value = samples[start].*field;
+    for (std::size_t k = start; k < std::min(samples.size(), start + per); ++k)
+      value = use_max ? std::max(value, samples[k].*field) : std::min(value, samples[k].*field);
+    points += std::string(points.empty() ? "" : ",") + "{\"x\":" + json_number(samples[start].time_s) +
+              ",\"y\":" + json_number(value) + "}";
+  }
+  return "[" + points + "]";
+}
+
 std::string traces(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu, const std::set<std::uint32_t>& drawn,
                    double Sample::*field, bool use_max) {
   std::string datasets;
   std::size_t i = 0;
   for (const auto& [gpu, samples] : by_gpu) {
     if (!drawn.count(gpu)) continue;
-    const std::size_t per = std::max<std::size_t>(1, (samples.size() + kPointsPerTrace - 1) / kPointsPerTrace);
-    std::string points;
-    for (std::size_t start = 0; start < samples.size(); start += per) {
-      double value = samples[start].*field;
-      for (std::size_t k = start; k < std::min(samples.size(), start + per); ++k)
-        value = use_max ? std::max(value, samples[k].*field) : std::min(value, samples[k].*field);
-      points += std::string(points.empty() ? "" : ",") + "{\"x\":" + json_number(samples[start].time_s) +
-                ",\"y\":" + json_number(value) + "}";
-    }
-    datasets += std::string(datasets.empty() ? "" : ",") + "{\"label\":\"GPU " + std::to_string(gpu) + "\",\"data\":[" +
-                points + "],\"borderColor\":" + json_string(color(i)) +
-                ",\"pointRadius\":0,\"borderWidth\":1,\"stepped\":true}";
+    datasets += std::string(datasets.empty() ? "" : ",") + "{\"label\":\"GPU " + std::to_string(gpu) +
+                "\",\"gpu\":" + std::to_string(gpu) +
+                ",\"data\":" + bucketed_points(samples, field, use_max, kPointsPerTrace) +
+                ",\"borderColor\":" + json_string(color(i)) + ",\"pointRadius\":0,\"borderWidth\":1,\"stepped\":true}";
     ++i;
   }
   return datasets;
+}
+
+/// The GPU picker above the power chart: a list of every simulated GPU, and each one's power, clock and temperature
+/// (coarser than the drawn traces) in a JSON element the page's script reads when one is picked.
+std::string gpu_picker(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu) {
+  std::string options = "<option value=\"\">the GPUs drawn</option>";
+  std::string data;
+  for (const auto& [gpu, samples] : by_gpu) {
+    const std::string label = "GPU " + std::to_string(gpu);
+    options += "<option>" + label + "</option>";
+    data += std::string(data.empty() ? "" : ",\n") + json_string(label) +
+            ":{\"power\":" + bucketed_points(samples, &Sample::power_w, true, kPickerPointsPerTrace) +
+            ",\"clock\":" + bucketed_points(samples, &Sample::clock_mhz, false, kPickerPointsPerTrace) +
+            ",\"temperature\":" + bucketed_points(samples, &Sample::temperature_c, true, kPickerPointsPerTrace) + "}";
+  }
+  return "<p><label for=\"gpu-picker\">Show one GPU in the power, clock and temperature charts: </label>"
+         "<select id=\"gpu-picker\" class=\"trace-picker\" data-source=\"chopsim-gpu-traces\" "
+         "data-charts=\"power,clock,temperature\">" +
+         options + "</select></p>\n<script type=\"application/json\" id=\"chopsim-gpu-traces\">\n{" + data +
+         "}\n</script>\n";
 }
 
 std::string line_config(const std::string& datasets, const std::string& y_title) {
@@ -365,7 +393,7 @@ std::vector<Chart> time_charts(const Summary& s, const std::vector<Sample>& samp
                             "and the highest 1 ms, 25 ms (what an nvidia-smi reading averages) and 100 ms averages of "
                             "any GPU. Each point is the highest sample "
                             "of its bucket.",
-                    line_config(power, "power (W)")});
+                    line_config(power, "power (W)"), gpu_picker(by_gpu)});
   charts.push_back({"clock", "Clock per GPU over the run",
                     shown + "SM/GFX clock set by the governor; each point is the lowest sample of its bucket.",
                     line_config(traces(by_gpu, drawn, &Sample::clock_mhz, false), "clock (MHz)")});

@@ -163,6 +163,31 @@ SORT_BY_THROUGHPUT = """
 """
 
 
+# The GPU picker: pick a GPU that is not among the ones drawn; the power, clock and temperature charts must then show
+# that GPU alone (its dataset first and visible, the drawn GPUs hidden), and the first option must bring them back.
+PICK_A_GPU = """
+(() => {
+  const picker = document.getElementById('gpu-picker');
+  if (!picker) return 'no picker';
+  const drawn = new Set(Chart.getChart('clock').data.datasets.filter(d => d.gpu !== undefined).map(d => d.label));
+  const option = Array.from(picker.options).find(o => o.value !== '' && !drawn.has(o.value));
+  if (!option) return 'every GPU is drawn';
+  picker.value = option.value;
+  picker.dispatchEvent(new Event('change'));
+  for (const id of ['power', 'clock', 'temperature']) {
+    const sets = Chart.getChart(id).data.datasets;
+    if (sets[0].label !== option.value || !sets[0].picked || sets[0].data.length < 2) return id + ': not picked';
+    if (sets.some(d => d.gpu !== undefined && !d.hidden)) return id + ': drawn GPUs still shown';
+  }
+  picker.value = '';
+  picker.dispatchEvent(new Event('change'));
+  const back = Chart.getChart('clock').data.datasets;
+  if (back.some(d => d.picked) || back.some(d => d.gpu !== undefined && d.hidden)) return 'not restored';
+  return 'ok ' + option.value + ' of ' + picker.options.length;
+})()
+"""
+
+
 def check_page(browser, kind, path):
     browser.events = []
     url = "file://" + os.path.abspath(path)
@@ -206,6 +231,12 @@ def check_page(browser, kind, path):
         sorted_ok = browser.call("Runtime.evaluate", returnByValue=True, expression=SORT_BY_THROUGHPUT)
         if sorted_ok["result"].get("value") is not True:
             problems.append("a click on the tokens/s heading did not sort the table of all points")
+    if kind == "512-GPU run":
+        picked = browser.call("Runtime.evaluate", returnByValue=True, expression=PICK_A_GPU)["result"].get("value")
+        if not str(picked).startswith("ok"):
+            problems.append("GPU picker: " + str(picked))
+        else:
+            print("browser test: the GPU picker showed " + picked[3:] + " options")
     if problems:
         fail(kind + " page (" + path + "): " + "; ".join(problems))
     print("browser test: %s page: %d charts rendered, none blank, no console error, no request" %
