@@ -80,7 +80,8 @@ def _read_results(folder, int_columns, float_suffixes):
 
 def read_sweep(folder):
     """The rows of a sweep's results.csv as dicts, figures as floats (None where a point has none)."""
-    return _read_results(folder, ("point",), ("_s", "_w", "_j", "_bytes_per_gpu", "_mhz", "_fraction", "_per_gpu"))
+    return _read_results(folder, ("point", "gpus", "nodes"),
+                         ("_s", "_w", "_j", "_bytes_per_gpu", "_mhz", "_fraction", "_per_gpu"))
 
 
 def sweep(sweep_file, out, *, jobs=1, configs=None):

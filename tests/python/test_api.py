@@ -52,6 +52,7 @@ def test_sweep_rows_and_report(tmp_path):
     assert [row["status"] for row in rows] == ["ok", "ok"]
     assert [row["training.micro_batch"] for row in rows] == ["1", "2"]
     assert all(row["tokens_per_s"] > 0 for row in rows)
+    assert all(row["gpus"] == 8 and row["nodes"] == 1 for row in rows)  # the quick start's one node of 8
     assert chopsim.read_sweep(tmp_path / "out") == rows
     html = chopsim.report(tmp_path / "out")
     assert open(html).read().startswith("<!DOCTYPE html>")
