@@ -86,14 +86,15 @@ inline constexpr std::string_view kRunUsage =
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
 inline constexpr std::string_view kImportUsage =
-    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME]\n"
+    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME|config.json]\n"
     "         [--format nemo|megatron|foundry|hf] (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
     "      Turn framework job configs (NeMo training YAML, Megatron-LM arguments or a functional test's\n"
     "      model_config.yaml, llm-foundry training YAML) into chopsim run configs by one mapping\n"
     "      (docs/import.md); the GPU, the fabric and the node count come from the command line. A Hugging Face\n"
     "      config.json (Llama, Mistral, Qwen2/3, Mixtral, Qwen3-MoE) becomes a model file for configs/models/\n"
-    "      (no --hardware or --cluster needed). Each output is checked as chopsim would load it before it is\n"
-    "      written; settings not carried over are printed as notes (--strict: an error).\n";
+    "      (no --hardware or --cluster needed); as a job's --model it is written into the run config inline.\n"
+    "      Each output is checked as chopsim would load it before it is written; settings not carried over\n"
+    "      are printed as notes (--strict: an error).\n";
 inline constexpr std::string_view kReportUsage =
     "  report PATH [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"

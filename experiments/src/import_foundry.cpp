@@ -101,7 +101,8 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
              "no shipped model has the job's shape (" + std::to_string(layers) + " layers, d_model " +
                  std::to_string(hidden) + ", " + std::to_string(heads) + " heads, expansion " +
                  std::to_string(expansion) + ")",
-             "give --model NAME (a file in configs/models/), or add the model there");
+             "give --model NAME (a file in configs/models/) or --model config.json (a Hugging Face model's), or add "
+             "the model there");
   if (job.text("device_train_microbatch_size") == "auto")
     job.fail("device_train_microbatch_size", "'auto' is chosen by Composer at run time",
              "set the micro-batch the run used (a number)");
@@ -109,7 +110,7 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
   std::ostringstream y;
   y << "# Imported by chopsim import from " << job.file() << " (llm-foundry)\n";
   y << "name: " << fs::path(job.file()).stem().string() << "\n";
-  y << "model: " << model << "\n";
+  y << import_detail::model_entry(model);
   y << "hardware: " << options.hardware << "\n";
   y << "cluster: {name: " << options.cluster << ", nodes: " << options.nodes.value_or(1) << "}\n";
   if (!options.nodes) result.notes.push_back("the YAML gives no node count: 1 node (give --nodes N)");

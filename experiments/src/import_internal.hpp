@@ -24,4 +24,11 @@ namespace chopsim::import_detail {
 [[nodiscard]] std::string shipped_model_with_shape(const ConfigSearchPath& search,
                                                    const std::function<bool(const TransformerSpec&)>& matches);
 
+/// Whether --model names a Hugging Face config.json (a .json file) rather than a model of the configs.
+[[nodiscard]] bool model_is_hf_config(const std::string& model);
+
+/// The run config's `model:` entry: `model: NAME`, or for a Hugging Face config.json the model file it maps to
+/// (import_hf_model), inline and indented, so that the run needs no second file.
+[[nodiscard]] std::string model_entry(const std::string& model);
+
 }  // namespace chopsim::import_detail

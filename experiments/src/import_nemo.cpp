@@ -127,7 +127,8 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     shape << job.integer("model.num_layers") << " layers, hidden " << job.integer("model.hidden_size") << ", ffn "
           << job.integer("model.ffn_hidden_size") << ", " << job.integer("model.num_attention_heads") << " heads";
     job.fail("model.num_layers", "no shipped model has the job's shape (" + shape.str() + ")",
-             "give --model NAME (a file in configs/models/), or add the model there");
+             "give --model NAME (a file in configs/models/) or --model config.json (a Hugging Face model's), or add "
+             "the model there");
   }
   const int nodes = options.nodes.value_or(job.integer("trainer.num_nodes", 1));
 
@@ -135,7 +136,7 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "# Imported by chopsim import from " << job.file() << " (" << (format == "nemo" ? "NeMo" : "Megatron-LM")
     << ")\n";
   y << "name: " << fs::path(job.file()).stem().string() << "\n";
-  y << "model: " << model << "\n";
+  y << model_entry(model);
   y << "hardware: " << options.hardware << "\n";
   y << "cluster: {name: " << options.cluster << ", nodes: " << nodes << "}\n";
 
@@ -223,6 +224,18 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "iterations: 1\n";
   result.yaml = y.str();
   return result;
+}
+
+bool model_is_hf_config(const std::string& model) { return fs::path(model).extension() == ".json"; }
+
+std::string model_entry(const std::string& model) {
+  if (!model_is_hf_config(model)) return "model: " + model + "\n";
+  const ImportResult hf = import_hf_model(model);
+  std::string out = "model:  # --model " + model + "\n";
+  std::istringstream lines(hf.yaml);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() != '#') out += "  " + line + "\n";
+  return out;
 }
 
 std::string shipped_model_with_shape(const ConfigSearchPath& search,

@@ -262,6 +262,28 @@ TEST_F(Import, MegatronDefaultBucketFollowsTheClustersGpusPerNode) {
   }
 }
 
+TEST_F(Import, AHuggingFaceConfigAsTheModelIsWrittenInline) {
+  // --model config.json: the job's parallelism and batch with the model that config.json describes, written into the
+  // run config itself (no second file), the same model import_hf_model gives.
+  const fs::path args = write("llama.args",
+                              "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 8192 "
+                              "--micro-batch-size 1 --global-batch-size 64 --bf16 --tensor-model-parallel-size 8\n");
+  ImportOptions options = dgx_h100(1);
+  options.model = hf_fixture("meta-llama-3-8b.json").string();
+  const ImportResult result = import_megatron(args, options);
+  const RunSpec run = load_run_config(write("inline.yaml", result.yaml), options.search, registries_);
+  const TransformerSpec expected = load_model_config(write("llama.yaml", import_hf_model(options.model).yaml));
+  EXPECT_EQ(run.model.layers, expected.layers);
+  EXPECT_EQ(run.model.hidden, expected.hidden);
+  EXPECT_EQ(run.model.kv_heads, 8);  // grouped-query attention, which the arguments above do not say
+  EXPECT_EQ(run.model.vocab, 128256);
+  EXPECT_EQ(run.model.ffn_hidden, expected.ffn_hidden);
+  EXPECT_EQ(run.parallelism.tp, 8);
+  // A config.json that is not a model is refused naming it.
+  options.model = write("broken.json", "{\"architectures\": [\"SomethingElse\"]}").string();
+  EXPECT_NE(test::input_error([&] { (void)import_megatron(args, options); }).find("broken.json"), std::string::npos);
+}
+
 TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
   // llm-foundry's MPT-7B YAML with the settings of one published H100 benchmark row, imported for one DGX H100
   // node, predicts what the validation table predicts for that row (the same rules, reached from the YAML).
