@@ -33,16 +33,52 @@ def _yaml_text(value):
     return json.dumps(value)
 
 
-class RunResult:
-    """A run's figures: every key of summary.json as an attribute (nested ones as dicts), and to_dict()."""
+def _table(path, name):
+    """Dataset `name` of the HDF5 file `path` as a pandas DataFrame (text columns decoded), or without pandas as a
+    numpy structured array. Needs h5py (Debian's python3-h5py)."""
+    try:
+        import h5py
+    except ImportError as error:
+        raise Error("reading %s needs h5py (apt-get install python3-h5py)" % path) from error
+    if not os.path.exists(path):
+        raise Error("%s does not exist: run with out=DIR to write the op table and telemetry" % path)
+    with h5py.File(path, "r") as f:
+        if name not in f:
+            raise Error("%s has no /%s table (a run without power dynamics has no telemetry)" % (path, name))
+        array = f[name][()]
+    try:
+        import pandas
+    except ImportError:
+        return array
+    frame = pandas.DataFrame(array)
+    for column in frame.columns:
+        if array.dtype[column].kind == "S":
+            frame[column] = frame[column].str.decode("utf-8")
+    return frame
 
-    def __init__(self, summary):
+
+class RunResult:
+    """A run's figures: every key of summary.json as an attribute (nested ones as dicts), and to_dict(); with
+    run(..., out=DIR) also ops() and telemetry(), the tables of DIR/ops.h5."""
+
+    def __init__(self, summary, out=None):
         self._summary = summary
+        self._out = out
         for key, value in summary.items():
             setattr(self, key, value)
 
     def to_dict(self):
         return json.loads(json.dumps(self._summary))
+
+    def ops(self):
+        """Every simulated op (ops.h5 /ops: rank, iteration, stream, name, kind, class, start_s, duration_s, flops,
+        bytes, ...) as a pandas DataFrame, or a numpy structured array without pandas. Needs run(..., out=DIR)."""
+        return _table(os.path.join(self._out or "", "ops.h5"), "ops")
+
+    def telemetry(self):
+        """Per GPU and interval (ops.h5 /telemetry: gpu, time_s, duration_s, power_w, clock_mhz, temperature_c,
+        throttled_fraction) as a pandas DataFrame, or a numpy structured array without pandas. Needs out=DIR."""
+        return _table(os.path.join(self._out or "", "ops.h5"), "telemetry")
 
     def __repr__(self):
         run = self._summary.get("run", {})
@@ -60,7 +96,7 @@ def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, *
     pairs = [(key, _yaml_text(value)) for key, value in merged.items()]
     text = _chopsim.run(os.fspath(config), pairs, os.fspath(out) if out else "", os.fspath(configs) if configs else "",
                         bool(simulate_oom))
-    return RunResult(json.loads(text))
+    return RunResult(json.loads(text), os.fspath(out) if out else None)
 
 
 def _read_results(folder, int_columns, float_suffixes):

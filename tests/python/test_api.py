@@ -58,6 +58,21 @@ def test_sweep_rows_and_report(tmp_path):
     assert open(html).read().startswith("<!DOCTYPE html>")
 
 
+def test_telemetry_and_ops_tables(tmp_path):
+    # The tables of ops.h5 (a DataFrame with pandas, a numpy structured array without): energy = integral of power over
+    # time, per GPU, is the summary's energy; the op table holds every op the summary counts.
+    r = chopsim.run(QUICK_START, out=tmp_path / "run")
+    telemetry = r.telemetry()
+    energy = sum(float(p) * float(d) for p, d in zip(telemetry["power_w"], telemetry["duration_s"]))
+    assert energy == pytest.approx(r.energy_j, rel=1e-6)
+    assert sorted(set(int(g) for g in telemetry["gpu"])) == list(range(8))
+    ops = r.ops()
+    assert len(ops["rank"]) == r.simulation["op_events"] // 2  # a begin and an end event per op
+    assert all(float(d) >= 0 for d in ops["duration_s"])
+    with pytest.raises(chopsim.Error):
+        chopsim.run(QUICK_START).telemetry()  # no out=: no tables
+
+
 def test_study_rows(tmp_path):
     (tmp_path / "search.yaml").write_text("base: %s\naxes:\n  training.micro_batch: [1, 2]\n" % QUICK_START)
     (tmp_path / "study.yaml").write_text(
