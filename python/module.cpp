@@ -16,6 +16,7 @@
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"
+#include "chopsim/models/memory.hpp"
 #include "chopsim/report/report.hpp"
 
 namespace py = pybind11;
@@ -45,6 +46,25 @@ std::string run(const std::string& config, const std::vector<std::pair<std::stri
     const py::gil_scoped_release release;
     report = chopsim::run_simulation(spec, registries, options);
   }
+  return chopsim::summary_json(spec, report);
+}
+
+/// Loads and checks `config` with `overrides` as `run` does, without simulating; returns summary.json's text of the
+/// unsimulated run: its `run` section is what the config resolved to, `memory` the memory model's estimate.
+std::string load_config(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
+                        const std::string& configs) {
+  const auto registries = chopsim::ModelRegistries::with_builtins();
+  std::vector<chopsim::ConfigOverride> list;
+  for (const auto& [key, value] : overrides) list.push_back({key, value, "chopsim.load_config(" + key + "=...)"});
+  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
+  const chopsim::RunSpec spec = chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
+  chopsim::RunReport report;
+  report.name = spec.name;
+  report.gpus = spec.cluster.gpu_count();
+  report.memory_by_stage =
+      chopsim::estimate_memory_by_stage(spec.model, spec.parallelism, spec.training, spec.hardware);
+  report.memory = chopsim::peak_stage_memory(report.memory_by_stage);
+  report.out_of_memory = !report.memory.fits();
   return chopsim::summary_json(spec, report);
 }
 
@@ -99,6 +119,7 @@ PYBIND11_MODULE(_chopsim, m) {
   });
   m.def("run", &run, py::arg("config"), py::arg("overrides"), py::arg("out"), py::arg("configs"),
         py::arg("simulate_oom"));
+  m.def("load_config", &load_config, py::arg("config"), py::arg("overrides"), py::arg("configs"));
   m.def("sweep", &sweep, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
   m.def("study", &study, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
   m.def("report", [](const std::string& folder, const std::string& html) { chopsim::write_report(folder, html); });

@@ -19,7 +19,7 @@ __version__ = _chopsim.__version__
 InputError = _chopsim.InputError
 Error = _chopsim.Error
 
-__all__ = ["run", "sweep", "read_sweep", "study", "read_study", "report", "RunResult", "InputError", "Error", "__version__"]
+__all__ = ["run", "load_config", "sweep", "read_sweep", "study", "read_study", "report", "RunResult", "InputError", "Error", "__version__"]
 
 
 def _yaml_text(value):
@@ -97,6 +97,18 @@ def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, *
     text = _chopsim.run(os.fspath(config), pairs, os.fspath(out) if out else "", os.fspath(configs) if configs else "",
                         bool(simulate_oom))
     return RunResult(json.loads(text), os.fspath(out) if out else None)
+
+
+def load_config(config, overrides=None, *, configs=None, **keys):
+    """Loads `config` (a path or a shipped run config's name) with its keys overridden and checks it as run() would,
+    without simulating. Returns a dict: "run", what it resolved to (model, hardware, cluster, GPUs, parallelism with
+    dp: auto worked out, training), and "memory", the memory model's estimate per GPU (every pipeline stage under
+    "stages"), with "status" "ok" or "out_of_memory". Bad input raises InputError, as run() does."""
+    merged = dict(overrides or {})
+    merged.update({key.replace("__", "."): value for key, value in keys.items()})
+    pairs = [(key, _yaml_text(value)) for key, value in merged.items()]
+    summary = json.loads(_chopsim.load_config(os.fspath(config), pairs, os.fspath(configs) if configs else ""))
+    return {"status": summary["status"], "run": summary["run"], "memory": summary["memory"]}
 
 
 def _read_results(folder, int_columns, float_suffixes):

@@ -58,6 +58,19 @@ def test_sweep_rows_and_report(tmp_path):
     assert open(html).read().startswith("<!DOCTYPE html>")
 
 
+def test_load_config_checks_without_simulating():
+    # What the config resolves to, and the memory model's figure that run() reports for the same config.
+    config = chopsim.load_config(QUICK_START, parallelism__dp="auto", training__micro_batch=1)
+    assert config["run"]["gpus"] == 8 and config["run"]["parallelism"]["dp"] == 8
+    assert config["run"]["training"]["micro_batch"] == 1
+    r = chopsim.run(QUICK_START, training__micro_batch=1)
+    assert config["memory"]["peak_bytes_per_gpu"] == r.memory["peak_bytes_per_gpu"]
+    assert chopsim.load_config(QUICK_START, training__micro_batch=16, training__global_batch=128)["status"] == \
+        "out_of_memory"
+    with pytest.raises(chopsim.InputError, match="micro_batchh"):
+        chopsim.load_config(QUICK_START, training__micro_batchh=1)
+
+
 def test_telemetry_and_ops_tables(tmp_path):
     # The tables of ops.h5 (a DataFrame with pandas, a numpy structured array without): energy = integral of power over
     # time, per GPU, is the summary's energy; the op table holds every op the summary counts.
