@@ -86,6 +86,22 @@ def test_telemetry_and_ops_tables(tmp_path):
         chopsim.run(QUICK_START).telemetry()  # no out=: no tables
 
 
+def test_the_notebook_example_runs(tmp_path, monkeypatch, capsys):
+    # docs/examples/quickstart.ipynb: every code cell executed in order in one namespace, as a kernel would.
+    monkeypatch.setenv("CHOPSIM_EXAMPLE_DIR", str(tmp_path))
+    with open(os.path.join(os.environ["CHOPSIM_SOURCE_DIR"], "docs", "examples", "quickstart.ipynb")) as f:
+        notebook = json.load(f)
+    namespace = {}
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert len(cells) >= 5
+    for cell in cells:
+        exec(compile("".join(cell["source"]), "quickstart.ipynb", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "energy from telemetry" in printed
+    assert os.path.exists(namespace["html"])
+    assert [row["status"] for row in namespace["rows"]] == ["ok", "ok", "ok"]
+
+
 def test_study_rows(tmp_path):
     (tmp_path / "search.yaml").write_text("base: %s\naxes:\n  training.micro_batch: [1, 2]\n" % QUICK_START)
     (tmp_path / "study.yaml").write_text(
