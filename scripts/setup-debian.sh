@@ -21,6 +21,7 @@ packages=(
   pybind11-dev            # the Python module (python/)
   python3-dev             # its headers
   python3-pytest          # tests/python
+  python3-pip python3-setuptools python3-wheel  # pip install . (tests/python/wheel_test.sh)
   time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
   python3                 # test scripts read outputs back
   clang-format            # scripts/check-format.sh (a ctest) checks the style

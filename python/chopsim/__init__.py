@@ -13,7 +13,15 @@ import csv
 import json
 import os
 
-from . import _chopsim
+# Installed from a wheel (`pip install .`), the package carries the shipped configs: found by name through
+# CHOPSIM_CONFIG_PATH after the user's own folders (a build tree's module finds the source tree's configs itself).
+_PACKAGED_CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+if os.path.isdir(os.path.join(_PACKAGED_CONFIGS, "hardware")):
+    _path = [p for p in os.environ.get("CHOPSIM_CONFIG_PATH", "").split(os.pathsep) if p]
+    if _PACKAGED_CONFIGS not in _path:
+        os.environ["CHOPSIM_CONFIG_PATH"] = os.pathsep.join(_path + [_PACKAGED_CONFIGS])
+
+from . import _chopsim  # noqa: E402  (after the config path: the extension reads it at each run)
 
 __version__ = _chopsim.__version__
 InputError = _chopsim.InputError
