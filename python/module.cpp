@@ -16,7 +16,6 @@
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"
-#include "chopsim/models/memory.hpp"
 #include "chopsim/report/report.hpp"
 
 namespace py = pybind11;
@@ -29,15 +28,22 @@ chopsim::ConfigSearchPath search_for(const std::string& file, const std::string&
   return search;
 }
 
+/// `config` (a file, or a shipped run config by name: "llama3-8b-fsdp") with `overrides` (key, YAML text), checked
+/// as the CLI loads it; `caller` names the Python function in messages.
+chopsim::RunSpec load_spec(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
+                           const std::string& configs, const chopsim::ModelRegistries& registries,
+                           const std::string& caller) {
+  std::vector<chopsim::ConfigOverride> list;
+  for (const auto& [key, value] : overrides) list.push_back({key, value, caller + "(" + key + "=...)"});
+  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
+  return chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
+}
+
 /// Runs `config` with `overrides` (key, YAML text); returns summary.json's text.
 std::string run(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
                 const std::string& out, const std::string& configs, bool simulate_oom) {
   const auto registries = chopsim::ModelRegistries::with_builtins();
-  std::vector<chopsim::ConfigOverride> list;
-  for (const auto& [key, value] : overrides) list.push_back({key, value, "chopsim.run(" + key + "=...)"});
-  // A file, or a shipped run config by name ("llama3-8b-fsdp").
-  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
-  const chopsim::RunSpec spec = chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
+  const chopsim::RunSpec spec = load_spec(config, overrides, configs, registries, "chopsim.run");
   chopsim::RunOptions options;
   options.output_dir = out;
   options.simulate_when_out_of_memory = simulate_oom;
@@ -54,18 +60,8 @@ std::string run(const std::string& config, const std::vector<std::pair<std::stri
 std::string load_config(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
                         const std::string& configs) {
   const auto registries = chopsim::ModelRegistries::with_builtins();
-  std::vector<chopsim::ConfigOverride> list;
-  for (const auto& [key, value] : overrides) list.push_back({key, value, "chopsim.load_config(" + key + "=...)"});
-  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
-  const chopsim::RunSpec spec = chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
-  chopsim::RunReport report;
-  report.name = spec.name;
-  report.gpus = spec.cluster.gpu_count();
-  report.memory_by_stage =
-      chopsim::estimate_memory_by_stage(spec.model, spec.parallelism, spec.training, spec.hardware);
-  report.memory = chopsim::peak_stage_memory(report.memory_by_stage);
-  report.out_of_memory = !report.memory.fits();
-  return chopsim::summary_json(spec, report);
+  const chopsim::RunSpec spec = load_spec(config, overrides, configs, registries, "chopsim.load_config");
+  return chopsim::summary_json(spec, chopsim::unsimulated_report(spec));
 }
 
 /// Runs a sweep file into `out`; returns the results.csv path.

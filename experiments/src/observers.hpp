@@ -121,8 +121,6 @@ class TimelineWriter final : public SimulationObserver {
   /// the ranks it shows x their ops x `iterations` x kTimelineBytesPerOp (with telemetry when `telemetry`).
   /// `source`: the run file, for the message.
   void limit_size(double max_bytes, int iterations, bool telemetry, std::string source);
-  /// The estimate limit_size() checks, once the ranks shown are known (0 before).
-  [[nodiscard]] double estimated_bytes() const;
   ~TimelineWriter() override;
   /// Under symmetry the timeline shows the representatives, each labelled with the GPUs it stands for.
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override;

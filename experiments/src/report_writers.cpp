@@ -127,13 +127,6 @@ struct TimelineWriter::State {
                            " iterations), more than the " + format_bytes(max_bytes) + " chopsim writes without --force",
                        "show fewer GPUs (--timeline-ranks 0,8), run fewer iterations, or pass --force");
   }
-
-  [[nodiscard]] int shown_count() const {
-    int count = 0;
-    for (int rank = 0; rank < workload.layout.world_size(); ++rank) count += shows(rank) ? 1 : 0;
-    return count;
-  }
-  [[nodiscard]] bool shows(int rank) const { return shown.empty() || shown[static_cast<std::size_t>(rank)] != 0; }
 };
 
 TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
@@ -163,8 +156,6 @@ void TimelineWriter::limit_size(double max_bytes, int iterations, bool telemetry
   state_->telemetry = telemetry;
   state_->source = std::move(source);
 }
-
-double TimelineWriter::estimated_bytes() const { return state_->estimated_bytes; }
 
 void TimelineWriter::on_op_event(const OpEvent& event) {
   state_->describe({});  // every GPU, unless the classes came first

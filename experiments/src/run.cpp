@@ -95,14 +95,19 @@ std::string summary_json(const RunSpec& run, const RunReport& report) {
   return out.str();
 }
 
-RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+RunReport unsimulated_report(const RunSpec& run) {
   RunReport report;
   report.name = run.name;
   report.gpus = run.cluster.gpu_count();
   report.memory_by_stage = estimate_memory_by_stage(run.model, run.parallelism, run.training, run.hardware);
   report.memory = peak_stage_memory(report.memory_by_stage);
   report.out_of_memory = !report.memory.fits();
+  return report;
+}
+
+RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  RunReport report = unsimulated_report(run);
 
   AtomicOutputSet outputs;
   const bool write_files = !options.output_dir.empty();

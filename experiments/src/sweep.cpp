@@ -22,6 +22,18 @@ using config_detail::Scope;
 
 namespace {
 
+/// The objectives by their names in a sweep file and on the command line (--objective).
+const std::vector<std::pair<std::string, SweepObjective>>& objective_choices() {
+  static const std::vector<std::pair<std::string, SweepObjective>> choices = {
+      {"tokens_per_s", SweepObjective::tokens_per_s},
+      {"energy_per_token", SweepObjective::energy_per_token},
+      {"mfu", SweepObjective::mfu},
+      {"cost_per_token", SweepObjective::cost_per_token},
+      {"time_to_train", SweepObjective::time_to_train},
+  };
+  return choices;
+}
+
 /// The values of one axis key: a non-empty list of scalars or flow values.
 std::vector<std::string> axis_values(Mapping& m, const std::string& key) {
   const YAML::Node list = m.value(key);
@@ -291,11 +303,8 @@ SweepSpec load_sweep(const fs::path& file) {
       spec.constraints.push_back(std::move(c));
     }
   }
-  if (top.has("objective")) {
-    std::string name;
-    top.read("objective", name);
-    choose_objective(spec, name, top.where("objective"));
-  }
+  if (top.read_choice<SweepObjective>("objective", spec.objective, objective_choices()))
+    spec.objective_where = top.where("objective");
   if (top.has("cost")) {
     Mapping cost = top.child("cost");
     GpuCost gpu;
@@ -318,25 +327,15 @@ SweepSpec load_sweep(const fs::path& file) {
   return spec;
 }
 
-namespace {
-constexpr std::pair<const char*, SweepObjective> kObjectives[] = {
-    {"tokens_per_s", SweepObjective::tokens_per_s},
-    {"energy_per_token", SweepObjective::energy_per_token},
-    {"mfu", SweepObjective::mfu},
-    {"cost_per_token", SweepObjective::cost_per_token},
-    {"time_to_train", SweepObjective::time_to_train},
-};
-}  // namespace
-
 void choose_objective(SweepSpec& spec, const std::string& name, const SourceLocation& where) {
   std::string names;
-  for (const auto& [text, objective] : kObjectives) {
+  for (const auto& [text, objective] : objective_choices()) {
     if (name == text) {
       spec.objective = objective;
       spec.objective_where = where;
       return;
     }
-    names += (names.empty() ? "" : ", ") + std::string(text);
+    names += (names.empty() ? "" : ", ") + text;
   }
   throw InputError(where, "objective", "unknown objective '" + name + "'", "use one of " + names);
 }

@@ -65,6 +65,13 @@ def _table(path, name):
     return frame
 
 
+def _override_pairs(overrides, keys):
+    """(dotted key, YAML text) pairs of a mapping of overrides and keyword arguments ("__" for ".")."""
+    merged = dict(overrides or {})
+    merged.update({key.replace("__", "."): value for key, value in keys.items()})
+    return [(key, _yaml_text(value)) for key, value in merged.items()]
+
+
 class RunResult:
     """A run's figures: every key of summary.json as an attribute (nested ones as dicts), and to_dict(); with
     run(..., out=DIR) also ops() and telemetry(), the tables of DIR/ops.h5."""
@@ -99,9 +106,7 @@ def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, *
     """Predicts one run of `config` (a path, or a shipped run config by name) with its keys overridden; `out` also writes summary.json,
     timeline.json and ops.h5 there. Returns a RunResult (status "out_of_memory" when it does not fit, unless
     simulate_oom)."""
-    merged = dict(overrides or {})
-    merged.update({key.replace("__", "."): value for key, value in keys.items()})
-    pairs = [(key, _yaml_text(value)) for key, value in merged.items()]
+    pairs = _override_pairs(overrides, keys)
     text = _chopsim.run(os.fspath(config), pairs, os.fspath(out) if out else "", os.fspath(configs) if configs else "",
                         bool(simulate_oom))
     return RunResult(json.loads(text), os.fspath(out) if out else None)
@@ -112,9 +117,7 @@ def load_config(config, overrides=None, *, configs=None, **keys):
     without simulating. Returns a dict: "run", what it resolved to (model, hardware, cluster, GPUs, parallelism with
     dp: auto worked out, training), and "memory", the memory model's estimate per GPU (every pipeline stage under
     "stages"), with "status" "ok" or "out_of_memory". Bad input raises InputError, as run() does."""
-    merged = dict(overrides or {})
-    merged.update({key.replace("__", "."): value for key, value in keys.items()})
-    pairs = [(key, _yaml_text(value)) for key, value in merged.items()]
+    pairs = _override_pairs(overrides, keys)
     summary = json.loads(_chopsim.load_config(os.fspath(config), pairs, os.fspath(configs) if configs else ""))
     return {"status": summary["status"], "run": summary["run"], "memory": summary["memory"]}
 

@@ -308,8 +308,8 @@ std::set<std::uint32_t> drawn_gpus(const std::map<std::uint32_t, std::vector<Sam
   return drawn;
 }
 
-/// Bucketed traces per drawn GPU: at most kPointsPerTrace points, each bucket's `reduce` of the field (max keeps
-/// power peaks visible, min keeps clock dips).
+/// One trace as a JSON array of at most `most` points, each a bucket's max (use_max: keeps power peaks visible) or
+/// min (keeps clock dips) of the field.
 std::string bucketed_points(const std::vector<Sample>& samples, double Sample::*field, bool use_max, std::size_t most) {
   const std::size_t per = std::max<std::size_t>(1, (samples.size() + most - 1) / most);
   std::string points;
@@ -323,6 +323,7 @@ std::string bucketed_points(const std::vector<Sample>& samples, double Sample::*
   return "[" + points + "]";
 }
 
+/// The drawn GPUs' traces as Chart.js datasets, at most kPointsPerTrace points each.
 std::string traces(const std::map<std::uint32_t, std::vector<Sample>>& by_gpu, const std::set<std::uint32_t>& drawn,
                    double Sample::*field, bool use_max) {
   std::string datasets;

@@ -123,6 +123,10 @@ struct RunReport {
 /// summary.json's text for a finished run (what `--out` writes; the Python API parses it).
 [[nodiscard]] std::string summary_json(const RunSpec& run, const RunReport& report);
 
+/// A run's report before any simulation: its name, GPU count and the memory model's estimate per stage (with the
+/// out-of-memory verdict). run_simulation starts from it; `chopsim.load_config` returns it.
+[[nodiscard]] RunReport unsimulated_report(const RunSpec& run);
+
 [[nodiscard]] RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries,
                                        const RunOptions& options = {});
 
