@@ -66,5 +66,6 @@ done
   done
 } >> "$tmp"
 mv "$tmp" "$results"
+rm -f "$tmp.log" "$tmp.time"  # the trap below no longer does it
 trap - EXIT
 cat "$results"
