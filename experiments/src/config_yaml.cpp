@@ -153,6 +153,23 @@ bool opens_block_node(std::string_view line) {
   return false;
 }
 
+/// True when a node can begin right after `before` (the line up to a bracket, outside a flow collection): at the
+/// start of the line, after a block indicator ("key: ", "- ", "? ") or after a node property ("&anchor ", "!tag ").
+/// A bracket glued to the text before it ("t{", "key:{") is part of a plain scalar.
+bool begins_node(std::string_view before) {
+  while (true) {
+    const std::size_t last = before.find_last_not_of(" \t");
+    if (last == std::string_view::npos) return true;
+    if (last + 1 == before.size()) return false;
+    const std::size_t space = before.find_last_of(" \t", last);
+    const std::size_t word_start = space == std::string_view::npos ? 0 : space + 1;
+    const std::string_view word = before.substr(word_start, last + 1 - word_start);
+    if (word.back() == ':' || word == "-" || word == "?") return true;
+    if (word.front() != '&' && word.front() != '!') return false;
+    before = before.substr(0, word_start);
+  }
+}
+
 /// yaml-cpp 0.7 loops forever, allocating until memory runs out, on a document whose root is not a block node and
 /// is followed by a ',' (",", "[a],", "\"x\",", "&a ,": found by fuzz_run_config; tests/bad_inputs has them). A
 /// chopsim file is 'key: value' lines, so every document must open with such a line: checked here, before yaml-cpp.
@@ -174,8 +191,11 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
         line = line.substr(0, i);
         break;
       } else if (c == '[' || c == '{') {
-        ++flow_depth;
-      } else if (c == ']' || c == '}') {
+        // Inside a flow collection every bracket is structure; outside one, a bracket opens a collection only
+        // where a node begins ("key: {", "- [", "&anchor {"): in "t{: false" it is part of a plain scalar, and
+        // counting it let a later ',' line through to yaml-cpp's endless loop (fuzz_run_config in CI, 2026-11-27).
+        if (flow_depth > 0 || begins_node(line.substr(0, i))) ++flow_depth;
+      } else if ((c == ']' || c == '}') && flow_depth > 0) {
         --flow_depth;
       }
     }

@@ -88,6 +88,14 @@ with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-time
 with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-indented-comma.yaml"), "rb") as f:
     case("config/fuzz_finding_indented_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
 config("line_starts_with_comma", BASE.replace("  dp: 8", "    dp: 8\n   , 2"), "starts with ','")
+# fuzz_run_config in CI (2026-11-27): a '{' inside a plain scalar ("t{") opens no flow collection, so the ',' line
+# after it is still outside one (yaml-cpp 0.7 looped on it).
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-brace-in-scalar-comma.yaml"),
+          "rb") as f:
+    case("config/fuzz_finding_brace_in_scalar_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
+config("brace_in_scalar_then_comma", BASE.replace("  dp: 8", "  dp{: 8\n   , 2"), "starts with ','")
+config("flow_mapping_after_anchor", BASE.replace("iterations: 1", "extra: &x {a: 1\n  , b: 2}\niterations: 1"),
+       "unknown key 'extra'")
 config("block_scalar_comma_is_text", BASE + "description: |\n  a, b\n  , c\n", "", 0)
 case("config/invalid_utf8.yaml", BASE.replace("name: bad", "name: bad").encode() .replace(b"name: bad", b"name: b\xff\xfead"),
      RUN, 2, "UTF-8", binary=True)
