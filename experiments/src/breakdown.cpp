@@ -157,7 +157,7 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   rank.kernel_s += duration;
 }
 
-void LossBreakdownObserver::on_telemetry(const TelemetrySample& sample) {
+void LossBreakdownObserver::on_telemetry(const GpuStateSample& sample) {
   if (sample.gpu >= ranks_.size()) return;
   Rank& rank = ranks_[sample.gpu];
   advance(rank, sample.time_s);

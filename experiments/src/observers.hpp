@@ -27,7 +27,7 @@ class FanOutObserver final : public SimulationObserver {
   void on_op_event(const OpEvent& event) override {
     for (auto* observer : observers_) observer->on_op_event(event);
   }
-  void on_telemetry(const TelemetrySample& sample) override {
+  void on_telemetry(const GpuStateSample& sample) override {
     for (auto* observer : observers_) observer->on_telemetry(sample);
   }
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
@@ -76,7 +76,7 @@ class LossBreakdownObserver final : public SimulationObserver {
   /// `clock_hz`: every GPU's clock until its first telemetry sample; `max_clock_hz`: the reference of the ideal.
   LossBreakdownObserver(const Workload& workload, const ComputeModel& compute, double clock_hz, double max_clock_hz);
   void on_op_event(const OpEvent& event) override;
-  void on_telemetry(const TelemetrySample& sample) override;
+  void on_telemetry(const GpuStateSample& sample) override;
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
   /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal unless compute kernels
   /// overlap on a GPU) and the rest taken from `time`.
@@ -127,7 +127,7 @@ class TimelineWriter final : public SimulationObserver {
   void on_op_event(const OpEvent& event) override;
   /// Counter tracks per GPU: power (W), clock (MHz) and temperature (°C) at each change (the temperature when it
   /// moved by 0.1 K or more since the last point drawn).
-  void on_telemetry(const TelemetrySample& sample) override;
+  void on_telemetry(const GpuStateSample& sample) override;
   void finish();
 
  private:
@@ -147,7 +147,7 @@ class OpsTableWriter final : public SimulationObserver {
   /// Adds the table `/telemetry`: per GPU and interval of `interval_s`, mean power and clock, the temperature at the
   /// end of the interval (from the thermal model between samples) and the throttled fraction.
   void enable_telemetry(double interval_s, std::vector<double> inlet_c, const ThermalModel& thermal);
-  void on_telemetry(const TelemetrySample& sample) override;
+  void on_telemetry(const GpuStateSample& sample) override;
   /// `end_s`: end of the simulation (closes the last telemetry interval).
   void finish(double end_s = 0.0);
 

@@ -199,7 +199,7 @@ void PowerObserver::on_op_event(const OpEvent& event) {
   g.compute_running += event.is_end ? -1 : 1;
 }
 
-void PowerObserver::on_telemetry(const TelemetrySample& s) {
+void PowerObserver::on_telemetry(const GpuStateSample& s) {
   if (s.gpu >= gpus_.size()) throw EngineError("telemetry for GPU " + std::to_string(s.gpu) + " out of range");
   Gpu& g = gpus_[s.gpu];
   advance(g, s.time_s);

@@ -82,7 +82,7 @@ class PowerObserver final : public SimulationObserver {
  public:
   PowerObserver(const Workload& workload, const RunSpec& run, const PowerSetup& setup);
   void on_op_event(const OpEvent& event) override;
-  void on_telemetry(const TelemetrySample& sample) override;
+  void on_telemetry(const GpuStateSample& sample) override;
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
   [[nodiscard]] PowerReport finish(double end_s, int iterations, double tokens_per_iteration);
 

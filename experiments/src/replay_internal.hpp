@@ -17,8 +17,8 @@
 namespace chopsim::replay_detail {
 
 /// One GPU record of a kernel store on the replay's clock: seconds since the earliest record of the store (sources
-/// put on one clock with their time origins). A copy of the store's KernelRecord: traces/ records and models/ share
-/// type names (TelemetrySample), so the store is read in its own file (replay_store.cpp).
+/// put on one clock with their time origins). A copy of the store's KernelRecord, so that only the file that reads
+/// the store (replay_store.cpp) sees traces/ types.
 struct MeasuredRecord {
   int rank = 0;  ///< the replay rank: the record's global rank, or its device's index when the store has no ranks
   std::int32_t device = -1;

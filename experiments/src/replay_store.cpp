@@ -1,5 +1,5 @@
 // Reads a kernel store for `chopsim replay`: every GPU record on one clock, ranks, GPU names. The only replay file
-// that sees traces/ types (their TelemetrySample and models/' share a name).
+// that sees traces/ types.
 
 #include <algorithm>
 #include <iterator>

@@ -194,7 +194,7 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
   json.end_object();
 }
 
-void TimelineWriter::on_telemetry(const TelemetrySample& sample) {
+void TimelineWriter::on_telemetry(const GpuStateSample& sample) {
   state_->describe({});
   if (!state_->shown.empty() && !state_->shown[sample.gpu]) return;
   auto& counters = state_->counters;
@@ -314,7 +314,7 @@ H5::CompType telemetry_row_type() {
 /// Per GPU: the last sample and the interval being filled.
 struct TelemetryBin {
   bool started = false;
-  TelemetrySample last;
+  GpuStateSample last;
   double bin_start_s = 0.0;
   double energy_j = 0.0, clock_time = 0.0, throttled_s = 0.0;
 };
@@ -421,7 +421,7 @@ namespace {
 /// The row of a GPU's bin that ends at `end_s` after `duration_s` (a whole interval, or the run's last part of one).
 TelemetryRow bin_row(const TelemetryBin& bin, std::uint32_t gpu, double duration_s, double end_s, double inlet_c,
                      const ThermalModel& thermal) {
-  const TelemetrySample& s = bin.last;
+  const GpuStateSample& s = bin.last;
   TelemetryRow row{};
   row.gpu = gpu;
   row.time_s = bin.bin_start_s;
@@ -436,7 +436,7 @@ TelemetryRow bin_row(const TelemetryBin& bin, std::uint32_t gpu, double duration
 /// Moves a GPU's telemetry bin from its last sample to `time_s`, emitting every interval completed on the way.
 void fill_bins(TelemetryBin& bin, std::uint32_t gpu, double time_s, double interval_s, double inlet_c,
                const ThermalModel& thermal, hdf5::AppendTable<TelemetryRow>& out) {
-  const TelemetrySample& s = bin.last;
+  const GpuStateSample& s = bin.last;
   double t = s.time_s;
   while (t < time_s) {
     const double bin_end = bin.bin_start_s + interval_s;
@@ -455,7 +455,7 @@ void fill_bins(TelemetryBin& bin, std::uint32_t gpu, double time_s, double inter
 }
 }  // namespace
 
-void OpsTableWriter::on_telemetry(const TelemetrySample& sample) {
+void OpsTableWriter::on_telemetry(const GpuStateSample& sample) {
   auto& st = *state_;
   if (st.thermal == nullptr || sample.gpu >= st.bins.size()) return;
   TelemetryBin& bin = st.bins[sample.gpu];

@@ -69,7 +69,7 @@ class StageProbe final : public SimulationObserver {
     if (e.rank != 0 || op.pass == Pass::recompute) return;
     kernels_.push_back({e.start_s, e.time_s, op.pass == Pass::backward ? 1 : 0, op.layer >= 0});
   }
-  void on_telemetry(const TelemetrySample& s) override {
+  void on_telemetry(const GpuStateSample& s) override {
     if (s.gpu == 0) power_.emplace_back(s.time_s, s.power_w);
   }
   void finish(SharedResult& r) const {

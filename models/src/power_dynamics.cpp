@@ -212,7 +212,7 @@ void PowerDomain::report(DieState& d, bool force) {
   d.reported_clock_hz = d.clock_hz;
   d.reported_flags = d.flags;
   if (sink_ == nullptr) return;
-  TelemetrySample s;
+  GpuStateSample s;
   s.time_s = now_s_;
   s.gpu = d.settings.gpu;
   s.power_w = d.power_w;

@@ -44,7 +44,7 @@ void EventWriter::on_event(const OpEvent& event) {
   if (buffer_.size() >= kFlushBytes) flush();
 }
 
-void EventWriter::on_telemetry(const TelemetrySample& sample) {
+void EventWriter::on_telemetry(const GpuStateSample& sample) {
   put<char>('P');
   put(sample.time_s);
   put(sample.gpu);
@@ -143,7 +143,7 @@ void EventReader::consume(const unsigned char* data, std::size_t size, EventSink
       continue;
     }
     if (p[0] == 'P') {
-      TelemetrySample sample;
+      GpuStateSample sample;
       sample.time_s = get<double>(p + 1);
       sample.gpu = get<std::uint32_t>(p + 9);
       sample.power_w = get<double>(p + 13);

@@ -22,7 +22,7 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void on_event(const OpEvent& event) = 0;
-  virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
+  virtual void on_telemetry(const GpuStateSample& /*sample*/) {}
   virtual void on_rank_classes(const std::vector<std::uint32_t>& /*representative*/) {}
 };
 
@@ -31,7 +31,7 @@ class ObserverSink final : public EventSink {
  public:
   explicit ObserverSink(SimulationObserver& observer) : observer_(observer) {}
   void on_event(const OpEvent& event) override { observer_.on_op_event(event); }
-  void on_telemetry(const TelemetrySample& sample) override { observer_.on_telemetry(sample); }
+  void on_telemetry(const GpuStateSample& sample) override { observer_.on_telemetry(sample); }
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
     observer_.on_rank_classes(representative);
   }
@@ -50,7 +50,7 @@ class EventWriter final : public EventSink {
   EventWriter& operator=(const EventWriter&) = delete;
 
   void on_event(const OpEvent& event) override;
-  void on_telemetry(const TelemetrySample& sample) override;
+  void on_telemetry(const GpuStateSample& sample) override;
   /// The 'D' record (only with power dynamics) and the 'T' record.
   void write_stats(const SimulationStats& stats);
   void write_error(ErrorKind kind, const std::string& message);

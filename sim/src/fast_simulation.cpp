@@ -409,7 +409,7 @@ class FastSimulation final : private TelemetrySink {
     }
   }
 
-  void on_telemetry(const TelemetrySample& sample) override {
+  void on_telemetry(const GpuStateSample& sample) override {
     sink_.on_telemetry(sample);
     ++stats_.telemetry_samples;
   }

@@ -363,7 +363,7 @@ class Simulation final : private TelemetrySink {
     }
   }
 
-  void on_telemetry(const TelemetrySample& sample) override {
+  void on_telemetry(const GpuStateSample& sample) override {
     if (failure_) return;
     if (!in_simulation_) {  // the final samples, after SimGrid: let a throwing sink throw
       sink_.on_telemetry(sample);

@@ -77,8 +77,8 @@ KernelWork copy(double seconds) { return {KernelClass::elementwise, Precision::b
 
 class Collect final : public TelemetrySink {
  public:
-  void on_telemetry(const TelemetrySample& s) override { samples.push_back(s); }
-  std::vector<TelemetrySample> samples;
+  void on_telemetry(const GpuStateSample& s) override { samples.push_back(s); }
+  std::vector<GpuStateSample> samples;
 };
 
 // ---- power model ---------------------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ TEST(PowerDomain, PeriodicControlSleepsThroughASteadyLoad) {
   EXPECT_LE(domain->stats().decisions, 20u);
   EXPECT_LE(sink.samples.size(), 20u);
   // Settled within the cap, at the highest clock step that holds it.
-  const TelemetrySample& settled = sink.samples[sink.samples.size() - 2];
+  const GpuStateSample& settled = sink.samples[sink.samples.size() - 2];
   EXPECT_LE(settled.power_w, cap);
   EXPECT_LT(settled.clock_hz, 1.4e9);
   EXPECT_GT(domain->energy_j(0) / 100.0, 0.95 * cap);

@@ -30,7 +30,7 @@ class Recorder final : public SimulationObserver {
     events.push_back(event);
     order.push_back({event.time_s, event.rank, false});
   }
-  void on_telemetry(const TelemetrySample& sample) override {
+  void on_telemetry(const GpuStateSample& sample) override {
     samples.push_back(sample);
     order.push_back({sample.time_s, sample.gpu, true});
   }
@@ -45,7 +45,7 @@ class Recorder final : public SimulationObserver {
     bool sample;
   };
   std::vector<OpEvent> events;
-  std::vector<TelemetrySample> samples;
+  std::vector<GpuStateSample> samples;
   std::vector<Item> order;
 };
 

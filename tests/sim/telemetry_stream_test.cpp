@@ -16,11 +16,11 @@ namespace {
 class Collect final : public sim_detail::EventSink {
  public:
   void on_event(const OpEvent& /*event*/) override { order.push_back('E'); }
-  void on_telemetry(const TelemetrySample& sample) override {
+  void on_telemetry(const GpuStateSample& sample) override {
     samples.push_back(sample);
     order.push_back('P');
   }
-  std::vector<TelemetrySample> samples;
+  std::vector<GpuStateSample> samples;
   std::string order;
 };
 
@@ -33,7 +33,7 @@ TEST(TelemetryStream, RoundTripInAnyChunking) {
     ssize_t n;
     while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
   });
-  std::vector<TelemetrySample> sent;
+  std::vector<GpuStateSample> sent;
   std::string order;
   SimulationStats stats;
   {
@@ -46,7 +46,7 @@ TEST(TelemetryStream, RoundTripInAnyChunking) {
         writer.on_event(e);
         order += 'E';
       }
-      TelemetrySample s;
+      GpuStateSample s;
       s.time_s = i * 1e-4 + 1.0 / 7.0;
       s.gpu = i * 31u;
       s.power_w = 100.0 + i / 3.0;

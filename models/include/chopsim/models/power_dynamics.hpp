@@ -26,7 +26,7 @@ namespace chopsim {
 
 /// One GPU's state at a change. Power and clock hold until the GPU's next sample; the temperature relaxes from
 /// `temperature_c` towards inlet + power * R in the meantime (thermal.hpp).
-struct TelemetrySample {
+struct GpuStateSample {
   double time_s = 0.0;
   std::uint32_t gpu = 0;  ///< global rank
   double power_w = 0.0;
@@ -39,7 +39,7 @@ struct TelemetrySample {
 class TelemetrySink {
  public:
   virtual ~TelemetrySink() = default;
-  virtual void on_telemetry(const TelemetrySample& sample) = 0;
+  virtual void on_telemetry(const GpuStateSample& sample) = 0;
 };
 
 /// Told when the progress rates of a die's running kernels may have changed (clock or load), at `time_s`.

@@ -85,7 +85,7 @@ class SimulationObserver {
   /// A GPU's power, clock or throttle state changed (runs with power dynamics only). Samples of one GPU arrive in
   /// time order and interleaved in time order with that GPU's op events; samples of different GPUs need not be in
   /// global time order (a domain with no kernel running catches up on its governor's decisions at its next event).
-  virtual void on_telemetry(const TelemetrySample& /*sample*/) {}
+  virtual void on_telemetry(const GpuStateSample& /*sample*/) {}
   /// Called once before any event when the engine simulates one representative per class of equivalent ranks
   /// (EngineOptions::use_symmetry; docs/design.md, "Symmetry"): `representative[r]` is the rank whose events and
   /// telemetry stand for rank r. Events and telemetry then arrive for representatives only; an observer that reports
