@@ -22,28 +22,27 @@ bool contains(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
-std::string valid_flags(const std::vector<std::string>& options, const std::vector<std::string>& switches) {
+std::string valid_flags(std::span<const Option> options) {
   std::string text;
-  for (const auto& o : options) text += (text.empty() ? "" : ", ") + o + " VALUE";
-  for (const auto& s : switches) text += (text.empty() ? "" : ", ") + s;
+  for (const auto& o : options)
+    text += (text.empty() ? "" : ", ") + std::string(o.name) + (o.value == Value::none ? "" : " VALUE");
   return text.empty() ? "this command takes no options" : "valid options: " + text;
 }
 }  // namespace
 
-Arguments::Arguments(const std::vector<std::string>& args, const std::vector<std::string>& options,
-                     const std::vector<std::string>& switches) {
+Arguments::Arguments(const std::vector<std::string>& args, std::span<const Option> options) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() > 1 && arg[0] == '-') {
-      if (contains(options, arg)) {
-        if (i + 1 >= args.size()) throw argument_error(arg + " needs a value", "write " + arg + " VALUE");
-        options_[arg] = args[++i];
-        in_order_.emplace_back(arg, args[i]);
-      } else if (contains(switches, arg)) {
+      const auto known = std::find_if(options.begin(), options.end(), [&](const Option& o) { return o.name == arg; });
+      if (known == options.end()) throw argument_error("unknown option '" + arg + "'", valid_flags(options));
+      if (known->value == Value::none) {
         switches_.push_back(arg);
-      } else {
-        throw argument_error("unknown option '" + arg + "'", valid_flags(options, switches));
+        continue;
       }
+      if (i + 1 >= args.size()) throw argument_error(arg + " needs a value", "write " + arg + " VALUE");
+      options_[arg] = args[++i];
+      in_order_.emplace_back(arg, args[i]);
     } else {
       positional_.push_back(arg);
     }

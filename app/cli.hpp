@@ -2,8 +2,10 @@
 // Shared pieces of the chopsim command line: argument parsing and the command table.
 // Each command lives in its own command_*.cpp and is listed in main.cpp.
 
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,14 +23,38 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitOutOfMemory = 3;
 
+/// What an option takes (or a command's positional arguments are): the parser needs only none vs a value; the shell
+/// completions (`chopsim completion bash|zsh`, generated from the tables below) offer what fits.
+enum class Value : std::uint8_t {
+  none,           ///< a switch
+  text,           ///< a number or free text: nothing to offer
+  directory,      ///< a folder
+  file,           ///< any file
+  run_config,     ///< a run config file or the name of a shipped run config
+  hardware,       ///< a name of configs/hardware
+  cluster,        ///< a name of configs/clusters
+  model,          ///< a name of configs/models, or a Hugging Face config.json
+  engine,         ///< a registered engine
+  import_format,  ///< a job format chopsim import reads
+  trace_format,   ///< a trace reader of chopsim ingest
+  objective,      ///< a sweep objective
+  node_links,     ///< how calibrate's node joins its GPUs
+};
+
+/// One option of a command: its name ("--out", "-o") and what it takes.
+struct Option {
+  std::string_view name;
+  Value value;
+};
+
 /// Parsed command-line arguments: positionals in order, options by name ("--out" -> "DIR"),
-/// and switches ("--simulate-oom"). Each command declares which options and switches it takes.
+/// and switches ("--simulate-oom"). Each command declares its options in a table (below).
 class Arguments {
  public:
-  /// Parses `args` (after the command name). `options` take a value, `switches` do not; anything else
-  /// starting with '-' is an error naming the option and listing the valid ones.
-  Arguments(const std::vector<std::string>& args, const std::vector<std::string>& options,
-            const std::vector<std::string>& switches);
+  /// Parses `args` (after the command name) against the command's `options`: those with a Value take the next
+  /// argument, Value::none ones are switches; anything else starting with '-' is an error naming the option and
+  /// listing the valid ones.
+  Arguments(const std::vector<std::string>& args, std::span<const Option> options);
 
   [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
   [[nodiscard]] std::optional<std::string> option(std::string_view name) const;
@@ -53,8 +79,14 @@ void check_engine_name(const ModelRegistries& registries, const std::string& nam
 struct Command {
   std::string_view name;
   std::string_view usage;  ///< lines for the help text
+  std::span<const Option> options;
+  Value positional;        ///< what the positional arguments are
+  std::string_view words;  ///< fixed words a positional may also be ("merge" for sweep), space-separated
   int (*run)(const std::vector<std::string>& args);
 };
+
+/// The command table (main.cpp), for the completion scripts.
+[[nodiscard]] std::span<const Command> commands();
 
 int command_run(const std::vector<std::string>& args);
 int command_sweep(const std::vector<std::string>& args);
@@ -66,6 +98,68 @@ int command_describe(const std::vector<std::string>& args);
 int command_ingest(const std::vector<std::string>& args);
 int command_calibrate(const std::vector<std::string>& args);
 int command_replay(const std::vector<std::string>& args);
+int command_completion(const std::vector<std::string>& args);
+
+/// The shell completion script for `shell` ("bash" or "zsh") of the command table, with the engines, formats and
+/// objectives chopsim registers: what `chopsim completion SHELL` prints and scripts/completion/ holds.
+[[nodiscard]] std::string completion_script(std::string_view shell);
+
+// The options of each command: what it parses and what the completions offer.
+inline constexpr Option kRunOptions[] = {{"--out", Value::directory},   {"-o", Value::directory},
+                                         {"--iterations", Value::text}, {"--configs", Value::directory},
+                                         {"--engine", Value::engine},   {"--timeline-ranks", Value::text},
+                                         {"--set", Value::text},        {"--simulate-oom", Value::none},
+                                         {"--force", Value::none},      {"--report", Value::none}};
+inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
+                                           {"-o", Value::directory},
+                                           {"--jobs", Value::text},
+                                           {"-j", Value::text},
+                                           {"--configs", Value::directory},
+                                           {"--shard", Value::text},
+                                           {"--objective", Value::objective},
+                                           {"--report", Value::none},
+                                           {"--mpi", Value::none}};
+inline constexpr Option kSweepMergeOptions[] = {
+    {"--out", Value::directory}, {"-o", Value::directory}, {"--objective", Value::objective}};
+inline constexpr Option kStudyOptions[] = {{"--out", Value::directory},     {"-o", Value::directory},
+                                           {"--jobs", Value::text},         {"-j", Value::text},
+                                           {"--configs", Value::directory}, {"--report", Value::none}};
+inline constexpr Option kReportOptions[] = {{"-o", Value::file}, {"--out", Value::file}};
+inline constexpr Option kImportOptions[] = {{"--format", Value::import_format},
+                                            {"--hardware", Value::hardware},
+                                            {"--cluster", Value::cluster},
+                                            {"--nodes", Value::text},
+                                            {"--model", Value::model},
+                                            {"--precision", Value::text},
+                                            {"-o", Value::file},
+                                            {"--out-dir", Value::directory},
+                                            {"--configs", Value::directory},
+                                            {"--strict", Value::none}};
+inline constexpr Option kValidateOptions[] = {{"--data", Value::directory},
+                                              {"--configs", Value::directory},
+                                              {"--profiles", Value::directory},
+                                              {"--out", Value::file},
+                                              {"-o", Value::file},
+                                              {"--jobs", Value::text},
+                                              {"-j", Value::text},
+                                              {"--engine", Value::engine}};
+inline constexpr Option kIngestOptions[] = {{"--out", Value::file},
+                                            {"-o", Value::file},
+                                            {"--format", Value::trace_format},
+                                            {"--top", Value::text},
+                                            {"--summary", Value::none}};
+inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},  {"--configs", Value::directory},
+                                               {"--out", Value::file},           {"-o", Value::file},
+                                               {"--report", Value::file},        {"--clock-mhz", Value::text},
+                                               {"--min-kernel-us", Value::text}, {"--max-gap-us", Value::text},
+                                               {"--gpus-per-node", Value::text}, {"--node-links", Value::node_links}};
+/// calibrate's --node-links values.
+inline constexpr std::string_view kNodeLinkNames[] = {"nvswitch", "xgmi_mesh"};
+inline constexpr Option kReplayOptions[] = {
+    {"--hardware", Value::hardware}, {"--cluster", Value::cluster},           {"--out", Value::directory},
+    {"-o", Value::directory},        {"--configs", Value::directory},         {"--measured-hardware", Value::hardware},
+    {"--calibration", Value::file},  {"--measured-calibration", Value::file}, {"--dependency-window-us", Value::text},
+    {"--engine", Value::engine},     {"--simulate-collectives", Value::none}};
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
@@ -86,11 +180,14 @@ inline constexpr std::string_view kRunUsage =
     "                       (validated as the file's own keys; repeatable)\n"
     "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
 inline constexpr std::string_view kImportUsage =
-    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME|config.json]\n"
-    "         [--format nemo|megatron|foundry|hf] (-o run.yaml | --out-dir DIR) [--strict] [--configs DIR]\n"
+    "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME|config.json] [--precision NAME]\n"
+    "         [--format nemo|megatron|bridge|foundry|torchtitan|hf] (-o run.yaml | --out-dir DIR) [--strict]\n"
+    "         [--configs DIR]\n"
     "      Turn framework job configs (NeMo training YAML, Megatron-LM arguments or a functional test's\n"
-    "      model_config.yaml, llm-foundry training YAML) into chopsim run configs by one mapping\n"
-    "      (docs/import.md); the GPU, the fabric and the node count come from the command line. A Hugging Face\n"
+    "      model_config.yaml, Megatron-Bridge ConfigContainer or performance YAML, llm-foundry training YAML,\n"
+    "      torchtitan TOML or job JSON) into chopsim run configs by one mapping (docs/import.md); the GPU, the\n"
+    "      fabric and the node count come from the command line (--precision: a Bridge perf_matrix entry's\n"
+    "      precision, default bf16). A Hugging Face\n"
     "      config.json (Llama, Mistral, Qwen2/3, Mixtral, Qwen3-MoE) becomes a model file for configs/models/\n"
     "      (no --hardware or --cluster needed); as a job's --model it is written into the run config inline.\n"
     "      Each output is checked as chopsim would load it before it is written; settings not carried over\n"
@@ -164,6 +261,11 @@ inline constexpr std::string_view kReplayUsage =
     "      --simulate-collectives  re-simulate matched collectives on the measured hardware too\n"
     "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n"
     "      --engine NAME    fast (the default) or simgrid (the reference)\n";
+inline constexpr std::string_view kCompletionUsage =
+    "  completion bash|zsh\n"
+    "      Print the shell completion script (installed to share/bash-completion/completions/chopsim and\n"
+    "      share/zsh/vendor-completions/_chopsim; in a checkout, source scripts/completion/chopsim.bash, or put\n"
+    "      scripts/completion on zsh's fpath).\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
     "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";

@@ -26,10 +26,7 @@ double positive_number(const Arguments& args, std::string_view name, double fall
 }  // namespace
 
 int command_calibrate(const std::vector<std::string>& raw) {
-  const Arguments args(raw,
-                       {"--hardware", "--configs", "--out", "-o", "--report", "--clock-mhz", "--min-kernel-us",
-                        "--max-gap-us", "--gpus-per-node", "--node-links"},
-                       {});
+  const Arguments args(raw, kCalibrateOptions);
   if (args.positional().empty())
     throw argument_error("calibrate needs at least one INPUT (kernel store, measurement table or trace)",
                          "write chopsim calibrate store.h5 --hardware H100-SXM5-80GB -o profile.yaml");

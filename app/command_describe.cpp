@@ -6,7 +6,7 @@
 namespace chopsim::cli {
 
 int command_describe(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {}, {});
+  const Arguments args(raw, {});
   if (!args.positional().empty()) throw argument_error("describe takes no arguments", "write chopsim describe");
   const auto registries = ModelRegistries::with_builtins();
   auto list = [](const auto& registry) {

@@ -10,20 +10,21 @@
 namespace chopsim::cli {
 
 int command_import(const std::vector<std::string>& raw) {
-  const Arguments args(
-      raw, {"--format", "--hardware", "--cluster", "--nodes", "--model", "-o", "--out-dir", "--configs"}, {"--strict"});
+  const Arguments args(raw, kImportOptions);
   const auto& files = args.positional();
   if (files.empty()) throw argument_error("import takes one or more job files", "write chopsim import job.yaml ...");
   const auto format = args.option("--format");
-  if (format && *format != "nemo" && *format != "megatron" && *format != "foundry" && *format != "hf")
+  const std::vector<std::string> formats = import_format_names();
+  if (format && std::find(formats.begin(), formats.end(), *format) == formats.end())
     throw argument_error("--format " + *format +
-                             ": chopsim imports nemo, megatron and foundry (training jobs) and hf (Hugging Face "
-                             "config.json, as a model file) so far (bridge and torchtitan are not built yet)",
-                         "use --format nemo, megatron, foundry or hf, or leave --format out");
-  // A .json file is a Hugging Face config.json (no job format chopsim imports is JSON), read as one so that a
-  // damaged one is reported as such.
+                             ": chopsim imports nemo, megatron, bridge, foundry and torchtitan (training jobs) and hf "
+                             "(Hugging Face config.json, as a model file)",
+                         "use one of those, or leave --format out");
+  // A .json file is a Hugging Face config.json unless it is the job config torchtitan's trainer writes; read as a
+  // model otherwise, so that a damaged config.json is reported as one.
   const auto is_model = [&](const std::filesystem::path& file) {
-    return format ? *format == "hf" : file.extension() == ".json" || is_hf_config(file);
+    if (format) return *format == "hf";
+    return is_hf_config(file) || (file.extension() == ".json" && !is_torchtitan_config(file));
   };
   const auto hardware = args.option("--hardware");
   const auto cluster = args.option("--cluster");
@@ -45,6 +46,7 @@ int command_import(const std::vector<std::string>& raw) {
   options.cluster = cluster.value_or("");
   if (const auto nodes = args.positive_int("--nodes")) options.nodes = *nodes;
   options.model = args.option("--model").value_or("");
+  options.precision = args.option("--precision").value_or("");
   if (const auto dir = args.option("--configs")) options.search.roots.push_back(*dir);
   for (const auto& root : default_search_path(files.front()).roots) options.search.roots.push_back(root);
   if (out_dir) create_output_directory(*out_dir, "--out-dir");
@@ -64,18 +66,22 @@ int command_import(const std::vector<std::string>& raw) {
       const bool model = is_model(file);
       const std::string job_format = model                         ? "hf"
                                      : format                      ? *format
+                                     : is_torchtitan_config(file)  ? "torchtitan"
                                      : is_megatron_arguments(file) ? "megatron"
+                                     : is_bridge_config(file)      ? "bridge"
                                      : is_foundry_config(file)     ? "foundry"
                                                                    : detect_job_format(file);
       if (job_format.empty())
         throw InputError({file.string()}, "",
-                         "not a format chopsim imports (NeMo training YAML, Megatron-LM arguments, llm-foundry "
-                         "YAML, Hugging Face config.json)",
+                         "not a format chopsim imports (NeMo training YAML, Megatron-LM arguments, Megatron-Bridge "
+                         "YAML, llm-foundry YAML, torchtitan TOML or job JSON, Hugging Face config.json)",
                          "pass one of those, or name the format with --format");
-      const ImportResult result = model                      ? import_hf_model(file)
-                                  : job_format == "megatron" ? import_megatron(file, options)
-                                  : job_format == "foundry"  ? import_foundry(file, options)
-                                                             : import_nemo(file, options);
+      const ImportResult result = model                        ? import_hf_model(file)
+                                  : job_format == "megatron"   ? import_megatron(file, options)
+                                  : job_format == "foundry"    ? import_foundry(file, options)
+                                  : job_format == "torchtitan" ? import_torchtitan(file, options)
+                                  : job_format == "bridge"     ? import_bridge(file, options)
+                                                               : import_nemo(file, options);
       if (args.has_switch("--strict") && !result.notes.empty())
         throw InputError({file.string()}, "", "--strict: " + result.notes.front(), "drop --strict to import anyway");
       // Written under a temporary name, loaded as chopsim run would load it, then renamed: an invalid run leaves

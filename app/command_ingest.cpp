@@ -6,7 +6,7 @@
 namespace chopsim::cli {
 
 int command_ingest(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--format", "--top"}, {"--summary"});
+  const Arguments args(raw, kIngestOptions);
   if (args.positional().empty())
     throw argument_error("ingest needs at least one TRACE file",
                          "write chopsim ingest trace.json.gz -o store.h5 (see chopsim --help)");

@@ -9,10 +9,7 @@
 namespace chopsim::cli {
 
 int command_replay(const std::vector<std::string>& raw) {
-  const Arguments args(raw,
-                       {"--hardware", "--cluster", "--out", "-o", "--configs", "--measured-hardware", "--calibration",
-                        "--measured-calibration", "--dependency-window-us", "--engine"},
-                       {"--simulate-collectives"});
+  const Arguments args(raw, kReplayOptions);
   if (args.positional().size() != 1)
     throw argument_error("replay takes exactly one STORE.h5 (a kernel store from chopsim ingest)",
                          "write chopsim replay store.h5 [--hardware NAME] [--cluster NAME] [--out DIR]");

@@ -8,7 +8,7 @@
 namespace chopsim::cli {
 
 int command_report(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"-o", "--out"}, {});
+  const Arguments args(raw, kReportOptions);
   if (args.positional().size() != 1)
     throw argument_error("report takes exactly one PATH (a run's, sweep's or study's --out folder, or validation.csv)",
                          "write chopsim report out/ -o report.html");

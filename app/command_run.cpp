@@ -37,8 +37,7 @@ std::vector<int> parse_rank_list(const std::string& text, const RunSpec& run) {
 }  // namespace
 
 int command_run(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--iterations", "--configs", "--engine", "--timeline-ranks", "--set"},
-                       {"--simulate-oom", "--force", "--report"});
+  const Arguments args(raw, kRunOptions);
   if (args.positional().size() != 1)
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path given = args.positional()[0];

@@ -11,7 +11,7 @@
 namespace chopsim::cli {
 
 int command_study(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs"}, {"--report"});
+  const Arguments args(raw, kStudyOptions);
   if (args.positional().size() != 1)
     throw argument_error("study takes exactly one STUDY file", "write chopsim study configs/studies/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];

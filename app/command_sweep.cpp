@@ -47,7 +47,7 @@ void apply_objective(const Arguments& args, SweepSpec& spec) {
 
 /// `chopsim sweep merge SWEEP --out DIR SHARD_DIR...`
 int merge(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--out", "-o", "--objective"}, {});
+  const Arguments args(raw, kSweepMergeOptions);
   if (args.positional().size() < 2)
     throw argument_error("sweep merge takes the SWEEP file and the shards' --out folders",
                          "write chopsim sweep merge SWEEP.yaml --out DIR shard-0 shard-1 ...");
@@ -65,8 +65,7 @@ int merge(const std::vector<std::string>& raw) {
 
 int command_sweep(const std::vector<std::string>& raw) {
   if (!raw.empty() && raw.front() == "merge") return merge({raw.begin() + 1, raw.end()});
-  const Arguments args(raw, {"--out", "-o", "--jobs", "-j", "--configs", "--shard", "--objective"},
-                       {"--report", "--mpi"});
+  const Arguments args(raw, kSweepOptions);
   if (args.positional().size() != 1)
     throw argument_error("sweep takes exactly one SWEEP file", "write chopsim sweep configs/sweeps/NAME.yaml");
   const std::filesystem::path file = args.positional()[0];

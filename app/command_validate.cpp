@@ -12,7 +12,7 @@
 namespace chopsim::cli {
 
 int command_validate(const std::vector<std::string>& raw) {
-  const Arguments args(raw, {"--data", "--configs", "--profiles", "--out", "-o", "--jobs", "-j", "--engine"}, {});
+  const Arguments args(raw, kValidateOptions);
   if (!args.positional().empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
   const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
   const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");

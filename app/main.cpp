@@ -17,19 +17,22 @@
 namespace {
 
 using chopsim::cli::Command;
+using chopsim::cli::Value;
+namespace cli = chopsim::cli;
 
-// One entry per command; a new command adds its command_*.cpp and a line here.
+// One entry per command; a new command adds its command_*.cpp, its option table (cli.hpp) and a line here.
 constexpr std::array kCommands = {
-    Command{"run", chopsim::cli::kRunUsage, chopsim::cli::command_run},
-    Command{"sweep", chopsim::cli::kSweepUsage, chopsim::cli::command_sweep},
-    Command{"study", chopsim::cli::kStudyUsage, chopsim::cli::command_study},
-    Command{"report", chopsim::cli::kReportUsage, chopsim::cli::command_report},
-    Command{"import", chopsim::cli::kImportUsage, chopsim::cli::command_import},
-    Command{"validate", chopsim::cli::kValidateUsage, chopsim::cli::command_validate},
-    Command{"describe", chopsim::cli::kDescribeUsage, chopsim::cli::command_describe},
-    Command{"ingest", chopsim::cli::kIngestUsage, chopsim::cli::command_ingest},
-    Command{"calibrate", chopsim::cli::kCalibrateUsage, chopsim::cli::command_calibrate},
-    Command{"replay", chopsim::cli::kReplayUsage, chopsim::cli::command_replay},
+    Command{"run", cli::kRunUsage, cli::kRunOptions, Value::run_config, "", cli::command_run},
+    Command{"sweep", cli::kSweepUsage, cli::kSweepOptions, Value::file, "merge", cli::command_sweep},
+    Command{"study", cli::kStudyUsage, cli::kStudyOptions, Value::file, "", cli::command_study},
+    Command{"report", cli::kReportUsage, cli::kReportOptions, Value::file, "", cli::command_report},
+    Command{"import", cli::kImportUsage, cli::kImportOptions, Value::file, "", cli::command_import},
+    Command{"validate", cli::kValidateUsage, cli::kValidateOptions, Value::none, "", cli::command_validate},
+    Command{"describe", cli::kDescribeUsage, {}, Value::none, "", cli::command_describe},
+    Command{"ingest", cli::kIngestUsage, cli::kIngestOptions, Value::file, "", cli::command_ingest},
+    Command{"calibrate", cli::kCalibrateUsage, cli::kCalibrateOptions, Value::file, "", cli::command_calibrate},
+    Command{"replay", cli::kReplayUsage, cli::kReplayOptions, Value::file, "", cli::command_replay},
+    Command{"completion", cli::kCompletionUsage, {}, Value::none, "bash zsh", cli::command_completion},
 };
 
 void print_usage(std::ostream& out) {
@@ -40,6 +43,8 @@ void print_usage(std::ostream& out) {
 }
 
 }  // namespace
+
+std::span<const Command> chopsim::cli::commands() { return kCommands; }
 
 int main(int argc, char** argv) {
   // Ctrl-C or a kill during a run removes the outputs' temporary files, then ends the process as the signal would.

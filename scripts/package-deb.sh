@@ -11,7 +11,8 @@ contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/chopsim ./usr/share/chopsim/configs/llama3-8b-fsdp.yaml \
     ./usr/share/chopsim/configs/hardware/H100-SXM5-80GB.yaml ./usr/share/chopsim/calibration/profiles/h100.yaml \
     ./usr/share/doc/chopsim/README.md ./usr/lib/python3/dist-packages/chopsim/__init__.py \
-    ./usr/share/man/man1/chopsim.1 ./usr/share/bash-completion/completions/chopsim; do
+    ./usr/share/man/man1/chopsim.1 ./usr/share/bash-completion/completions/chopsim \
+    ./usr/share/zsh/vendor-completions/_chopsim; do
   grep -q " $path\$" <<< "$contents" || { echo "package-deb: $deb lacks $path"; exit 1; }
 done
 depends=$(dpkg-deb -f "$deb" Depends)

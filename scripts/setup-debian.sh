@@ -13,6 +13,7 @@ packages=(
   libgtest-dev            # tests
   libsimdjson-dev         # trace ingest: Kineto and rocprofv3 JSON (simdjson On-Demand)
   libsqlite3-dev          # trace ingest: Nsight Systems SQLite exports
+  libtomlplusplus-dev     # chopsim import: torchtitan's TOML job configs (toml++ 3.3)
   zlib1g-dev              # trace ingest: .json.gz traces
   libssl-dev              # trace ingest: SHA-256 of every source file (OpenSSL libcrypto)
   python3-h5py            # tests/traces reads the kernel store back with h5py (skipped when absent)
@@ -25,6 +26,7 @@ packages=(
   time                    # bench/ingest.sh measures peak memory with /usr/bin/time -v
   python3                 # test scripts read outputs back
   clang-format            # scripts/check-format.sh (a ctest) checks the style
+  zsh                     # the zsh completion's test (tests/completion_zsh_test.zsh)
 )
 
 bash "$(dirname "$0")/apt-install.sh" setup "${packages[@]}"

@@ -13,7 +13,7 @@ cmake --install "$build" --prefix "$prefix" > "$prefix/install.log"
 fail() { echo "install test: FAILED: $*"; exit 1; }
 for file in bin/chopsim share/chopsim/configs/llama3-8b-fsdp.yaml share/chopsim/configs/hardware/H100-SXM5-80GB.yaml \
     share/chopsim/calibration/profiles/h100.yaml share/doc/chopsim/README.md share/doc/chopsim/configs.md \
-    share/bash-completion/completions/chopsim share/man/man1/chopsim.1; do
+    share/bash-completion/completions/chopsim share/zsh/vendor-completions/_chopsim share/man/man1/chopsim.1; do
   [ -e "$prefix/$file" ] || fail "$file was not installed"
 done
 # The manual page renders without a groff warning (where man is installed).

@@ -24,6 +24,10 @@ namespace chopsim::import_detail {
 [[nodiscard]] std::string shipped_model_with_shape(const ConfigSearchPath& search,
                                                    const std::function<bool(const TransformerSpec&)>& matches);
 
+/// GPUs per node of the cluster the job is imported for (a name under the search path's clusters/, or a path), or
+/// 0 when there is no such file: a job's data-parallel size (and Megatron's default gradient bucket) follows it.
+[[nodiscard]] int cluster_gpus_per_node(const ImportOptions& options);
+
 /// Whether --model names a Hugging Face config.json (a .json file) rather than a model of the configs.
 [[nodiscard]] bool model_is_hf_config(const std::string& model);
 

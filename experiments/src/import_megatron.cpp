@@ -30,19 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// GPUs per node of the cluster the job is imported for (a name under the search path's clusters/, or a path), or
-/// 0 when there is no such file. Megatron's data-parallel size, and with it the default gradient bucket, follows it.
-int cluster_gpus_per_node(const ImportOptions& options) {
-  std::error_code error;
-  if (looks_like_config_path(options.cluster))
-    return fs::is_regular_file(options.cluster, error) ? load_cluster_config(options.cluster).gpus_per_node : 0;
-  for (const auto& root : options.search.roots) {
-    const fs::path file = root / "clusters" / (options.cluster + ".yaml");
-    if (fs::is_regular_file(file, error)) return load_cluster_config(file).gpus_per_node;
-  }
-  return 0;
-}
-
 using Arguments = std::map<std::string, std::string>;  // name without "--" -> value ("true" for a bare flag)
 
 constexpr std::uintmax_t kLargestArgumentFileBytes = 1 << 20;
@@ -291,7 +278,7 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   // Megatron-Core DDP's gradient bucket: --ddp-bucket-size parameters, default max(40e6, 1e6 x data-parallel size);
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).
   const int nodes = options.nodes.value_or(1);
-  int gpus_per_node = cluster_gpus_per_node(options);
+  int gpus_per_node = import_detail::cluster_gpus_per_node(options);
   if (gpus_per_node <= 0) {
     gpus_per_node = 8;  // the run config's loader names the missing cluster; the bucket needs a size meanwhile
     notes.push_back("cluster '" + options.cluster + "' not found: its default gradient bucket assumes 8 GPUs per node");

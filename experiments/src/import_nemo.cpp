@@ -7,7 +7,9 @@
 #include <functional>
 #include <sstream>
 
+#include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/import.hpp"
 #include "config_yaml.hpp"
 #include "import_internal.hpp"
@@ -91,6 +93,8 @@ std::string transformer_engine_attention(const ImportOptions& options) {
 
 }  // namespace
 
+std::vector<std::string> import_format_names() { return {"nemo", "megatron", "bridge", "foundry", "torchtitan", "hf"}; }
+
 std::string detect_job_format(const fs::path& file) {
   try {
     // Through the config loader's checks: yaml-cpp alone can loop forever on some malformed files.
@@ -133,7 +137,10 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   const int nodes = options.nodes.value_or(job.integer("trainer.num_nodes", 1));
 
   std::ostringstream y;
-  y << "# Imported by chopsim import from " << job.file() << " (" << (format == "nemo" ? "NeMo" : "Megatron-LM")
+  y << "# Imported by chopsim import from " << job.file() << " ("
+    << (format == "nemo"     ? "NeMo"
+        : format == "bridge" ? "Megatron-Bridge"
+                             : "Megatron-LM")
     << ")\n";
   y << "name: " << fs::path(job.file()).stem().string() << "\n";
   y << model_entry(model);
@@ -183,12 +190,12 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "  precision: " << chopsim_precision << "\n";
   const std::string granularity = job.text("model.activations_checkpoint_granularity");
   y << "  recompute: " << (granularity == "full" ? "full" : granularity == "selective" ? "selective" : "none") << "\n";
-  const int stage_layers = job.integer("model.num_layers") /
+  const int stage_layers = job.integer("model.num_layers", 0) /
                            std::max(1, job.integer("model.pipeline_model_parallel_size", 1) *
                                            std::max(1, job.integer("model.virtual_pipeline_model_parallel_size", 1)));
   if (granularity == "full" && job.has("model.activations_checkpoint_num_layers") &&
       job.text("model.activations_checkpoint_method") == "block" &&
-      job.integer("model.activations_checkpoint_num_layers") < stage_layers)
+      job.integer("model.activations_checkpoint_num_layers") < stage_layers && stage_layers > 0)
     result.notes.push_back("model.activations_checkpoint_method block with " +
                            job.text("model.activations_checkpoint_num_layers") + " of " + std::to_string(stage_layers) +
                            " layers per stage: chopsim recomputes every layer of the stage (full)");
@@ -219,11 +226,26 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   if (job.has("model.overlap_p2p_comm"))
     y << "    pp: " << (job.flag("model.overlap_p2p_comm") ? "true" : "false") << "\n";
   if (job.has("model.optim.bucket_cap_mb")) y << "  dp_bucket_mb: " << job.text("model.optim.bucket_cap_mb") << "\n";
+  // Megatron-Core's grad_reduce_in_fp32 (Megatron-Bridge states it; Megatron-LM's
+  // --accumulate-allreduce-grads-in-fp32): the data-parallel gradient buffer's precision.
+  if (job.has("model.grad_reduce_in_fp32"))
+    y << "  grad_reduce_dtype: " << (job.flag("model.grad_reduce_in_fp32") ? "fp32" : "bf16") << "\n";
   if (job.has("model.fsdp_grad_reduce_dtype") && job.text("model.fsdp_grad_reduce_dtype") == "bf16")
     y << "  fsdp_reduce_dtype: bf16\n";
   y << "iterations: 1\n";
   result.yaml = y.str();
   return result;
+}
+
+int cluster_gpus_per_node(const ImportOptions& options) {
+  std::error_code error;
+  if (looks_like_config_path(options.cluster))
+    return fs::is_regular_file(options.cluster, error) ? load_cluster_config(options.cluster).gpus_per_node : 0;
+  for (const auto& root : options.search.roots) {
+    const fs::path file = root / "clusters" / (options.cluster + ".yaml");
+    if (fs::is_regular_file(file, error)) return load_cluster_config(file).gpus_per_node;
+  }
+  return 0;
 }
 
 bool model_is_hf_config(const std::string& model) { return fs::path(model).extension() == ".json"; }

@@ -327,6 +327,12 @@ SweepSpec load_sweep(const fs::path& file) {
   return spec;
 }
 
+std::vector<std::string> sweep_objective_names() {
+  std::vector<std::string> names;
+  for (const auto& choice : objective_choices()) names.push_back(choice.first);
+  return names;
+}
+
 void choose_objective(SweepSpec& spec, const std::string& name, const SourceLocation& where) {
   std::string names;
   for (const auto& [text, objective] : objective_choices()) {

@@ -350,6 +350,31 @@ case("foundry/microbatch_auto.yaml", FOUNDRY_BASE.replace("device_train_microbat
 case("foundry/unknown_sharding.yaml", FOUNDRY_BASE + "fsdp_config:\n  sharding_strategy: HALF_SHARD\n", MEG, 2,
      "HALF_SHARD")
 case("foundry/unknown_shape.yaml", FOUNDRY_BASE.replace("n_layers: 32", "n_layers: 31"), MEG, 2, "--model")
+# ---- torchtitan TOML and job JSON -------------------------------------------------------------------------------------
+TITAN_BASE = ('[model]\nname = "llama3"\nflavor = "8B"\n\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n\n'
+              '[parallelism]\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 1\n')
+case("torchtitan/syntax.toml", TITAN_BASE.replace("seq_len = 8192", "seq_len = = 8192"), MEG, 2, "TOML syntax error")
+case("torchtitan/unknown_flavor.toml", TITAN_BASE.replace('"8B"', '"3B"'), MEG, 2, "--model")
+case("torchtitan/degree_zero.toml", TITAN_BASE.replace("tensor_parallel_degree = 1", "tensor_parallel_degree = 0"),
+     MEG, 2, "tensor_parallel_degree")
+case("torchtitan/degree_text.toml", TITAN_BASE.replace("tensor_parallel_degree = 1", 'tensor_parallel_degree = "8"'),
+     MEG + " --format torchtitan", 0, "")
+case("torchtitan/ac_mode.toml", TITAN_BASE + '\n[activation_checkpoint]\nmode = "partial"\n', MEG, 2, "partial")
+case("torchtitan/reshard.toml", TITAN_BASE.replace("[parallelism]\n", '[parallelism]\nfsdp_reshard_after_forward = "sometimes"\n'),
+     MEG, 2, "sometimes")
+case("torchtitan/not_json.json", '{"model": {"name": "llama3"', MEG + " --format torchtitan", 2, "not valid JSON")
+case("torchtitan/array.json", '[1, 2]', MEG + " --format torchtitan", 2, "not an object")
+# ---- Megatron-Bridge YAML ---------------------------------------------------------------------------------------------
+BRIDGE_PERF = ("ConfigContainer:\n  train:\n    train_iters: 25\nperf_matrix:\n  h100:\n    num_gpus_8:\n"
+               "      common:\n        seq_length: 8192\n        mbs: 1\n        gbs: 128\n        tp: 1\n      bf16:\n")
+BRIDGE = MEG.replace("-o {out}", "--model llama3-8b -o {out}")
+case("bridge/no_gpu.yaml", BRIDGE_PERF.replace("h100:", "b200:"), BRIDGE, 2, "no entry for the GPU")
+case("bridge/no_count.yaml", BRIDGE_PERF.replace("num_gpus_8", "num_gpus_16"), BRIDGE, 2, "no num_gpus_8")
+case("bridge/no_precision.yaml", BRIDGE_PERF, BRIDGE + " --precision fp8_cs", 2, "no precision 'fp8_cs'")
+case("bridge/tp_text.yaml", BRIDGE_PERF.replace("tp: 1", "tp: eight"), BRIDGE, 2, "tp")
+case("bridge/no_batch.yaml", "model_config:\n  tensor_model_parallel_size: 1\ntrain_config:\n  train_iters: 5\n",
+     BRIDGE, 2, "global_batch_size")
+case("bridge/no_model.yaml", BRIDGE_PERF, MEG, 2, "--model")
 # ---- made by run.sh when it runs (too large, or not files) --------------------------------------------------------------
 rows.append(("kineto_sparse_2gb", "@sparse_2gb:trace.json", INGEST, "2", "format"))
 rows.append(("kineto_sparse_2gb_forced", "@sparse_2gb:trace.json", "ingest {in} --format kineto -o {out}/store.h5", "2",

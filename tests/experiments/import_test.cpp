@@ -310,5 +310,187 @@ TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
             std::string::npos);
 }
 
+fs::path torchtitan_fixture(const std::string& name) {
+  return test::source_dir() / "tests" / "experiments" / "fixtures" / "torchtitan" / name;
+}
+
+TEST_F(Import, TorchtitanTomlMapsToTheRunAHandWrittenConfigDescribes) {
+  // torchtitan's Llama 3 8B preset: FSDP2 over every GPU (data_parallel_shard_degree -1), selective "op"
+  // checkpointing, local batch 1 of 8192 tokens. On one DGX H100 node it is the run below, written by hand from
+  // torchtitan's documented defaults; both must give the same figures.
+  const fs::path toml = torchtitan_fixture("llama3_8b.toml");
+  ASSERT_TRUE(is_torchtitan_config(toml));
+  EXPECT_FALSE(is_hf_config(toml));
+  const ImportResult result = import_torchtitan(toml, dgx_h100(1));
+  EXPECT_EQ(result.format, "torchtitan");
+  const RunSpec imported = load_run_config(write("titan.yaml", result.yaml), dgx_h100(1).search, registries_);
+  EXPECT_EQ(imported.model.name, "llama3-8b");  // the 8B flavor's shape: 32 layers, 4096 wide, SwiGLU 14336
+  EXPECT_EQ(imported.parallelism.dp, 8);
+  EXPECT_EQ(imported.parallelism.zero_stage, 3);
+  EXPECT_EQ(imported.training.framework, Framework::pytorch_eager);
+  EXPECT_EQ(imported.training.global_batch, 8);  // local_batch_size 1 on each of 8 data ranks
+  EXPECT_EQ(imported.training.recompute, RecomputePolicy::selective);
+  EXPECT_TRUE(imported.training.fsdp_reduce_fp32);  // torchtitan's mixed_precision_reduce default float32
+  const std::string by_hand =
+      "name: by-hand\nmodel: llama3-8b\nhardware: H100-SXM5-80GB\ncluster: {name: dgx-h100, nodes: 1}\n"
+      "parallelism: {dp: 8, zero_stage: 3}\n"
+      "training: {framework: pytorch-eager, global_batch: 8, micro_batch: 1, seq_len: 8192, precision: bf16,\n"
+      "           recompute: selective, fsdp_reduce_dtype: fp32, grad_clip: true}\n";
+  const RunSpec hand = load_run_config(write("hand.yaml", by_hand), dgx_h100(1).search, registries_);
+  const RunReport a = run_simulation(imported, registries_, {});
+  const RunReport b = run_simulation(hand, registries_, {});
+  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
+  EXPECT_EQ(a.memory.total_bytes, b.memory.total_bytes);
+  // The unknown section is listed, the timeless ones ([job], [metrics], [optimizer], ...) are not.
+  const auto unread = std::find_if(result.notes.begin(), result.notes.end(),
+                                   [](const std::string& n) { return n.rfind("not imported:", 0) == 0; });
+  ASSERT_NE(unread, result.notes.end());
+  EXPECT_EQ(*unread, "not imported: experimental_future.custom_sharding");
+}
+
+TEST_F(Import, TorchtitanTensorPipelineAndHybridShardingAreCarriedOver) {
+  // 70B with 8-way TP (torchtitan's TP shards the norms along the sequence: Megatron's sequence parallelism) and
+  // FSDP over the rest of 64 GPUs; async TP overlaps its collectives.
+  const RunSpec tp8 =
+      load_run_config(write("tp8.yaml", import_torchtitan(torchtitan_fixture("llama3_70b_tp8.toml"), dgx_h100(8)).yaml),
+                      dgx_h100(8).search, registries_);
+  EXPECT_EQ(tp8.model.name, "llama3-70b");
+  EXPECT_EQ(tp8.parallelism.tp, 8);
+  EXPECT_TRUE(tp8.parallelism.sequence_parallel);
+  EXPECT_EQ(tp8.parallelism.dp, 8);
+  EXPECT_EQ(tp8.training.global_batch, 64);  // local batch 8 x 8 data ranks
+  EXPECT_EQ(tp8.training.recompute, RecomputePolicy::full);
+  EXPECT_TRUE(tp8.training.overlap.tp);
+  EXPECT_EQ(tp8.training.framework, Framework::megatron_te);  // pytorch-eager has no model parallelism
+
+  // The JSON job config: HSDP 2 x 4, TP 4, two pipeline ranks of 10-layer stages (80 / (2 x 10) = 4 chunks per
+  // rank), float8, bf16 reduction. No --nodes: 2 x 4 x 4 x 2 = 64 GPUs fill 8 DGX nodes.
+  ImportOptions no_nodes = dgx_h100(1);
+  no_nodes.nodes.reset();
+  const fs::path json = torchtitan_fixture("llama3_70b_hsdp_pp.json");
+  ASSERT_TRUE(is_torchtitan_config(json));
+  const RunSpec hsdp =
+      load_run_config(write("hsdp.yaml", import_torchtitan(json, no_nodes).yaml), no_nodes.search, registries_);
+  EXPECT_EQ(hsdp.cluster.gpu_count(), 64);
+  EXPECT_EQ(hsdp.parallelism.dp, 8);  // 64 / (tp 4 x pp 2) = replicate 2 x shard 4
+  EXPECT_EQ(hsdp.parallelism.shard_group_size, 4);
+  EXPECT_EQ(hsdp.parallelism.zero_stage, 3);
+  EXPECT_EQ(hsdp.parallelism.pp_schedule, PipelineSchedule::interleaved);
+  EXPECT_EQ(hsdp.parallelism.virtual_stages, 4);
+  EXPECT_EQ(hsdp.training.global_batch, 256);
+  EXPECT_EQ(hsdp.training.micro_batch, 2);  // pipeline_parallel_microbatch_size
+  EXPECT_EQ(hsdp.training.precision, Precision::fp8);
+  EXPECT_FALSE(hsdp.training.fsdp_reduce_fp32);
+  EXPECT_FALSE(hsdp.training.grad_clip);  // max_norm 0
+}
+
+TEST_F(Import, TorchtitanErrorsNameTheKeyAndLine) {
+  std::string text = read_text(torchtitan_fixture("llama3_8b.toml"));
+  // A flavor chopsim has no model for: the key, its line and the fix (--model).
+  std::string other = text;
+  other.replace(other.find("flavor = \"8B\""), 13, "flavor = \"3B\"");
+  const std::string unknown = test::input_error([&] { (void)import_torchtitan(write("x.toml", other), dgx_h100(1)); });
+  EXPECT_NE(unknown.find("x.toml:22"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("model.flavor"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("--model"), std::string::npos) << unknown;
+  // With --model the same job imports.
+  ImportOptions with_model = dgx_h100(1);
+  with_model.model = "llama3.2-1b";
+  EXPECT_NE(import_torchtitan(write("x.toml", other), with_model).yaml.find("model: llama3.2-1b"), std::string::npos);
+  // TOML syntax: the parser's line.
+  std::string broken = text;
+  broken.replace(broken.find("seq_len = 8192"), 14, "seq_len = = 8192");
+  const std::string syntax = test::input_error([&] { (void)import_torchtitan(write("y.toml", broken), dgx_h100(1)); });
+  EXPECT_NE(syntax.find("y.toml:36"), std::string::npos) << syntax;
+  EXPECT_NE(syntax.find("TOML syntax error"), std::string::npos) << syntax;
+  // A value of the wrong kind.
+  std::string degree = text;
+  degree.replace(degree.find("tensor_parallel_degree = 1"), 26, "tensor_parallel_degree = 0");
+  const std::string zero = test::input_error([&] { (void)import_torchtitan(write("z.toml", degree), dgx_h100(1)); });
+  EXPECT_NE(zero.find("parallelism.tensor_parallel_degree"), std::string::npos) << zero;
+}
+
+fs::path bridge_fixture(const std::string& name) {
+  return test::source_dir() / "tests" / "experiments" / "fixtures" / "bridge" / name;
+}
+
+TEST_F(Import, BridgePerfMatrixEntryMapsToTheRunItDescribes) {
+  // perf_matrix.h100.num_gpus_64.bf16 of a Bridge performance config: TP 4, PP 4 x VP 5, micro-batch 1 of 128, over
+  // Bridge's recipe defaults (distributed optimizer, overlapped gradient reduce, TE) and the file's bf16 gradient
+  // reduction. The model comes from the recipe the file is named after.
+  const fs::path perf = bridge_fixture("llama3_70b_llm_pretrain.yaml");
+  ASSERT_TRUE(is_bridge_config(perf));
+  EXPECT_EQ(detect_job_format(perf), "");  // not a NeMo config (no trainer)
+  const ImportResult result = import_bridge(perf, dgx_h100(8));
+  EXPECT_EQ(result.format, "bridge");
+  const RunSpec imported = load_run_config(write("bridge.yaml", result.yaml), dgx_h100(8).search, registries_);
+  EXPECT_EQ(imported.model.name, "llama3-70b");
+  EXPECT_EQ(imported.parallelism.tp, 4);
+  EXPECT_TRUE(imported.parallelism.sequence_parallel);
+  EXPECT_EQ(imported.parallelism.pp, 4);
+  EXPECT_EQ(imported.parallelism.virtual_stages, 5);
+  EXPECT_EQ(imported.parallelism.dp, 4);  // 64 / (4 x 4)
+  EXPECT_EQ(imported.parallelism.zero_stage, 1);
+  EXPECT_FALSE(imported.training.grad_reduce_fp32);  // mixed_precision.grad_reduce_in_fp32: false
+  const std::string by_hand =
+      "name: by-hand\nmodel: llama3-70b\nhardware: H100-SXM5-80GB\ncluster: {name: dgx-h100, nodes: 8}\n"
+      "parallelism: {tp: 4, sequence_parallel: true, pp: 4, pp_schedule: interleaved, virtual_stages: 5, dp: 4,\n"
+      "              zero_stage: 1}\n"
+      "training: {global_batch: 128, micro_batch: 1, seq_len: 8192, precision: bf16, attention: cudnn,\n"
+      "           cross_entropy_fusion: true, grad_reduce_dtype: bf16, overlap: {dp: true, tp: false}}\n";
+  const RunSpec hand = load_run_config(write("hand.yaml", by_hand), dgx_h100(8).search, registries_);
+  EXPECT_EQ(run_simulation(imported, registries_, {}).iteration_time_s,
+            run_simulation(hand, registries_, {}).iteration_time_s);
+
+  // --precision picks the entry's fp8_cs overrides (TP 2, CP 2); its unread nccl_ub is listed.
+  ImportOptions fp8 = dgx_h100(8);
+  fp8.precision = "fp8_cs";
+  const ImportResult fp8_result = import_bridge(perf, fp8);
+  const RunSpec fp8_run = load_run_config(write("fp8.yaml", fp8_result.yaml), fp8.search, registries_);
+  EXPECT_EQ(fp8_run.parallelism.tp, 2);
+  EXPECT_EQ(fp8_run.parallelism.cp, 2);
+  EXPECT_EQ(fp8_run.training.precision, Precision::fp8);
+  EXPECT_NE(std::find(fp8_result.notes.begin(), fp8_result.notes.end(),
+                      "not imported from perf_matrix.h100.num_gpus_64.fp8_cs: nccl_ub"),
+            fp8_result.notes.end());
+}
+
+TEST_F(Import, BridgeOverrideFileWithAShapeFindsTheModel) {
+  // The *_config sections of Bridge's override examples, with Qwen3-30B-A3B's shape: matched by shape (48 layers,
+  // 128 experts, top 8), EP 8, full recompute, clip 0, no overlapped reduce, fp32 gradient reduction.
+  const fs::path file = bridge_fixture("qwen_override.yaml");
+  ASSERT_TRUE(is_bridge_config(file));
+  const RunSpec run =
+      load_run_config(write("q.yaml", import_bridge(file, dgx_h100(2)).yaml), dgx_h100(2).search, registries_);
+  EXPECT_EQ(run.model.name, "qwen3-30b-a3b");
+  EXPECT_EQ(run.parallelism.ep, 8);
+  EXPECT_EQ(run.training.global_batch, 256);
+  EXPECT_EQ(run.training.micro_batch, 2);
+  EXPECT_EQ(run.training.seq_len, 4096);
+  EXPECT_EQ(run.training.recompute, RecomputePolicy::full);
+  EXPECT_FALSE(run.training.grad_clip);
+  EXPECT_FALSE(run.training.overlap.dp);
+  EXPECT_TRUE(run.training.grad_reduce_fp32);
+}
+
+TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {
+  const fs::path perf = bridge_fixture("llama3_70b_llm_pretrain.yaml");
+  ImportOptions a100 = dgx_h100(8);
+  a100.hardware = "A100-SXM4-80GB";
+  const std::string gpu = test::input_error([&] { (void)import_bridge(perf, a100); });
+  EXPECT_NE(gpu.find("'a100'"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("h100, b200"), std::string::npos) << gpu;
+  ImportOptions no_nodes = dgx_h100(1);
+  no_nodes.nodes.reset();
+  const std::string counts = test::input_error([&] { (void)import_bridge(perf, no_nodes); });
+  EXPECT_NE(counts.find("num_gpus_64, num_gpus_128"), std::string::npos) << counts;
+  EXPECT_NE(counts.find("--nodes"), std::string::npos) << counts;
+  ImportOptions mx = dgx_h100(8);
+  mx.precision = "fp8_mx";
+  const std::string precision = test::input_error([&] { (void)import_bridge(perf, mx); });
+  EXPECT_NE(precision.find(":22:"), std::string::npos) << precision;  // the num_gpus_64 entry's line
+  EXPECT_NE(precision.find("common, bf16, fp8_cs"), std::string::npos) << precision;
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -56,6 +56,8 @@ struct SweepSpec {
 /// does not parse or names no axis.
 [[nodiscard]] SweepSpec load_sweep(const std::filesystem::path& file);
 
+/// The objectives' names, as a sweep file and `--objective` take them (tokens_per_s, ...).
+[[nodiscard]] std::vector<std::string> sweep_objective_names();
 /// Sets the objective by its name (`chopsim sweep --objective NAME`); InputError listing the valid names.
 void choose_objective(SweepSpec& spec, const std::string& name, const SourceLocation& where);
 /// InputError when the objective needs what the sweep does not give (cost_per_token without `cost:`,
