@@ -224,11 +224,21 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
       expecting_root = true;
       line.remove_prefix(3);
     } else if (!expecting_root) {
-      // A ',' opening a line outside a flow collection: yaml-cpp 0.7 can loop forever on it (fuzz_run_config).
-      if (indent != std::string_view::npos && line[indent] == ',' && flow_depth <= 0)
-        throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
-                         "a line of the " + std::string(what) + " starts with ',' outside a [list] or {mapping}",
-                         "remove the ',' or put the list in brackets");
+      // A ',' opening a line outside a flow collection, alone or after node properties ("&a,", "!t ,"): yaml-cpp
+      // 0.7 can loop forever on it (fuzz_run_config; the properties' case in a 1-hour run, 2026-11-27).
+      if (indent != std::string_view::npos && flow_depth <= 0) {
+        std::size_t token = indent;
+        while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
+          while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;
+          while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
+        }
+        if (token < line.size() && line[token] == ',')
+          throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
+                           "a line of the " + std::string(what) + " starts with '" +
+                               std::string(line.substr(indent, token + 1 - indent)) +
+                               "': a ',' outside a [list] or {mapping}",
+                           "remove the ',' or put the list in brackets");
+      }
       // A '%' opening a line inside a document (a directive belongs before '---'; no plain value starts with '%'):
       // yaml-cpp 0.7 loops forever, allocating, on it (fuzz_study, 2026-11-26). Its scanner reads a '%' in column 1
       // as a directive even inside an unclosed [ or { (fuzz_study in CI, 2026-11-26), so there the flow depth does

@@ -93,6 +93,10 @@ config("line_starts_with_comma", BASE.replace("  dp: 8", "    dp: 8\n   , 2"), "
 with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-brace-in-scalar-comma.yaml"),
           "rb") as f:
     case("config/fuzz_finding_brace_in_scalar_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
+# A 1-hour fuzz_run_config run (2026-11-27): the same loop when node properties open the line before the ','.
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-anchor-comma.yaml"), "rb") as f:
+    case("config/fuzz_finding_anchor_comma.yaml", f.read(), RUN, 2, "'&a,'", binary=True)
+config("tag_then_comma", BASE.replace("  dp: 8", "    dp: 8\n   !x , 2"), "'!x ,'")
 config("brace_in_scalar_then_comma", BASE.replace("  dp: 8", "  dp{: 8\n   , 2"), "starts with ','")
 config("flow_mapping_after_anchor", BASE.replace("iterations: 1", "extra: &x {a: 1\n  , b: 2}\niterations: 1"),
        "unknown key 'extra'")
