@@ -226,6 +226,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read_choice<RecomputePolicy>(
       "recompute", train.recompute,
       {{"none", RecomputePolicy::none}, {"selective", RecomputePolicy::selective}, {"full", RecomputePolicy::full}});
+  t.read("recompute_layers", train.recompute_layers, kNonNegativeInt);
   if (t.has("overlap")) {
     Mapping o = t.child("overlap");
     o.read("dp", train.overlap.dp);

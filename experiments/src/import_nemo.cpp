@@ -193,12 +193,19 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   const int stage_layers = job.integer("model.num_layers", 0) /
                            std::max(1, job.integer("model.pipeline_model_parallel_size", 1) *
                                            std::max(1, job.integer("model.virtual_pipeline_model_parallel_size", 1)));
-  if (granularity == "full" && job.has("model.activations_checkpoint_num_layers") &&
-      job.text("model.activations_checkpoint_method") == "block" &&
-      job.integer("model.activations_checkpoint_num_layers") < stage_layers && stage_layers > 0)
-    result.notes.push_back("model.activations_checkpoint_method block with " +
-                           job.text("model.activations_checkpoint_num_layers") + " of " + std::to_string(stage_layers) +
-                           " layers per stage: chopsim recomputes every layer of the stage (full)");
+  // Block recomputation of the first N layers of each chunk; uniform recomputation in groups of N layers
+  // recomputes every layer (chopsim keeps one input per layer, not per group: a little more memory).
+  if (granularity == "full" && job.has("model.activations_checkpoint_num_layers")) {
+    const int checkpointed = job.integer("model.activations_checkpoint_num_layers");
+    if (job.text("model.activations_checkpoint_method") == "block" &&
+        (stage_layers == 0 || checkpointed < stage_layers))
+      y << "  recompute_layers: " << checkpointed
+        << "        # activations_checkpoint_method block, activations_checkpoint_num_layers\n";
+    else if (job.text("model.activations_checkpoint_method") == "uniform" && checkpointed > 1)
+      result.notes.push_back("model.activations_checkpoint_method uniform in groups of " +
+                             std::to_string(checkpointed) +
+                             " layers: chopsim keeps every layer's input (one checkpoint per layer)");
+  }
   // Settings that cost time where the job states them (the Megatron-LM front-end states Megatron's defaults).
   if (job.flag("model.deterministic_mode")) y << "  deterministic: true\n";
   if (job.has("model.transformer_impl") && job.text("model.transformer_impl") == "transformer_engine") {

@@ -374,10 +374,11 @@ ImportResult import_torchtitan(const fs::path& file, const ImportOptions& option
       << (pp > 1 && reshard == "default" ? " (no reshard under pipeline parallelism)" : "") << "\n";
   }
   const std::string schedule = job.text("parallelism.pipeline_parallel_schedule", "1F1B");
+  int stages_per_rank = 1;  // model chunks per pipeline rank
   if (pp > 1) {
     if (schedule == "Interleaved1F1B" || schedule == "LoopedBFS" || schedule == "InterleavedZeroBubble") {
       // torchtitan's looped schedules build two stages per rank unless pipeline_parallel_layers_per_stage says.
-      int stages = 2;
+      stages_per_rank = 2;
       if (job.has("parallelism.pipeline_parallel_layers_per_stage")) {
         const int per_stage = job.integer("parallelism.pipeline_parallel_layers_per_stage", 1);
         if (flavor_shape == nullptr || flavor_shape->layers % (pp * per_stage) != 0)
@@ -385,10 +386,10 @@ ImportResult import_torchtitan(const fs::path& file, const ImportOptions& option
                    "chopsim needs the model's layers to split evenly into stages of " + std::to_string(per_stage) +
                        " on " + std::to_string(pp) + " ranks",
                    "leave it out (two stages per rank) or pick a value that divides the layers");
-        stages = flavor_shape->layers / (pp * per_stage);
+        stages_per_rank = flavor_shape->layers / (pp * per_stage);
       }
       y << "  pp_schedule: interleaved        # parallelism.pipeline_parallel_schedule " << schedule << "\n";
-      y << "  virtual_stages: " << stages << "\n";
+      y << "  virtual_stages: " << stages_per_rank << "\n";
       if (schedule != "Interleaved1F1B")
         result.notes.push_back("pipeline_parallel_schedule " + schedule +
                                ": modelled as interleaved 1F1B (chopsim has no zero-bubble or breadth-first "
@@ -462,9 +463,19 @@ ImportResult import_torchtitan(const fs::path& file, const ImportOptions& option
         "selective_ac_option op (torchtitan saves matmul outputs and recomputes the rest): "
         "modelled as Megatron's selective recompute of the attention internals");
   } else if (mode == "selective") {
-    y << "  recompute: full        # activation_checkpoint.mode selective, every " << option << " layers\n";
-    result.notes.push_back("selective_ac_option " + option + " checkpoints one layer in " + option +
-                           ": chopsim recomputes every layer (full) and so overstates recompute time");
+    // Layer-wise selective checkpointing: one layer in N is checkpointed (recomputed whole), the others keep their
+    // activations; per model chunk, ceil(layers / N) of them.
+    const int every = job.integer("activation_checkpoint.selective_ac_option", 2);
+    y << "  recompute: full        # activation_checkpoint.mode selective, one layer in " << every << "\n";
+    if (flavor_shape != nullptr && options.model.empty()) {
+      const int chunks = pp * stages_per_rank;
+      const int chunk_layers = flavor_shape->layers / std::max(1, chunks);
+      y << "  recompute_layers: " << (chunk_layers + every - 1) / every
+        << "        # ceil(layers of a chunk / selective_ac_option)\n";
+    } else {
+      result.notes.push_back("selective_ac_option " + option + " checkpoints one layer in " + option +
+                             " of a model chopsim does not know the layers of here: every layer is recomputed");
+    }
   } else {
     job.fail("activation_checkpoint.mode", "'" + mode + "' is not none, selective or full", "fix the job config");
   }

@@ -286,6 +286,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("global_batch", run.training.global_batch).field("micro_batch", run.training.micro_batch);
   json.field("seq_len", run.training.seq_len).field("precision", to_string(run.training.precision));
   json.field("recompute", recompute_name(run.training.recompute));
+  if (run.training.recompute_layers > 0) json.field("recompute_layers", run.training.recompute_layers);
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());
   json.end_object();
@@ -413,6 +414,9 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   out << "  global batch " << run.training.global_batch << " x " << run.training.seq_len << " tokens, micro-batch "
       << run.training.micro_batch << " (" << run.training.micro_batches(run.parallelism) << " per pipeline), "
       << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute)
+      << (run.training.recompute_layers > 0
+              ? " (" + std::to_string(run.training.recompute_layers) + " layers of each chunk)"
+              : std::string())
       << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
   out << "\n";

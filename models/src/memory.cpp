@@ -151,9 +151,11 @@ MemoryBreakdown eager_stage_memory(const TransformerSpec& model, const Paralleli
   const double layers = model.layers;
   const double final_norm = model.norm == NormKind::rmsnorm ? 8.0 * model.hidden + 4.0 : 4.0 * model.hidden + 8.0;
   const double per_layer = eager_layer_bytes_per_token(model, local, compute_bytes);
-  double activations = tokens * (layers * per_layer + final_norm + model.hidden * compute_bytes);
-  if (training.recompute == RecomputePolicy::full)  // HF gradient checkpointing keeps each layer's fp32 input
-    activations = tokens * (layers * 4.0 * model.hidden + per_layer + final_norm + model.hidden * compute_bytes);
+  // HF gradient checkpointing keeps a recomputed layer's fp32 input (and one layer's activations while it is
+  // recomputed); the other layers keep everything.
+  const double recomputed = training.recomputed_layers(model.layers);
+  double activations = tokens * ((layers - recomputed) * per_layer + recomputed * 4.0 * model.hidden +
+                                 (recomputed > 0 ? per_layer : 0.0) + final_norm + model.hidden * compute_bytes);
   const double loss = 3.0 * 4.0 * tokens * model.vocab_per_tp_rank(1);
   const double gradients = parameters / (zero >= 2 ? shards : 1.0) * 4.0;
   if (activations + loss >= gradients) {
@@ -205,10 +207,17 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
 
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
   const LayerActivations layer = layer_activations(model, parallelism, training, local);
-  const double layers_in_flight =
-      static_cast<double>(detail::max_in_flight_chunks(shape, pp_stage)) * shape.max_layers_in_chunk(pp_stage);
+  const double chunks_in_flight = detail::max_in_flight_chunks(shape, pp_stage);
+  const int chunk_layers = shape.max_layers_in_chunk(pp_stage);
+  const double layers_in_flight = chunks_in_flight * chunk_layers;
   if (training.recompute == RecomputePolicy::full) {
-    m.activations_bytes = layers_in_flight * layer.input_bytes + layer.stored_bytes + layer.attention_scores_bytes;
+    // A recomputed layer keeps its input; the others of its chunk (recompute_layers < the chunk's layers) keep
+    // everything; one layer's activations are live again while it is recomputed.
+    const double recomputed = training.recomputed_layers(chunk_layers);
+    m.activations_bytes =
+        chunks_in_flight * (recomputed * layer.input_bytes +
+                            (chunk_layers - recomputed) * (layer.stored_bytes + layer.attention_scores_bytes)) +
+        layer.stored_bytes + layer.attention_scores_bytes;
   } else if (training.recompute == RecomputePolicy::selective) {
     // Selective recomputation targets the s x s attention tensors (flash attention never stores them; eager
     // attention holds one layer's while it recomputes them for that layer's backward).

@@ -60,6 +60,10 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
           str(p.tp) + ", pp=" + str(p.pp) + ", cp=" + str(p.cp) + ", ep=" + str(p.ep) + ")");
     if (model.is_moe()) fail("framework pytorch-eager does not model mixture-of-experts layers");
   }
+  if (training.recompute_layers < 0) fail("recompute_layers must be 0 (every layer) or positive");
+  if (training.recompute_layers > 0 && training.recompute != RecomputePolicy::full)
+    fail("recompute_layers=" + str(training.recompute_layers) +
+         " needs recompute: full (it says how many layers of each chunk are recomputed)");
   if (training.attention == kEagerAttention && p.cp > 1)
     fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)

@@ -256,11 +256,13 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
     end_unit(true);
   }
   const int first = shape_.first_layer(stage_, chunk);
+  const int recomputed = training_.recomputed_layers(shape_.layers_in(stage_, chunk));
   for (int layer = first + shape_.layers_in(stage_, chunk) - 1; layer >= first; --layer) {
     begin_unit(layer_unit(layer), true);
-    if (training_.recompute == RecomputePolicy::full) {
+    if (layer - first < recomputed) {
       // Full recomputation re-runs the layer's forward from its stored input right before its backward
-      // (Megatron --recompute-granularity full --recompute-method uniform --recompute-num-layers 1).
+      // (Megatron --recompute-granularity full --recompute-method uniform --recompute-num-layers 1), or only the
+      // chunk's first recompute_layers (--recompute-method block --recompute-num-layers N).
       pass_ = Pass::recompute;
       eager() ? eager_layer_forward(layer) : layer_forward(layer);
       pass_ = Pass::backward;

@@ -232,6 +232,22 @@ TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
   EXPECT_EQ(run.parallelism.zero_stage, 1);
   EXPECT_TRUE(std::any_of(result.notes.begin(), result.notes.end(),
                           [](const std::string& n) { return n == "not imported: --some-new-flag"; }));
+  // Block recomputation of the first 2 of each stage's 6 layers is carried over (recompute_layers), not rounded up
+  // to every layer; uniform recomputation recomputes them all.
+  std::string block_text = read_text(args);
+  block_text.replace(block_text.find("--bf16"), 6,
+                     "--bf16 --recompute-granularity full --recompute-method block --recompute-num-layers 2");
+  const fs::path block = write("block.args", block_text);
+  const RunSpec block_run =
+      load_run_config(write("block.yaml", import_megatron(block, options).yaml), options.search, registries_);
+  EXPECT_EQ(block_run.training.recompute, RecomputePolicy::full);
+  EXPECT_EQ(block_run.training.recompute_layers, 2);
+  std::string uniform_text = read_text(block);
+  uniform_text.replace(uniform_text.find("block"), 5, "uniform");
+  const RunSpec uniform_run =
+      load_run_config(write("uniform.yaml", import_megatron(write("uniform.args", uniform_text), options).yaml),
+                      options.search, registries_);
+  EXPECT_EQ(uniform_run.training.recompute_layers, 0);
   // A malformed value is refused naming the argument.
   const fs::path bad = write("bad.args",
                              "--num-layers lots --hidden-size 4096 --num-attention-heads 32 "
@@ -382,6 +398,9 @@ TEST_F(Import, TorchtitanTensorPipelineAndHybridShardingAreCarriedOver) {
   EXPECT_EQ(hsdp.training.precision, Precision::fp8);
   EXPECT_FALSE(hsdp.training.fsdp_reduce_fp32);
   EXPECT_FALSE(hsdp.training.grad_clip);  // max_norm 0
+  // selective_ac_option "2": one layer in two checkpointed, 5 of each 10-layer chunk.
+  EXPECT_EQ(hsdp.training.recompute, RecomputePolicy::full);
+  EXPECT_EQ(hsdp.training.recompute_layers, 5);
 }
 
 TEST_F(Import, TorchtitanErrorsNameTheKeyAndLine) {

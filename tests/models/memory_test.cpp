@@ -143,6 +143,32 @@ TEST(Memory, FullRecomputationKeepsLayerInputsAndOneLayer) {
   EXPECT_NEAR(selective.activations_bytes, 32.0 * llama3_8b_layer_activations(4096), 1.0);
 }
 
+TEST(Memory, BlockRecomputationKeepsInputsOfTheRecomputedLayersAndEverythingOfTheOthers) {
+  // Megatron --recompute-method block --recompute-num-layers K: K of the 32 layers keep their 2-byte input, the
+  // other 32 - K every activation, plus one recomputed layer's live activations.
+  const TransformerSpec model = llama3_8b();
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.recompute = RecomputePolicy::full;
+  const double input = 4096.0 * 2.0 * 4096.0;
+  const double layer = llama3_8b_layer_activations(4096);
+  for (const int k : {1, 8, 31}) {
+    training.recompute_layers = k;
+    const MemoryBreakdown m = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0);
+    EXPECT_NEAR(m.activations_bytes, k * input + (32 - k) * layer + layer, 1.0) << k;
+  }
+  // Every layer (or more than the stage has) is full recomputation.
+  training.recompute_layers = 0;
+  const double full = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0).activations_bytes;
+  for (const int k : {32, 40}) {
+    training.recompute_layers = k;
+    EXPECT_DOUBLE_EQ(estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0).activations_bytes, full);
+  }
+  // Without full recomputation the count is refused.
+  training.recompute = RecomputePolicy::selective;
+  training.recompute_layers = 4;
+  EXPECT_THROW((void)estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e12), 0), ModelError);
+}
+
 TEST(Memory, OneFOneBStageHoldsPpMinusStageMicroBatches) {
   const TransformerSpec model = llama3_8b();
   ParallelismSpec parallelism;

@@ -149,6 +149,10 @@ std::vector<RunSetup> parallelism_mixes() {
     RunSetup s = setup("pp4_uneven_3_2_2_1", 1, 1, 4, 4);
     s.parallelism.stage_layers = {3, 2, 2, 1};
     mixes.push_back(s);
+    s.label = "pp4_uneven_block_recompute_2";  // 2 + 2 + 2 + 1 of the 8 layers recomputed
+    s.training.recompute = RecomputePolicy::full;
+    s.training.recompute_layers = 2;
+    mixes.push_back(s);
   }
   mixes.push_back(setup("pp4_1f1b_m2", 1, 1, 4, 2));
   {
@@ -210,6 +214,10 @@ std::vector<RunSetup> parallelism_mixes() {
     s.parallelism.virtual_stages = 2;
     s.training.recompute = RecomputePolicy::full;
     mixes.push_back(s);
+    s.label = "3d_interleaved_block_recompute_1";  // the first layer of each two-layer chunk
+    s.training.recompute_layers = 1;
+    mixes.push_back(s);
+    s.training.recompute_layers = 0;
     s.label = "3d_fsdp_pp_selective";
     s.parallelism.pp_schedule = PipelineSchedule::one_f_one_b;
     s.parallelism.virtual_stages = 1;
@@ -265,6 +273,15 @@ void PrintTo(const RunSetup& s, std::ostream* out) { *out << s.label; }
 
 class ParallelismMix : public ::testing::TestWithParam<RunSetup> {};
 
+/// The share of the transformer layers whose forward runs again in the backward: every one under full
+/// recomputation, the first recompute_layers of each chunk under block recomputation, none otherwise.
+double recomputed_share(const RunSetup& s) {
+  double recomputed = 0;
+  for (const int chunk_layers : s.parallelism.virtual_stage_layers(s.model.layers))
+    recomputed += s.training.recomputed_layers(chunk_layers);
+  return recomputed / s.model.layers;
+}
+
 TEST_P(ParallelismMix, CompletesWithoutDeadlock) {
   const RunSetup& s = GetParam();
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
@@ -310,7 +327,7 @@ TEST_P(ParallelismMix, GemmFlopsAreSixTimesActiveParametersPerToken) {
   const double n_active = count_parameters(s.model).active_matmul;
   const double head = static_cast<double>(s.model.vocab) * s.model.hidden;
   const double expected = 6.0 * n_active * tokens;
-  const double recomputed = s.training.recompute == RecomputePolicy::full ? 2.0 * (n_active - head) * tokens : 0.0;
+  const double recomputed = recomputed_share(s) * 2.0 * (n_active - head) * tokens;
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::forward), 2.0 * n_active * tokens, expected * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::backward), 4.0 * n_active * tokens, expected * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::recompute), recomputed, expected * 1e-12);
@@ -329,7 +346,7 @@ TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
   const double forward = 0.5 * 4.0 * s.model.layers * s.model.hidden * s.training.seq_len * tokens;
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
-  const double recomputed = s.training.recompute == RecomputePolicy::full ? forward : 0.0;
+  const double recomputed = recomputed_share(s) * forward;
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::recompute), recomputed, forward * 1e-12);
 }
 

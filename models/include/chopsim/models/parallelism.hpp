@@ -2,6 +2,7 @@
 // How a training run is split over GPUs (parallelism) and what one iteration processes (training),
 // and the mapping from global rank to its position in every parallel group.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -110,6 +111,16 @@ struct TrainingSpec {
   int seq_len = 2048;                     ///< tokens per sequence
   Precision precision = Precision::bf16;  ///< matmul precision (weights and activations in bf16 for fp8 runs)
   RecomputePolicy recompute = RecomputePolicy::none;
+  /// With full recompute: the transformer layers of each model chunk (virtual pipeline stage) that are recomputed,
+  /// the chunk's first ones (Megatron --recompute-method block --recompute-num-layers N; NeMo
+  /// activations_checkpoint_method block); the others keep every activation. 0 = every layer (uniform, one
+  /// layer per checkpoint). A chunk with fewer layers recomputes all of them.
+  int recompute_layers = 0;
+  /// Transformer layers of a chunk of `chunk_layers` that are recomputed in the backward.
+  [[nodiscard]] int recomputed_layers(int chunk_layers) const {
+    if (recompute != RecomputePolicy::full) return 0;
+    return recompute_layers > 0 ? std::min(recompute_layers, chunk_layers) : chunk_layers;
+  }
   OverlapSpec overlap;
   int fsdp_prefetch = 1;                        ///< FSDP units gathered ahead of the one computing
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
