@@ -230,6 +230,9 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   if (t.has("overlap")) {
     Mapping o = t.child("overlap");
     o.read("dp", train.overlap.dp);
+    // The parameter all-gather follows the gradient reduction unless the run sets it apart.
+    train.overlap.param_gather = train.overlap.dp;
+    o.read("param_gather", train.overlap.param_gather);
     o.read("fsdp", train.overlap.fsdp);
     o.read("tp", train.overlap.tp);
     o.read("tp_backward", train.overlap.tp_backward);

@@ -118,6 +118,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   // overridden below by what the file sets.
   model["use_distributed_optimizer"] = true;
   model["optim"]["overlap_grad_sync"] = true;
+  model["optim"]["overlap_param_sync"] = true;
   model["transformer_impl"] = "transformer_engine";
   model["cross_entropy_loss_fusion"] = true;
   model["grad_reduce_in_fp32"] = true;
@@ -178,6 +179,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   carry(dataset, "seq_length", model, "encoder_seq_length");
   const YAML::Node ddp = section(container, "ddp");
   carry(ddp, "overlap_grad_reduce", model["optim"], "overlap_grad_sync");
+  carry(ddp, "overlap_param_gather", model["optim"], "overlap_param_sync");
   carry(ddp, "use_distributed_optimizer", model, "use_distributed_optimizer");
   carry(ddp, "grad_reduce_in_fp32", model, "grad_reduce_in_fp32");
   if (is_map(ddp) && ddp["use_megatron_fsdp"].IsDefined() && ddp["use_megatron_fsdp"].as<bool>(false))

@@ -274,6 +274,7 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
       model["activations_checkpoint_num_layers"] = integer(args, "recompute-num-layers", 1, shown);
   }
   model["optim"]["overlap_grad_sync"] = is_true(args, "overlap-grad-reduce");
+  model["optim"]["overlap_param_sync"] = is_true(args, "overlap-param-gather");
   model["ub_tp_comm_overlap"] = is_true(args, "tp-comm-overlap");
   // Megatron-Core DDP's gradient bucket: --ddp-bucket-size parameters, default max(40e6, 1e6 x data-parallel size);
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).

@@ -229,6 +229,9 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
       << "\n";
   y << "  overlap:\n";
   y << "    dp: " << (job.flag("model.optim.overlap_grad_sync") ? "true" : "false") << "\n";
+  // NeMo's distributed_fused_adam overlap_param_sync (Megatron --overlap-param-gather); absent: as the reduction.
+  if (job.has("model.optim.overlap_param_sync"))
+    y << "    param_gather: " << (job.flag("model.optim.overlap_param_sync") ? "true" : "false") << "\n";
   y << "    tp: " << (job.flag("model.ub_tp_comm_overlap") ? "true" : "false") << "\n";
   if (job.has("model.overlap_p2p_comm"))
     y << "    pp: " << (job.flag("model.overlap_p2p_comm") ? "true" : "false") << "\n";

@@ -491,8 +491,8 @@ void StageGenerator::optimizer_step() {
   }
 
   if (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) {
-    // The updated bf16 parameters are all-gathered bucket by bucket. With overlap Megatron gathers them
-    // during the next iteration's forward (--overlap-param-gather): modelled at the start of the
+    // The updated bf16 parameters are all-gathered bucket by bucket. With overlap.param_gather Megatron gathers
+    // them during the next iteration's forward (--overlap-param-gather): modelled at the start of the
     // iteration on a dp_ag stream, each layer's first forward op waiting for the buckets holding its
     // parameters (the same in steady state, since every iteration is alike). Without overlap the gathers
     // follow the optimizer on the compute stream.
@@ -511,7 +511,7 @@ void StageGenerator::optimizer_step() {
       const Comm gather{"dp_param_all_gather", CollectiveKind::all_gather,
                         bucket.expert ? GroupRole::expert_data : GroupRole::shard, CommCategory::dp,
                         bucket.elements * sizes_.activation_bytes};
-      if (training_.overlap.dp) {
+      if (training_.overlap.param_gather) {
         if (layout_.group_size(gather.group) <= 1) continue;
         // The host launches them from the forward pre-hooks at the start of the next iteration (issued first).
         const OpRef ref = builder_.append_issued_first(builder_.stream(kDpParamGatherStream), collective_op(gather));

@@ -538,6 +538,36 @@ TEST(DataParallel, DistributedOptimizerReduceScattersAndGathersParameters) {
   EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "adamw"), 30.0 * parameters / 4.0);
 }
 
+/// The name of the stream that carries the ops called `name` on `rank` ("" when none does).
+std::string stream_of(const Workload& workload, int rank, std::string_view name) {
+  const Program& program = workload.program(rank);
+  for (const Stream& stream : program.streams)
+    for (const Op& op : stream.ops)
+      if (workload.name(op) == name) return stream.name;
+  return "";
+}
+
+TEST(DataParallel, ParameterGatherOverlapIsSetApartFromTheGradientReduction) {
+  // Megatron --overlap-grad-reduce without --overlap-param-gather: the reduce-scatters overlap the backward on the dp
+  // stream, the parameter all-gathers follow the optimizer step on the compute stream, after AdamW; with both, the
+  // gathers run on their own stream before the next forward needs each bucket.
+  RunSetup s = setup("zero1", 4);
+  s.parallelism.zero_stage = 1;
+  s.training.overlap.dp = true;
+  s.training.overlap.param_gather = false;
+  const Workload blocking = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(stream_of(blocking, 0, "dp_reduce_scatter"), "dp");
+  EXPECT_EQ(stream_of(blocking, 0, "dp_param_all_gather"), blocking.program(0).streams[0].name);
+  const auto& compute = blocking.program(0).streams[0].ops;
+  EXPECT_EQ(blocking.name(compute.back()), "dp_param_all_gather");
+  s.training.overlap.param_gather = true;
+  const Workload overlapped = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_NE(stream_of(overlapped, 0, "dp_param_all_gather"), overlapped.program(0).streams[0].name);
+  EXPECT_EQ(overlapped.name(overlapped.program(0).streams[0].ops.back()), "adamw");
+  // The same bytes either way.
+  EXPECT_DOUBLE_EQ(bytes_of(blocking, 0, "dp_param_all_gather"), bytes_of(overlapped, 0, "dp_param_all_gather"));
+}
+
 /// The issue step of the first op called `name` on stream 0 of the program of `rank`.
 const IssueStep& issue_of(const Workload& workload, int rank, std::string_view name) {
   const Program& program = workload.program(rank);

@@ -70,7 +70,11 @@ struct ParallelismSpec {
 
 /// Which communication may run concurrently with compute (false: compute waits for it).
 struct OverlapSpec {
-  bool dp = true;    ///< gradient all-reduce / reduce-scatter overlapped with backward
+  bool dp = true;  ///< gradient all-reduce / reduce-scatter overlapped with backward
+  /// ZeRO-1/2 (distributed optimizer): the updated parameters' all-gather runs during the next iteration's forward,
+  /// each bucket before the first layer that needs it (Megatron --overlap-param-gather); off: right after the
+  /// optimizer step, on the compute stream.
+  bool param_gather = true;
   bool fsdp = true;  ///< FSDP parameter all-gather prefetch and gradient reduce-scatter on side streams
   bool tp = false;   ///< TP/SP collectives overlapped with GEMMs (userbuffers / TE comm overlap)
   /// The backward of a column-parallel linear layer runs its input-gradient all-reduce (reduce-scatter with SP)
