@@ -281,6 +281,9 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
          IntRule{1, 65536, "an integer from 1 to 65536"});
   m.read("experts", model.experts, kPositiveInt);
   m.read("top_k", model.top_k, kPositiveInt);
+  m.read("dense_layers", model.dense_layers, kNonNegativeInt);
+  m.read("dense_ffn_hidden", model.dense_ffn_hidden, kPositiveInt);
+  m.read("shared_expert_ffn_hidden", model.shared_expert_ffn_hidden, kPositiveInt);
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);
   m.read_choice<NormKind>("norm", model.norm, {{"rmsnorm", NormKind::rmsnorm}, {"layernorm", NormKind::layernorm}},
                           need);
@@ -310,6 +313,17 @@ void check_model(const TransformerSpec& model, const Locator& locate, std::strin
             "top_k (" + std::to_string(model.top_k) + ") exceeds the number of experts (" +
                 std::to_string(model.experts) + ")",
             model.experts == 1 ? "set top_k: 1 for a dense model, or set experts > 1" : "set top_k <= experts");
+  for (const auto& [key, set] : {std::pair<const char*, bool>{"dense_layers", model.dense_layers > 0},
+                                 {"dense_ffn_hidden", model.dense_ffn_hidden > 0},
+                                 {"shared_expert_ffn_hidden", model.shared_expert_ffn_hidden > 0}})
+    if (set && !model.is_moe())
+      fail_at(locate, p + key, std::string(key) + " describes a mixture-of-experts model, but experts is 1",
+              "remove it, or set experts > 1");
+  if (model.dense_layers >= model.layers && model.is_moe())
+    fail_at(locate, p + "dense_layers",
+            "dense_layers (" + std::to_string(model.dense_layers) + ") leaves no MoE layer of " +
+                std::to_string(model.layers),
+            "set dense_layers below layers, or make the model dense (experts: 1)");
 }
 
 // -------------------------------------------------------------------------------------------- cluster

@@ -126,12 +126,27 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   trainer["gradient_clip_val"] = "1.0";
 
   const YAML::Node model_section = section(container, "model");
-  for (const char* key :
-       {"tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-        "virtual_pipeline_model_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
-        "sequence_parallel", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
-        "num_moe_experts", "moe_router_topk", "fp8", "gradient_accumulation_fusion", "deterministic_mode",
-        "cross_entropy_loss_fusion"})
+  for (const char* key : {"tensor_model_parallel_size",
+                          "pipeline_model_parallel_size",
+                          "context_parallel_size",
+                          "virtual_pipeline_model_parallel_size",
+                          "expert_model_parallel_size",
+                          "expert_tensor_parallel_size",
+                          "sequence_parallel",
+                          "num_layers",
+                          "hidden_size",
+                          "ffn_hidden_size",
+                          "num_attention_heads",
+                          "num_query_groups",
+                          "num_moe_experts",
+                          "moe_router_topk",
+                          "moe_ffn_hidden_size",
+                          "moe_shared_expert_intermediate_size",
+                          "moe_layer_freq",
+                          "fp8",
+                          "gradient_accumulation_fusion",
+                          "deterministic_mode",
+                          "cross_entropy_loss_fusion"})
     carry(model_section, key, model, key);
   carry(model_section, "seq_length", model, "encoder_seq_length");
   carry(model_section, "recompute_granularity", model, "activations_checkpoint_granularity");
@@ -155,6 +170,9 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
                                                 "num_query_groups",
                                                 "num_moe_experts",
                                                 "moe_router_topk",
+                                                "moe_ffn_hidden_size",
+                                                "moe_shared_expert_intermediate_size",
+                                                "moe_layer_freq",
                                                 "fp8",
                                                 "gradient_accumulation_fusion",
                                                 "deterministic_mode",

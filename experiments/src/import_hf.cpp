@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/import.hpp"
@@ -22,16 +23,16 @@ namespace fs = std::filesystem;
 namespace {
 
 /// Architectures whose layers chopsim's transformer describes: pre-norm RMSNorm decoders with rotary positions,
-/// grouped-query attention and a SwiGLU MLP (dense or routed experts without a shared one).
-const std::set<std::string> kSupported = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                          "Qwen3ForCausalLM", "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+/// grouped-query attention and a SwiGLU MLP (dense, or routed experts with shared ones and dense first layers).
+const std::set<std::string> kSupported = {"LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",
+                                          "Qwen3ForCausalLM",   "MixtralForCausalLM", "Qwen3MoeForCausalLM",
+                                          "Qwen2MoeForCausalLM"};
 
 /// Architectures with parts chopsim does not model yet, and which parts (issue 15 lists them to build).
 const std::map<std::string, std::string> kNotModelled = {
-    {"DeepseekV3ForCausalLM", "multi-latent attention, a shared expert and dense first layers"},
-    {"DeepseekV2ForCausalLM", "multi-latent attention, shared experts and dense first layers"},
+    {"DeepseekV3ForCausalLM", "multi-latent attention"},
+    {"DeepseekV2ForCausalLM", "multi-latent attention"},
     {"GptOssForCausalLM", "sliding-window attention on alternate layers, attention sinks and biased experts"},
-    {"Qwen2MoeForCausalLM", "a shared expert beside the routed ones"},
     {"NemotronHForCausalLM", "Mamba-2 layers"},
     {"Gemma2ForCausalLM", "sliding-window attention on alternate layers and logit soft-capping"},
 };
@@ -128,6 +129,19 @@ class HfConfig {
     simdjson::dom::array array;
     return root_.at_key(key).get_array().get(array) == simdjson::SUCCESS ? array.size() : 0;
   }
+  /// The integers of an array value (empty when absent); a non-integer element fails naming the key.
+  std::vector<std::int64_t> integer_array(const std::string& key) {
+    used_.insert(key);
+    std::vector<std::int64_t> values;
+    simdjson::dom::array array;
+    if (root_.at_key(key).get_array().get(array) != simdjson::SUCCESS) return values;
+    for (const auto element : array) {
+      std::int64_t value = 0;
+      if (element.get_int64().get(value) != simdjson::SUCCESS) fail(key, "holds a value that is not an integer");
+      values.push_back(value);
+    }
+    return values;
+  }
   std::string architecture() {
     used_.insert("architectures");
     simdjson::dom::array list;
@@ -185,7 +199,7 @@ ImportResult import_hf_model(const fs::path& file) {
   if (!kSupported.count(architecture))
     hf.fail("architectures", architecture +
                                  " is not an architecture chopsim imports (Llama, Mistral, Qwen2, Qwen3, "
-                                 "Mixtral, Qwen3-MoE)");
+                                 "Mixtral, Qwen2-MoE, Qwen3-MoE)");
   const int layers = hf.integer("num_hidden_layers");
   const int hidden = hf.integer("hidden_size");
   const int heads = hf.integer("num_attention_heads");
@@ -193,23 +207,36 @@ ImportResult import_hf_model(const fs::path& file) {
   const int vocab = hf.integer("vocab_size");
   // transformers' LlamaConfig (and kin) default head_dim to hidden_size / num_attention_heads.
   const int head_dim = hf.integer("head_dim", hidden / heads);
-  int ffn = 0, experts = 1, top_k = 1;
+  int ffn = 0, experts = 1, top_k = 1, dense_layers = 0, dense_ffn = 0, shared_ffn = 0;
   std::string ffn_source;
   if (architecture == "MixtralForCausalLM") {
     ffn = hf.integer("intermediate_size");
     experts = hf.integer("num_local_experts");
     top_k = hf.integer("num_experts_per_tok");
     ffn_source = "intermediate_size (per expert)";
-  } else if (architecture == "Qwen3MoeForCausalLM") {
+  } else if (architecture == "Qwen3MoeForCausalLM" || architecture == "Qwen2MoeForCausalLM") {
     ffn = hf.integer("moe_intermediate_size");
     experts = hf.integer("num_experts");
     top_k = hf.integer("num_experts_per_tok");
     ffn_source = "moe_intermediate_size (per expert)";
-    hf.integer("intermediate_size", 1);  // the dense MLP width of mlp_only_layers, when there are any
+    const int dense_width = hf.integer("intermediate_size", 1);  // the MLP width of mlp_only_layers
     if (hf.integer("decoder_sparse_step", 1) != 1)
-      hf.fail("decoder_sparse_step", "dense layers between the expert layers are not modelled yet");
-    if (hf.array_size("mlp_only_layers") > 0)
-      hf.fail("mlp_only_layers", "dense layers among the expert layers are not modelled yet");
+      hf.fail("decoder_sparse_step",
+              "dense layers between the expert layers are not modelled (chopsim's dense "
+              "layers are the first ones)");
+    // mlp_only_layers [0, 1, ..., k-1]: the first k layers are dense (chopsim's dense_layers).
+    const std::vector<std::int64_t> dense = hf.integer_array("mlp_only_layers");
+    for (std::size_t i = 0; i < dense.size(); ++i)
+      if (dense[i] != static_cast<std::int64_t>(i))
+        hf.fail("mlp_only_layers",
+                "dense layers among the expert layers are modelled only as the first ones "
+                "(0, 1, ..., k-1)");
+    dense_layers = static_cast<int>(dense.size());
+    if (dense_layers > 0) dense_ffn = dense_width;
+    if (architecture == "Qwen2MoeForCausalLM") {
+      shared_ffn = hf.integer("shared_expert_intermediate_size");
+      result.notes.push_back("the shared expert's sigmoid gate (hidden_size weights, one per token) is not modelled");
+    }
   } else {
     ffn = hf.integer("intermediate_size");
     ffn_source = "intermediate_size";
@@ -218,7 +245,7 @@ ImportResult import_hf_model(const fs::path& file) {
   const std::string act = hf.text("hidden_act");
   if (!act.empty() && act != "silu")
     result.notes.push_back("hidden_act " + act + ": modelled as SwiGLU (silu); the gate's cost is the same");
-  if (hf.flag("attention_bias", false) || architecture == "Qwen2ForCausalLM")
+  if (hf.flag("attention_bias", false) || architecture == "Qwen2ForCausalLM" || architecture == "Qwen2MoeForCausalLM")
     result.notes.push_back("the q, k, v projections' biases are not modelled (a negligible elementwise add)");
   if (architecture == "Qwen3ForCausalLM" || architecture == "Qwen3MoeForCausalLM")
     result.notes.push_back("Qwen3's per-head RMSNorm of q and k is not modelled (a small elementwise pass)");
@@ -240,6 +267,12 @@ ImportResult import_hf_model(const fs::path& file) {
     y << "experts: " << experts << "        # "
       << (architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts") << "\n";
     y << "top_k: " << top_k << "        # num_experts_per_tok\n";
+    if (dense_layers > 0) {
+      y << "dense_layers: " << dense_layers << "        # mlp_only_layers\n";
+      y << "dense_ffn_hidden: " << dense_ffn << "        # intermediate_size (the dense layers' MLP)\n";
+    }
+    if (shared_ffn > 0)
+      y << "shared_expert_ffn_hidden: " << shared_ffn << "        # shared_expert_intermediate_size\n";
   }
   y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
   y << "norm: rmsnorm\n";

@@ -145,15 +145,15 @@ int integer(const Arguments& args, const std::string& name, int fallback, const 
 /// Arguments read here; any other is listed as not imported (when it is not known to leave the cost unchanged).
 const std::set<std::string> kRead = {
     "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention", "num-query-groups",
-    "num-experts", "moe-router-topk", "tensor-model-parallel-size", "pipeline-model-parallel-size",
-    "context-parallel-size", "expert-model-parallel-size", "expert-tensor-parallel-size",
-    "num-layers-per-virtual-pipeline-stage", "virtual-pipeline-model-parallel-size", "sequence-parallel",
-    "use-distributed-optimizer", "global-batch-size", "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format",
-    "recompute-granularity", "recompute-method", "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather",
-    "tp-comm-overlap", "deterministic-mode", "transformer-impl", "no-create-attention-mask-in-dataloader",
-    "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
-    "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
-    "no-overlap-p2p-communication",
+    "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
+    "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size", "expert-model-parallel-size",
+    "expert-tensor-parallel-size", "num-layers-per-virtual-pipeline-stage", "virtual-pipeline-model-parallel-size",
+    "sequence-parallel", "use-distributed-optimizer", "global-batch-size", "micro-batch-size", "seq-length", "bf16",
+    "fp16", "fp8-format", "recompute-granularity", "recompute-method", "recompute-num-layers", "overlap-grad-reduce",
+    "overlap-param-gather", "tp-comm-overlap", "deterministic-mode", "transformer-impl",
+    "no-create-attention-mask-in-dataloader", "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion",
+    "cross-entropy-loss-fusion", "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu",
+    "use-mcore-models", "no-overlap-p2p-communication",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -242,6 +242,11 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   if (args.count("num-experts")) {
     model["num_moe_experts"] = integer(args, "num-experts", 1, shown);
     model["moe_router_topk"] = integer(args, "moe-router-topk", 2, shown);
+    if (args.count("moe-ffn-hidden-size"))
+      model["moe_ffn_hidden_size"] = integer(args, "moe-ffn-hidden-size", 1, shown);
+    if (args.count("moe-shared-expert-intermediate-size"))
+      model["moe_shared_expert_intermediate_size"] = integer(args, "moe-shared-expert-intermediate-size", 1, shown);
+    if (args.count("moe-layer-freq")) model["moe_layer_freq"] = args.at("moe-layer-freq");
   }
   const int tp = integer(args, "tensor-model-parallel-size", 1, shown);
   const int pp = integer(args, "pipeline-model-parallel-size", 1, shown);

@@ -61,15 +61,45 @@ class Job {
   YAML::Node root_;
 };
 
-/// The shipped model with the job's shape, or "".
+/// The leading dense layers of Megatron-Core's moe_layer_freq: 1 (every layer MoE) gives 0, a pattern
+/// "([0]*k+[1]*n)" gives k; -1 for any other pattern (dense layers among the MoE ones, which chopsim does not model).
+int leading_dense_layers(const std::string& frequency) {
+  if (frequency.empty() || frequency == "1") return 0;
+  std::string compact;
+  for (const char c : frequency)
+    if (c != ' ' && c != '(' && c != ')' && c != '"' && c != '\'') compact += c;
+  const std::size_t plus = compact.find("+[1]*");
+  if (compact.rfind("[0]*", 0) != 0 || plus == std::string::npos) return -1;
+  try {
+    std::size_t used = 0;
+    const int dense = std::stoi(compact.substr(4, plus - 4), &used);
+    return used == plus - 4 && dense >= 0 ? dense : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+/// The shipped model with the job's shape, or "". Megatron-Core's MoE models give the experts' width apart
+/// (moe_ffn_hidden_size; ffn_hidden_size is then the dense layers'), shared experts and the dense first layers.
 std::string matching_model(const Job& job, const ConfigSearchPath& search) {
   const int heads = job.integer("model.num_attention_heads");
   const int experts = job.integer("model.num_moe_experts", 1);
+  const int ffn = job.integer("model.ffn_hidden_size");
+  const int expert_ffn = job.integer("model.moe_ffn_hidden_size", ffn);
+  const int shared = job.integer("model.moe_shared_expert_intermediate_size", 0);
+  const int dense_layers = leading_dense_layers(job.text("model.moe_layer_freq"));
+  if (dense_layers < 0)
+    job.fail("model.moe_layer_freq",
+             "'" + job.text("model.moe_layer_freq") +
+                 "' puts dense layers among the MoE ones; chopsim models dense first layers",
+             "use a pattern ([0]*k+[1]*n) or 1, or describe the model by hand");
   return import_detail::shipped_model_with_shape(search, [&](const TransformerSpec& m) {
     return m.layers == job.integer("model.num_layers") && m.hidden == job.integer("model.hidden_size") &&
-           m.ffn_hidden == job.integer("model.ffn_hidden_size") && m.heads == heads &&
+           m.ffn_hidden == (experts > 1 ? expert_ffn : ffn) && m.heads == heads &&
            m.kv_heads == job.integer("model.num_query_groups", heads) && m.experts == std::max(experts, 1) &&
-           (experts <= 1 || m.top_k == job.integer("model.moe_router_topk", 2));
+           (experts <= 1 ||
+            (m.top_k == job.integer("model.moe_router_topk", 2) && m.shared_expert_ffn_hidden == shared &&
+             m.dense_layers == dense_layers && (dense_layers == 0 || m.dense_width() == ffn)));
   });
 }
 

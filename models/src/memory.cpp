@@ -41,7 +41,7 @@ struct LayerActivations {
 };
 
 LayerActivations layer_activations(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                                   const TrainingSpec& training, const detail::LocalParameters& local) {
+                                   const TrainingSpec& training, const detail::LocalParameters& local, bool moe_layer) {
   const double element = detail::storage_bytes_per_element(training.precision);
   const double tp = parallelism.tp;
   const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
@@ -49,7 +49,7 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   const double replicated_tokens = parallelism.sequence_parallel ? tokens / tp : tokens;
   const double h = model.hidden;
   const double d = model.head_dim();
-  const double f_local = model.ffn_hidden / tp;
+  const double f_local = model.dense_width() / tp;
   const bool swiglu = model.mlp == MlpKind::swiglu;
 
   // Per token, outside the tp regions: the inputs of both norms, the norms' outputs that feed the QKV GEMM
@@ -66,7 +66,7 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
 
   LayerActivations result;
   double bytes = replicated_tokens * replicated + tokens * attention;
-  if (model.is_moe()) {
+  if (moe_layer) {
     const double copies = model.top_k * training.moe_capacity_factor;
     // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel
     // all-gather (whole hidden width), and the experts' intermediates (f / etp wide).
@@ -76,6 +76,8 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
     const double expert_intermediates =
         (swiglu ? 3.0 : 2.0) * static_cast<double>(model.ffn_hidden) / parallelism.expert_tp() * element;
     bytes += expert_rows * (h * element + expert_intermediates);
+    // The shared experts: a dense MLP's intermediates at their width.
+    bytes += tokens * (swiglu ? 3.0 : 2.0) * (model.shared_expert_ffn_hidden / tp) * element;
   } else {
     bytes += tokens * mlp_intermediates;
   }
@@ -205,26 +207,37 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
         (1.0 + prefetched) * params.largest_unit * weight_bytes + params.largest_unit * gradient_bytes;
   }
 
+  // Activations of the (micro-batch, chunk) passes in flight: each chunk of this stage sums its layers' (an MoE
+  // layer and a dense one differ), the largest chunk counted for every pass in flight. Under full recomputation a
+  // recomputed layer keeps its input and the others of its chunk (recompute_layers < the chunk's layers) keep
+  // everything, and one recomputed layer's activations are live again during its backward; selective
+  // recomputation keeps every layer's activations but the s x s attention tensors, of which one layer's are live
+  // (flash attention never stores them; eager attention recomputes them layer by layer).
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
-  const LayerActivations layer = layer_activations(model, parallelism, training, local);
-  const double chunks_in_flight = detail::max_in_flight_chunks(shape, pp_stage);
-  const int chunk_layers = shape.max_layers_in_chunk(pp_stage);
-  const double layers_in_flight = chunks_in_flight * chunk_layers;
-  if (training.recompute == RecomputePolicy::full) {
-    // A recomputed layer keeps its input; the others of its chunk (recompute_layers < the chunk's layers) keep
-    // everything; one layer's activations are live again while it is recomputed.
-    const double recomputed = training.recomputed_layers(chunk_layers);
-    m.activations_bytes =
-        chunks_in_flight * (recomputed * layer.input_bytes +
-                            (chunk_layers - recomputed) * (layer.stored_bytes + layer.attention_scores_bytes)) +
-        layer.stored_bytes + layer.attention_scores_bytes;
-  } else if (training.recompute == RecomputePolicy::selective) {
-    // Selective recomputation targets the s x s attention tensors (flash attention never stores them; eager
-    // attention holds one layer's while it recomputes them for that layer's backward).
-    m.activations_bytes = layers_in_flight * layer.stored_bytes + layer.attention_scores_bytes;
-  } else {
-    m.activations_bytes = layers_in_flight * (layer.stored_bytes + layer.attention_scores_bytes);
+  const LayerActivations moe_layer = layer_activations(model, parallelism, training, local, true);
+  const LayerActivations dense_layer = layer_activations(model, parallelism, training, local, false);
+  const std::vector<int> chunk_layers = parallelism.virtual_stage_layers(model.layers);
+  double largest_chunk = 0.0;
+  double live_again = 0.0;  // one layer's activations live besides the chunks' (recomputed or its scores)
+  for (std::size_t v = 0, first = 0; v < chunk_layers.size(); first += static_cast<std::size_t>(chunk_layers[v]), ++v) {
+    if (static_cast<int>(v) % parallelism.pp != pp_stage) continue;
+    const int recomputed = training.recomputed_layers(chunk_layers[v]);
+    double chunk = 0.0;
+    for (int i = 0; i < chunk_layers[v]; ++i) {
+      const LayerActivations& layer = model.is_moe_layer(static_cast<int>(first) + i) ? moe_layer : dense_layer;
+      if (i < recomputed) {
+        chunk += layer.input_bytes;
+        live_again = std::max(live_again, layer.stored_bytes + layer.attention_scores_bytes);
+      } else if (training.recompute == RecomputePolicy::selective) {
+        chunk += layer.stored_bytes;
+        live_again = std::max(live_again, layer.attention_scores_bytes);
+      } else {
+        chunk += layer.stored_bytes + layer.attention_scores_bytes;
+      }
+    }
+    largest_chunk = std::max(largest_chunk, chunk);
   }
+  m.activations_bytes = detail::max_in_flight_chunks(shape, pp_stage) * largest_chunk + live_again;
 
   if (pp_stage == parallelism.pp - 1) {
     // The logits of one micro-batch in fp32 (vocab-parallel: the rank's V/tp columns, padding included).

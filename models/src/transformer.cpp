@@ -17,6 +17,16 @@ void require_valid(const TransformerSpec& model) {
     throw ModelError("transformer '" + model.name + "': heads must be a multiple of kv_heads (GQA)");
   if (model.top_k > model.experts)
     throw ModelError("transformer '" + model.name + "': top_k cannot exceed the number of experts");
+  if (model.dense_layers < 0 || model.dense_ffn_hidden < 0 || model.shared_expert_ffn_hidden < 0)
+    throw ModelError("transformer '" + model.name +
+                     "': dense_layers, dense_ffn_hidden and shared_expert_ffn_hidden "
+                     "cannot be negative");
+  if (!model.is_moe() && (model.dense_layers > 0 || model.dense_ffn_hidden > 0 || model.shared_expert_ffn_hidden > 0))
+    throw ModelError("transformer '" + model.name +
+                     "': dense_layers, dense_ffn_hidden and shared_expert_ffn_hidden "
+                     "describe mixture-of-experts models (experts > 1)");
+  if (model.dense_layers >= model.layers)
+    throw ModelError("transformer '" + model.name + "': dense_layers must leave at least one MoE layer");
 }
 
 }  // namespace
@@ -35,9 +45,12 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   // --disable-bias-linear).
   count.attention_per_layer = h * head_dim * (model.heads + 2.0 * model.kv_heads) + model.attention_width() * h;
   // SwiGLU has gate, up and down matrices (Shazeer 2020), the GELU MLP up and down.
-  const double one_mlp = (model.mlp == MlpKind::swiglu ? 3.0 : 2.0) * h * f;
-  count.mlp_per_layer = experts * one_mlp;
-  count.mlp_active_per_layer = (model.is_moe() ? model.top_k : 1) * one_mlp;
+  const double matrices = model.mlp == MlpKind::swiglu ? 3.0 : 2.0;
+  const double one_mlp = matrices * h * f;
+  count.shared_mlp_per_layer = matrices * h * model.shared_expert_ffn_hidden;
+  count.mlp_per_layer = experts * one_mlp + count.shared_mlp_per_layer;
+  count.mlp_active_per_layer = (model.is_moe() ? model.top_k : 1) * one_mlp + count.shared_mlp_per_layer;
+  count.dense_mlp_per_layer = matrices * h * model.dense_width();
   count.router_per_layer = model.is_moe() ? h * experts : 0.0;
   // RMSNorm has a scale per channel, LayerNorm a scale and a bias; two norms per layer.
   const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
@@ -47,11 +60,15 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   count.output_head = model.tied_embeddings ? 0.0 : vocab * h;
 
   count.per_layer = count.attention_per_layer + count.mlp_per_layer + count.router_per_layer + count.norms_per_layer;
-  count.total = model.layers * count.per_layer + count.embedding + count.output_head + count.final_norm;
+  count.dense_layer = count.attention_per_layer + count.dense_mlp_per_layer + count.norms_per_layer;
+  const double moe_layers = model.moe_layers();
+  const double dense_layers = model.layers - moe_layers;
+  count.total = moe_layers * count.per_layer + dense_layers * count.dense_layer + count.embedding + count.output_head +
+                count.final_norm;
   // The embedding lookup is a gather, not a matmul; the output head is a matmul whether or not it shares the
   // embedding's matrix, so it is counted once either way.
-  count.active_matmul =
-      model.layers * (count.attention_per_layer + count.mlp_active_per_layer + count.router_per_layer) + vocab * h;
+  count.active_matmul = moe_layers * (count.attention_per_layer + count.mlp_active_per_layer + count.router_per_layer) +
+                        dense_layers * (count.attention_per_layer + count.dense_mlp_per_layer) + vocab * h;
   return count;
 }
 

@@ -243,10 +243,15 @@ void StageGenerator::layer_forward(int layer) {
   await(reduce_after_row_parallel());
   (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
   (void)norm("post_attention_norm", false);
-  if (model_.is_moe()) {
+  if (model_.is_moe_layer(layer)) {
     moe_forward();
+    // Megatron-Core's MoELayer adds the shared experts' output (a dense MLP on every token) to the routed one.
+    if (model_.shared_expert_ffn_hidden > 0) {
+      mlp_forward("shared_expert", s.shared_ffn_local);
+      (void)elementwise("shared_expert_add", residual_elements, 1.0, 3.0 * s.activation_bytes);
+    }
   } else {
-    mlp_forward();
+    mlp_forward("mlp", s.ffn_local);
   }
   (void)elementwise("mlp_residual", residual_elements, 1.0, residual_bytes);
 }
@@ -257,10 +262,14 @@ void StageGenerator::layer_backward(int layer) {
   const double residual_elements = s.norm_tokens * s.hidden;
   const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);  // reads the mask
   // MLP branch, then the residual's gradient is added to the branch's input gradient.
-  if (model_.is_moe()) {
+  if (model_.is_moe_layer(layer)) {
+    if (model_.shared_expert_ffn_hidden > 0) {
+      mlp_backward("shared_expert", s.shared_ffn_local);
+      (void)elementwise("shared_expert_add_bwd", residual_elements, 1.0, 3.0 * s.activation_bytes);
+    }
     moe_backward();
   } else {
-    mlp_backward();
+    mlp_backward("mlp", s.ffn_local);
   }
   gradient_ready(local_.norms / 2.0, false, norm("post_attention_norm_bwd", true));
   (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
@@ -410,37 +419,44 @@ void StageGenerator::eager_attention_backward() {
 
 // --- dense MLP ------------------------------------------------------------------------------------------
 
-void StageGenerator::mlp_forward() {
+void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   const Sizes& s = sizes_;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
+  const std::string prefix(name);
+  // The dense MLP's activation kernels keep their plain names (swiglu, gelu); the shared experts' are prefixed.
+  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + (swiglu ? "swiglu" : "gelu");
   await(gather_for_column_parallel());
   // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
-  (void)gemm("mlp_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * s.ffn_local, s.hidden});
+  (void)gemm(prefix + "_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden});
   if (swiglu) {
-    (void)elementwise("swiglu", s.tokens * s.ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
+    (void)elementwise(activation, s.tokens * ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
-    (void)elementwise("gelu", s.tokens * s.ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+    (void)elementwise(activation, s.tokens * ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
   }
-  (void)gemm("mlp_fc2", {s.tokens, s.hidden, s.ffn_local});
+  (void)gemm(prefix + "_fc2", {s.tokens, s.hidden, ffn_local});
   await(reduce_after_row_parallel());
 }
 
-void StageGenerator::mlp_backward() {
+void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
   const Sizes& s = sizes_;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
-  bias_gradient("mlp_fc2_bias_grad", s.norm_tokens * s.hidden);
-  row_parallel_backward("mlp_fc2_dgrad", "mlp_fc2_wgrad", {s.tokens, s.hidden, s.ffn_local}, s.ffn_local * s.hidden);
+  const std::string prefix(name);
+  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + (swiglu ? "swiglu" : "gelu");
+  bias_gradient(prefix + "_fc2_bias_grad", s.norm_tokens * s.hidden);
+  row_parallel_backward(prefix + "_fc2_dgrad", prefix + "_fc2_wgrad", {s.tokens, s.hidden, ffn_local},
+                        ffn_local * s.hidden);
   if (swiglu) {
     // Reads gate, up and the output gradient, writes both input gradients.
-    (void)elementwise("swiglu_bwd", s.tokens * s.ffn_local, kBackwardFlopRatio * kSwigluFlops,
+    (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * kSwigluFlops,
                       5.0 * s.activation_bytes);
   } else {
-    (void)elementwise("gelu_bwd", s.tokens * s.ffn_local, kBackwardFlopRatio * kGeluFlops, 3.0 * s.activation_bytes);
+    (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * kGeluFlops,
+                      3.0 * s.activation_bytes);
   }
-  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.ffn_local;
-  bias_gradient("mlp_fc1_bias_grad", s.tokens * fc1_width);
-  column_parallel_backward("mlp_fc1_dgrad", "mlp_fc1_wgrad", {s.tokens, fc1_width, s.hidden}, fc1_width * s.hidden,
-                           false);
+  const double fc1_width = (swiglu ? 2.0 : 1.0) * ffn_local;
+  bias_gradient(prefix + "_fc1_bias_grad", s.tokens * fc1_width);
+  column_parallel_backward(prefix + "_fc1_dgrad", prefix + "_fc1_wgrad", {s.tokens, fc1_width, s.hidden},
+                           fc1_width * s.hidden, false);
 }
 
 // --- mixture of experts (Megatron-Core MoE with the all-to-all token dispatcher) -----------------------

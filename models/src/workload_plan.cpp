@@ -170,12 +170,10 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   local.attention = h * head_dim * (local.query_heads + 2.0 * local.kv_heads) + local.query_heads * head_dim * h;
   local.norms = count.norms_per_layer;
   local.router = count.router_per_layer;
-  local.one_expert = count.mlp_per_layer / model.experts / parallelism.expert_tp();
-  if (model.is_moe()) {
-    local.experts = static_cast<double>(model.experts / parallelism.ep) * local.one_expert;
-  } else {
-    local.dense_mlp = count.mlp_per_layer / tp;
-  }
+  local.one_expert = (count.mlp_per_layer - count.shared_mlp_per_layer) / model.experts / parallelism.expert_tp();
+  if (model.is_moe()) local.experts = static_cast<double>(model.experts / parallelism.ep) * local.one_expert;
+  local.shared_mlp = count.shared_mlp_per_layer / tp;
+  local.dense_mlp = count.dense_mlp_per_layer / tp;
   // The rank's rows of the embedding, padding included (count.embedding is the unpadded V*h of the 6*N rule).
   local.embedding = static_cast<double>(model.vocab_per_tp_rank(parallelism.tp)) * h;
   // With tied embeddings and pp > 1 the last stage keeps its own copy of the matrix for the output
@@ -189,10 +187,25 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   const LocalParameters local = local_parameters(model, parallelism);
   StageParameters stage_params;
   stage_params.layers = parallelism.layers_of_stage(model.layers, stage);
-  stage_params.dense = stage_params.layers * local.layer_dense();
-  stage_params.expert = stage_params.layers * local.experts;
-  stage_params.largest_unit = local.layer_dense() + local.experts;
-  stage_params.largest_unit_expert = local.experts;
+  // The stage's layers: virtual stages stage, stage + pp, ... in Megatron's order, each a run of layers.
+  const std::vector<int> counts = parallelism.virtual_stage_layers(model.layers);
+  int moe_layers = 0;
+  for (std::size_t v = 0, first = 0; v < counts.size(); first += static_cast<std::size_t>(counts[v]), ++v)
+    if (static_cast<int>(v) % parallelism.pp == stage)
+      for (int layer = static_cast<int>(first); layer < static_cast<int>(first) + counts[v]; ++layer)
+        if (model.is_moe_layer(layer)) ++moe_layers;
+  const int dense_layers = stage_params.layers - moe_layers;
+  stage_params.dense = moe_layers * local.layer_dense(true) + dense_layers * local.layer_dense(false);
+  stage_params.expert = moe_layers * local.layer_experts(true);
+  // The largest FSDP unit among the stage's layers (an MoE layer with its experts, or a dense layer).
+  const auto consider_layer = [&](bool moe_layer) {
+    const double elements = local.layer_dense(moe_layer) + local.layer_experts(moe_layer);
+    if (elements <= stage_params.largest_unit) return;
+    stage_params.largest_unit = elements;
+    stage_params.largest_unit_expert = local.layer_experts(moe_layer);
+  };
+  if (moe_layers > 0) consider_layer(true);
+  if (dense_layers > 0) consider_layer(false);
   const auto consider_unit = [&](double elements) {
     stage_params.dense += elements;
     if (elements > stage_params.largest_unit) {
@@ -206,12 +219,10 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   const double per_norm = model.norm == NormKind::layernorm ? 2.0 : 1.0;
   const double bias = model.linear_bias ? 2.0 : 1.0;   // a weight, and a bias with linear_bias
   double layer_tensors = 2.0 * per_norm + 2.0 * bias;  // norms, QKV, output projection
-  if (model.is_moe()) {
-    layer_tensors += 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep);
-  } else {
-    layer_tensors += 2.0 * bias;  // fc1, fc2
-  }
-  stage_params.tensors = stage_params.layers * layer_tensors;
+  // MoE layers: the router, two per local expert and the shared experts' fc1 and fc2; dense layers: fc1, fc2.
+  const double moe_tensors = 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +
+                             (model.shared_expert_ffn_hidden > 0 ? 2.0 : 0.0);
+  stage_params.tensors = moe_layers * (layer_tensors + moe_tensors) + dense_layers * (layer_tensors + 2.0 * bias);
   if (stage == 0) stage_params.tensors += model.position_embedding == PositionEmbedding::learned ? 2.0 : 1.0;
   if (stage == parallelism.pp - 1) stage_params.tensors += per_norm + (local.output_head > 0.0 ? 1.0 : 0.0);
   return stage_params;

@@ -71,18 +71,23 @@ struct PipelineAction {
 struct LocalParameters {
   double attention = 0.0;    ///< one layer's QKV + output projection on this rank
   double norms = 0.0;        ///< one layer's two norms
-  double dense_mlp = 0.0;    ///< one layer's MLP (0 for MoE)
-  double router = 0.0;       ///< one layer's MoE router
-  double experts = 0.0;      ///< one layer's experts held by this rank (experts/ep of them, each /tp)
-  double one_expert = 0.0;   ///< one expert's MLP on this rank (/tp)
+  double dense_mlp = 0.0;    ///< a dense layer's MLP (/tp); MoE models: of their dense_layers
+  double shared_mlp = 0.0;   ///< an MoE layer's shared experts (/tp)
+  double router = 0.0;       ///< an MoE layer's router
+  double experts = 0.0;      ///< an MoE layer's experts held by this rank (experts/ep of them, each /etp)
+  double one_expert = 0.0;   ///< one expert's MLP on this rank (/etp)
   double embedding = 0.0;    ///< input embedding (first stage)
   double output_head = 0.0;  ///< output head on the last stage: untied, or a tied copy when pp > 1
   double final_norm = 0.0;   ///< last stage
   double kv_heads = 0.0;     ///< KV heads on this rank (replicated when tp > kv_heads)
   double query_heads = 0.0;  ///< query heads on this rank
 
-  /// Parameters reduced over the data group (everything except experts) of one layer.
-  [[nodiscard]] double layer_dense() const { return attention + norms + dense_mlp + router; }
+  /// Parameters of one layer reduced over the data group (everything except the routed experts).
+  [[nodiscard]] double layer_dense(bool moe_layer) const {
+    return attention + norms + (moe_layer ? router + shared_mlp : dense_mlp);
+  }
+  /// Parameters of one layer reduced over the expert-data group (the rank's routed experts).
+  [[nodiscard]] double layer_experts(bool moe_layer) const { return moe_layer ? experts : 0.0; }
 };
 
 [[nodiscard]] LocalParameters local_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism);

@@ -26,7 +26,8 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
   s.norm_tokens = parallelism.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = model.hidden;
-  s.ffn_local = model.ffn_hidden / tp;
+  s.ffn_local = model.dense_width() / tp;
+  s.shared_ffn_local = model.shared_expert_ffn_hidden / tp;
   s.vocab_local = model.vocab_per_tp_rank(parallelism.tp);
   s.head_dim = model.head_dim();
   s.query_heads = local_.query_heads;
@@ -287,12 +288,12 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
 double StageGenerator::unit_dense_parameters(int unit) const {
   if (unit == embedding_unit()) return local_.embedding;
   if (unit == head_unit()) return local_.output_head + local_.final_norm;
-  return local_.layer_dense();
+  return local_.layer_dense(model_.is_moe_layer(unit - 1));
 }
 
 double StageGenerator::unit_expert_parameters(int unit) const {
   if (unit == embedding_unit() || unit == head_unit()) return 0.0;
-  return local_.experts;
+  return local_.layer_experts(model_.is_moe_layer(unit - 1));
 }
 
 void StageGenerator::begin_unit(int unit, bool backward) {

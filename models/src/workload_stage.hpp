@@ -52,16 +52,17 @@ class StageGenerator {
  private:
   // --- sizes of one micro-batch on one rank -------------------------------------------------------
   struct Sizes {
-    double tokens = 0;         ///< T = micro_batch * seq_len / cp: rows of every GEMM on this rank
-    double norm_tokens = 0;    ///< T / tp with sequence parallelism, else T: norms, residuals, p2p
-    double sequence = 0;       ///< s: keys each query can see (all CP chunks)
-    double hidden = 0;         ///< h
-    double ffn_local = 0;      ///< f / tp
-    double vocab_local = 0;    ///< V / tp
-    double head_dim = 0;       ///< d
-    double query_heads = 0;    ///< a / tp
-    double kv_heads = 0;       ///< a_kv / tp (at least 1)
-    double routed_tokens = 0;  ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
+    double tokens = 0;            ///< T = micro_batch * seq_len / cp: rows of every GEMM on this rank
+    double norm_tokens = 0;       ///< T / tp with sequence parallelism, else T: norms, residuals, p2p
+    double sequence = 0;          ///< s: keys each query can see (all CP chunks)
+    double hidden = 0;            ///< h
+    double ffn_local = 0;         ///< a dense layer's MLP width / tp
+    double shared_ffn_local = 0;  ///< an MoE layer's shared experts' width / tp
+    double vocab_local = 0;       ///< V / tp
+    double head_dim = 0;          ///< d
+    double query_heads = 0;       ///< a / tp
+    double kv_heads = 0;          ///< a_kv / tp (at least 1)
+    double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
     /// MoE: rows of this rank's expert GEMMs: the copies it receives (as many as it sends, balanced routing),
     /// gathered over the expert tensor-parallel group with SP (etp = tp: tokens * top_k * capacity).
     double expert_tokens = 0;
@@ -151,8 +152,9 @@ class StageGenerator {
   /// PyTorch's unfused attention (TrainingSpec::attention == kEagerAttention).
   void eager_attention_forward();
   void eager_attention_backward();
-  void mlp_forward();
-  void mlp_backward();
+  /// A tensor-parallel MLP of width ffn_local per rank: a dense layer's ("mlp") or an MoE layer's shared experts.
+  void mlp_forward(std::string_view name, double ffn_local);
+  void mlp_backward(std::string_view name, double ffn_local);
   void moe_forward();
   void moe_backward();
   void embedding_forward();

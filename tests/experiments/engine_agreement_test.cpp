@@ -54,6 +54,13 @@ std::vector<AgreementCase> agreement_cases() {
                      run.cluster.fabric.oversubscription = 2.0;
                      run.cluster.fabric.leaf_downlinks = 4;
                    }});
+  // DeepSeek's layout on Mixtral's shape: two dense first layers of their own width, then MoE layers with a shared
+  // expert (a dense MLP beside the routed ones): layers of two kinds, no all-to-all in the first two.
+  cases.push_back({"moe_dense_first_shared_expert", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     run.model.dense_layers = 2;
+                     run.model.dense_ffn_hidden = 28672;
+                     run.model.shared_expert_ffn_hidden = 14336;
+                   }});
   // Rear slots 8 °C hotter under a lower power cap: thermal and power throttling differ per slot (4 nodes: the
   // replicas in other nodes' same slots stay one class).
   cases.push_back({"hot_rear_slots", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
@@ -169,7 +176,7 @@ std::vector<AgreementCase> symmetric_cases() {
   for (const AgreementCase& c : agreement_cases())
     if (c.name == "llama3-70b-h100-3d" || c.name == "llama3-8b-mi250-3d" || c.name == "mixtral-8x7b-h200-ep" ||
         c.name == "megatron-gpt3-7b-tp1-pp4" || c.name == "uneven_stages" || c.name == "moe_oversubscribed_fat_tree" ||
-        c.name == "hot_rear_slots")
+        c.name == "hot_rear_slots" || c.name == "moe_dense_first_shared_expert")
       cases.push_back(c);
   return cases;
 }

@@ -159,15 +159,22 @@ TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheRea
   const std::string deepseek = test::input_error([&] { (void)import_hf_model(hf_fixture("deepseek-v3.json")); });
   EXPECT_NE(deepseek.find("architectures"), std::string::npos) << deepseek;
   EXPECT_NE(deepseek.find("multi-latent attention"), std::string::npos) << deepseek;
-  // Dense layers among Qwen3-MoE's expert layers, an unknown key listed, a wrong type at its line.
+  // Dense layers among Qwen3-MoE's expert layers (first ones: dense_layers, else refused), an unknown key listed, a
+  // wrong type at its line.
   std::string text = read_text(hf_fixture("qwen3-30b-a3b.json"));
   const std::string mixed = text;
   EXPECT_NE(
       test::input_error([&] {
         (void)import_hf_model(write("mixed.json", std::string(mixed).replace(mixed.find("\"mlp_only_layers\": []"), 21,
-                                                                             "\"mlp_only_layers\": [0, 1]")));
-      }).find("dense layers among the expert layers"),
+                                                                             "\"mlp_only_layers\": [1, 3]")));
+      }).find("dense layers among the expert layers are modelled only as the first ones"),
       std::string::npos);
+  const ImportResult first =
+      import_hf_model(write("first.json", std::string(mixed).replace(mixed.find("\"mlp_only_layers\": []"), 21,
+                                                                     "\"mlp_only_layers\": [0, 1]")));
+  const TransformerSpec first_model = load_model_config(write("first.yaml", first.yaml));
+  EXPECT_EQ(first_model.dense_layers, 2);
+  EXPECT_EQ(first_model.dense_ffn_hidden, 6144);  // Qwen3-30B-A3B's intermediate_size
   const ImportResult extra =
       import_hf_model(write("extra.json", std::string(text).replace(1, 0, "\n  \"new_key\": 3,")));
   EXPECT_TRUE(std::any_of(extra.notes.begin(), extra.notes.end(),
@@ -179,6 +186,21 @@ TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheRea
   EXPECT_NE(bad.find("num_hidden_layers"), std::string::npos) << bad;
   EXPECT_NE(bad.find("bad.json"), std::string::npos) << bad;  // the file named
   EXPECT_FALSE(is_hf_config(test::configs_dir() / "llama3-8b-fsdp.yaml"));
+}
+
+TEST_F(Import, Qwen2MoeSharedExpertIsImported) {
+  // Qwen1.5-MoE-A2.7B's config.json: 60 routed experts of 1408 and a shared expert of 5632; the model file counts
+  // the published 14.3B parameters.
+  const ImportResult result = import_hf_model(hf_fixture("qwen1.5-moe-a2.7b.json"));
+  const TransformerSpec model = load_model_config(write("qwen-moe.yaml", result.yaml));
+  EXPECT_EQ(model.experts, 60);
+  EXPECT_EQ(model.top_k, 4);
+  EXPECT_EQ(model.ffn_hidden, 1408);
+  EXPECT_EQ(model.shared_expert_ffn_hidden, 5632);
+  EXPECT_EQ(model.dense_layers, 0);
+  EXPECT_NEAR(count_parameters(model).total, 14.3e9, 0.05e9);
+  EXPECT_TRUE(std::none_of(result.notes.begin(), result.notes.end(),
+                           [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
 }
 
 TEST_F(Import, MegatronTestConfigsPredictAsTheHandWrittenValidationRuns) {

@@ -319,6 +319,39 @@ TEST(Memory, DeterministicAttentionWorkspaceIsTransient) {
   EXPECT_EQ(estimate_stage_memory(model, parallelism, training, hardware, 0).transient_bytes, 0.0);
 }
 
+// Dense first layers sit on the first stage: its weights are those of its 2 dense and 14 MoE layers (with a shared
+// expert), the second stage's of 16 MoE layers; the embedding and the untied head weigh the same, the final norm is
+// the second stage's. Activations: a dense layer keeps its MLP's intermediates at its own width.
+TEST(Memory, DenseFirstLayersWeighOnTheFirstStage) {
+  TransformerSpec model = llama3_8b();
+  model.experts = 8;
+  model.top_k = 2;
+  model.dense_layers = 2;
+  model.dense_ffn_hidden = 28672;
+  model.shared_expert_ffn_hidden = 4096;
+  ParallelismSpec parallelism;
+  parallelism.pp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 2;
+  const MemoryBreakdown first = estimate_stage_memory(model, parallelism, training, gpu(1e13), 0);
+  const MemoryBreakdown second = estimate_stage_memory(model, parallelism, training, gpu(1e13), 1);
+  const ParameterCount count = count_parameters(model);
+  EXPECT_NEAR(first.weights_bytes, (2 * count.dense_layer + 14 * count.per_layer + count.embedding) * 2.0, 1.0);
+  EXPECT_NEAR(second.weights_bytes, (16 * count.per_layer + count.output_head + count.final_norm) * 2.0, 1.0);
+  EXPECT_NEAR(count.total * 2.0, first.weights_bytes + second.weights_bytes, 1.0);
+  // The first stage's two dense layers keep their 3 x 28672-wide SwiGLU intermediates instead of the routed
+  // experts' and the shared expert's: per layer 2 bytes x 4096 tokens x (3 x 28672 - 2 x 3 x 14336 - 3 x 4096) less
+  // the router's fp32 probabilities (8 per token) and the dispatched copies (2 per token, 4096 wide) as well.
+  TransformerSpec all_moe = model;
+  all_moe.dense_layers = 0;
+  const MemoryBreakdown moe_first = estimate_stage_memory(all_moe, parallelism, training, gpu(1e13), 0);
+  const double tokens = 4096.0;
+  const double dense_mlp = tokens * 3.0 * 28672 * 2.0;
+  const double moe_mlp = tokens * 8 * 4.0 + tokens * 2 * (4096 * 2.0 + 3.0 * 14336 * 2.0) + tokens * 3.0 * 4096 * 2.0;
+  // Stage 0 of a 1F1B pipeline of two micro-batches holds both in flight.
+  EXPECT_NEAR(first.activations_bytes - moe_first.activations_bytes, 2.0 * 2.0 * (dense_mlp - moe_mlp), 1.0);
+}
+
 // An uneven split moves whole layers: the weights of a stage grow by one layer's parameters per extra layer.
 TEST(Memory, AnUnevenSplitGivesEachStageTheWeightsOfItsLayers) {
   const TransformerSpec model = llama3_8b();

@@ -127,6 +127,70 @@ TEST(TransformerParameters, QwenMoeWithItsOwnHeadWidthMatchesPublishedSizes) {
   EXPECT_DOUBLE_EQ(model_training_flops_per_token(small, 4096) - 6.0 * s.active_matmul, 12.0 * 48 * 4096 * 4096);
 }
 
+// Qwen1.5-MoE-A2.7B (Qwen/Qwen1.5-MoE-A2.7B config.json): 24 layers of 60 routed experts (1408 wide, top 4) and a
+// shared expert 5632 wide beside them. The Qwen team's release post (qwenlm.github.io/blog/qwen-moe, 2024-03-28)
+// gives 14.3B parameters and 2.7B activated (2.0B of them outside the embeddings).
+TEST(TransformerParameters, SharedExpertMoeMatchesPublishedSizes) {
+  TransformerSpec qwen;
+  qwen.name = "qwen1.5-moe-a2.7b";
+  qwen.layers = 24;
+  qwen.hidden = 2048;
+  qwen.ffn_hidden = 1408;
+  qwen.heads = 16;
+  qwen.kv_heads = 16;
+  qwen.vocab = 151936;
+  qwen.experts = 60;
+  qwen.top_k = 4;
+  qwen.shared_expert_ffn_hidden = 5632;
+  const ParameterCount c = count_parameters(qwen);
+  EXPECT_DOUBLE_EQ(c.shared_mlp_per_layer, 3.0 * 2048 * 5632);
+  EXPECT_NEAR(c.total, 14.3e9, 0.05e9);
+  const double embedding = 151936.0 * 2048;
+  EXPECT_NEAR(c.active_matmul + embedding, 2.7e9, 0.05e9);  // the head counted once, plus the input embedding
+  EXPECT_NEAR(c.active_matmul - embedding, 2.0e9, 0.1e9);   // outside the embedding and the head
+  // Without its shared expert the model would be 0.83B smaller and activate 0.83B fewer.
+  TransformerSpec unshared = qwen;
+  unshared.shared_expert_ffn_hidden = 0;
+  EXPECT_DOUBLE_EQ(c.total - count_parameters(unshared).total, 24.0 * 3.0 * 2048 * 5632);
+  EXPECT_DOUBLE_EQ(c.active_matmul - count_parameters(unshared).active_matmul, 24.0 * 3.0 * 2048 * 5632);
+}
+
+// Dense first layers (DeepSeek's first_k_dense_replace): by hand, 2 dense layers with an 18432-wide MLP before 6 MoE
+// layers of 16 experts (2048 wide, top 2) and one shared expert.
+TEST(TransformerParameters, DenseFirstLayersCountTheirOwnWidth) {
+  TransformerSpec m;
+  m.name = "dense-first";
+  m.layers = 8;
+  m.hidden = 1024;
+  m.ffn_hidden = 2048;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.vocab = 32000;
+  m.experts = 16;
+  m.top_k = 2;
+  m.dense_layers = 2;
+  m.dense_ffn_hidden = 18432;
+  m.shared_expert_ffn_hidden = 2048;
+  const ParameterCount c = count_parameters(m);
+  const double h = 1024, attention = 4.0 * h * h, norms = 2.0 * h;
+  const double dense_layer = attention + 3.0 * h * 18432 + norms;
+  const double moe_layer = attention + (16 + 1) * 3.0 * h * 2048 + 16 * h + norms;
+  EXPECT_DOUBLE_EQ(c.dense_layer, dense_layer);
+  EXPECT_DOUBLE_EQ(c.per_layer, moe_layer);
+  EXPECT_DOUBLE_EQ(c.total, 2 * dense_layer + 6 * moe_layer + 2.0 * 32000 * h + h);
+  const double moe_active = attention + (2 + 1) * 3.0 * h * 2048 + 16 * h;
+  EXPECT_DOUBLE_EQ(c.active_matmul, 2 * (attention + 3.0 * h * 18432) + 6 * moe_active + 32000 * h);
+  EXPECT_TRUE(!m.is_moe_layer(1) && m.is_moe_layer(2));
+  // Only MoE models have dense first layers, and at least one MoE layer must remain.
+  TransformerSpec all_dense = m;
+  all_dense.dense_layers = 8;
+  EXPECT_THROW((void)count_parameters(all_dense), ModelError);
+  TransformerSpec dense_model = m;
+  dense_model.experts = 1;
+  dense_model.top_k = 1;
+  EXPECT_THROW((void)count_parameters(dense_model), ModelError);
+}
+
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
   const TransformerSpec model = llama3_8b();
   const ParameterCount count = count_parameters(model);

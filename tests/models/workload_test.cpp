@@ -43,6 +43,16 @@ TransformerSpec tiny_moe() {
   return m;
 }
 
+/// DeepSeek's layout in small: two dense first layers of their own width, then MoE layers with a shared expert.
+TransformerSpec tiny_moe_dense_first_shared() {
+  TransformerSpec m = tiny_moe();
+  m.name = "tiny-moe-dense-first-shared";
+  m.dense_layers = 2;
+  m.dense_ffn_hidden = 1024;
+  m.shared_expert_ffn_hidden = 344;
+  return m;
+}
+
 struct RunSetup {
   std::string label;
   TransformerSpec model = tiny_dense();
@@ -202,6 +212,23 @@ std::vector<RunSetup> parallelism_mixes() {
     s.parallelism.ep = 2;
     s.parallelism.zero_stage = 0;
     s.training.overlap.ep = true;
+    mixes.push_back(s);
+  }
+  {
+    // Dense first layers and shared experts: with tp and SP, across two pipeline stages (the first holds the
+    // dense layers), and under FSDP (units of two sizes).
+    RunSetup s = setup("moe_dense_first_shared_tp2_sp_pp2_ep2", 4, 2, 2, 4);
+    s.model = tiny_moe_dense_first_shared();
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "moe_dense_first_shared_fsdp_ep2";
+    s.parallelism = ParallelismSpec{};
+    s.parallelism.dp = 4;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 3;
+    s.training.global_batch = 8;
     mixes.push_back(s);
   }
   {

@@ -27,8 +27,17 @@ struct TransformerSpec {
   /// times tp rows (Megatron's default 128). 1 = no padding (Hugging Face models): each tensor-parallel rank then
   /// holds ceil(vocab / tp) rows, an odd count for GPT-2's 50,257.
   int make_vocab_size_divisible_by = 1;
-  int experts = 1;  ///< > 1 makes every layer's MLP a mixture of experts
+  int experts = 1;  ///< > 1 makes the layers' MLP a mixture of experts (all but the first dense_layers)
   int top_k = 1;    ///< experts each token is routed to
+  /// MoE models: the first layers keep a dense MLP (DeepSeek's first_k_dense_replace, Megatron-Core's
+  /// --moe-layer-freq "([0]*k+[1]*(L-k))"); 0 = every layer is MoE.
+  int dense_layers = 0;
+  /// MoE models: the width of those dense layers' MLP (DeepSeek-V3 18432 next to its experts' 2048); 0 = ffn_hidden.
+  int dense_ffn_hidden = 0;
+  /// MoE models: the total width of the shared experts every token goes through besides its top_k routed ones
+  /// (DeepSeek n_shared_experts x moe_intermediate_size, Qwen2-MoE shared_expert_intermediate_size, Megatron-Core
+  /// --moe-shared-expert-intermediate-size); 0 = none. A dense MLP of that width, split over tp.
+  int shared_expert_ffn_hidden = 0;
   MlpKind mlp = MlpKind::swiglu;
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;  ///< output head shares the input embedding matrix
@@ -52,6 +61,12 @@ struct TransformerSpec {
     return static_cast<int>((vocab + step - 1) / step * multiple);
   }
   [[nodiscard]] bool is_moe() const { return experts > 1; }
+  /// Whether layer `layer` (0-based) routes its tokens to experts.
+  [[nodiscard]] bool is_moe_layer(int layer) const { return is_moe() && layer >= dense_layers; }
+  /// Layers with experts (0 for a dense model).
+  [[nodiscard]] int moe_layers() const { return is_moe() ? layers - dense_layers : 0; }
+  /// MLP width of a dense layer: dense_ffn_hidden when set (MoE models), else ffn_hidden.
+  [[nodiscard]] int dense_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
 };
 
 /// Parameter counts (elements, not bytes).
@@ -59,13 +74,16 @@ struct ParameterCount {
   double embedding = 0;             ///< input embedding V*h
   double output_head = 0;           ///< V*h if untied, else 0
   double attention_per_layer = 0;   ///< QKV (with GQA) + output projection
-  double mlp_per_layer = 0;         ///< all experts' MLPs of one layer (dense: one MLP)
-  double mlp_active_per_layer = 0;  ///< the MLP weights one token touches (top_k experts)
+  double mlp_per_layer = 0;         ///< one MoE layer's MLPs: every expert and the shared ones (dense: one MLP)
+  double mlp_active_per_layer = 0;  ///< the MLP weights one token touches (top_k experts and the shared ones)
+  double shared_mlp_per_layer = 0;  ///< one MoE layer's shared experts (part of the two above)
+  double dense_mlp_per_layer = 0;   ///< the MLP of a dense layer (dense models: every layer's, = mlp_per_layer)
   double router_per_layer = 0;      ///< MoE router h*E
   double norms_per_layer = 0;
   double final_norm = 0;
-  double total = 0;      ///< every parameter
-  double per_layer = 0;  ///< every parameter of one layer
+  double total = 0;        ///< every parameter
+  double per_layer = 0;    ///< every parameter of one MoE layer (dense models: of one layer)
+  double dense_layer = 0;  ///< every parameter of one dense layer (dense models: = per_layer)
   /// Matrix parameters one token multiplies through, counting the output head once
   /// (the N of the 6*N FLOPs-per-token rule).
   double active_matmul = 0;
