@@ -284,6 +284,8 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("dense_layers", model.dense_layers, kNonNegativeInt);
   m.read("dense_ffn_hidden", model.dense_ffn_hidden, kPositiveInt);
   m.read("shared_expert_ffn_hidden", model.shared_expert_ffn_hidden, kPositiveInt);
+  m.read("sliding_window", model.sliding_window, kPositiveInt);
+  m.read("full_attention_every", model.full_attention_every, kPositiveInt);
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);
   m.read_choice<NormKind>("norm", model.norm, {{"rmsnorm", NormKind::rmsnorm}, {"layernorm", NormKind::layernorm}},
                           need);
@@ -319,6 +321,14 @@ void check_model(const TransformerSpec& model, const Locator& locate, std::strin
     if (set && !model.is_moe())
       fail_at(locate, p + key, std::string(key) + " describes a mixture-of-experts model, but experts is 1",
               "remove it, or set experts > 1");
+  if (model.full_attention_every > 0 && model.sliding_window == 0)
+    fail_at(locate, p + "full_attention_every",
+            "full_attention_every says which layers keep full attention beside "
+            "sliding-window ones, but the model has no sliding_window",
+            "set sliding_window (tokens), or remove full_attention_every");
+  if (model.sliding_window > 0 && !model.causal)
+    fail_at(locate, p + "sliding_window", "a sliding window is modelled for causal attention only",
+            "remove sliding_window, or set causal: true");
   if (model.dense_layers >= model.layers && model.is_moe())
     fail_at(locate, p + "dense_layers",
             "dense_layers (" + std::to_string(model.dense_layers) + ") leaves no MoE layer of " +

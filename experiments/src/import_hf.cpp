@@ -249,10 +249,10 @@ ImportResult import_hf_model(const fs::path& file) {
     result.notes.push_back("the q, k, v projections' biases are not modelled (a negligible elementwise add)");
   if (architecture == "Qwen3ForCausalLM" || architecture == "Qwen3MoeForCausalLM")
     result.notes.push_back("Qwen3's per-head RMSNorm of q and k is not modelled (a small elementwise pass)");
-  if (!hf.text("sliding_window").empty() && architecture == "MistralForCausalLM")
-    result.notes.push_back("sliding_window " + hf.text("sliding_window") +
-                           ": not modelled; attention is counted over the whole causal sequence (more FLOPs than "
-                           "the window for longer sequences)");
+  // Mistral attends through its window in every layer (Mistral-7B-v0.1: 4096; null in later versions); Qwen2's
+  // sliding_window applies only with use_sliding_window, which its released configs leave off.
+  const int sliding_window =
+      !hf.text("sliding_window").empty() && architecture == "MistralForCausalLM" ? hf.integer("sliding_window") : 0;
 
   std::ostringstream y;
   y << "# Imported by chopsim import from " << hf.file() << " (Hugging Face transformers " << architecture << ").\n";
@@ -274,6 +274,7 @@ ImportResult import_hf_model(const fs::path& file) {
     if (shared_ffn > 0)
       y << "shared_expert_ffn_hidden: " << shared_ffn << "        # shared_expert_intermediate_size\n";
   }
+  if (sliding_window > 0) y << "sliding_window: " << sliding_window << "        # sliding_window (every layer)\n";
   y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
   y << "norm: rmsnorm\n";
   y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";

@@ -25,6 +25,12 @@ void require_valid(const TransformerSpec& model) {
     throw ModelError("transformer '" + model.name +
                      "': dense_layers, dense_ffn_hidden and shared_expert_ffn_hidden "
                      "describe mixture-of-experts models (experts > 1)");
+  if (model.sliding_window < 0 || model.full_attention_every < 0)
+    throw ModelError("transformer '" + model.name + "': sliding_window and full_attention_every cannot be negative");
+  if (model.full_attention_every > 0 && model.sliding_window == 0)
+    throw ModelError("transformer '" + model.name + "': full_attention_every needs a sliding_window");
+  if (model.sliding_window > 0 && !model.causal)
+    throw ModelError("transformer '" + model.name + "': a sliding window is modelled for causal attention");
   if (model.dense_layers >= model.layers)
     throw ModelError("transformer '" + model.name + "': dense_layers must leave at least one MoE layer");
 }
@@ -78,9 +84,11 @@ double model_training_flops_per_token(const TransformerSpec& model, int seq_len)
   // 2 FLOPs per multiply-add, forward + backward = 3x forward (Narayanan et al., SC'21, eq. 3 and appendix):
   // 6*N for the matmuls; scores Q*K^T and probabilities*V are 2*s*h each per token and layer forward,
   // counted without causal masking: 3 * 4*s*h = 12*s*h per layer, with h the attention's width heads*head_dim
-  // (Megatron's num_floating_point_operations uses kv_channels * num_attention_heads, its query projection size).
-  return 6.0 * count.active_matmul + 12.0 * static_cast<double>(model.layers) *
-                                         static_cast<double>(model.attention_width()) * static_cast<double>(seq_len);
+  // (Megatron's num_floating_point_operations uses kv_channels * num_attention_heads, its query projection size),
+  // and s the keys a query attends: the window in a sliding-window layer shorter than the sequence.
+  double attended = 0.0;
+  for (int layer = 0; layer < model.layers; ++layer) attended += model.attended_keys(layer, seq_len);
+  return 6.0 * count.active_matmul + 12.0 * static_cast<double>(model.attention_width()) * attended;
 }
 
 }  // namespace chopsim

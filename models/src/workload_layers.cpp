@@ -290,13 +290,24 @@ void StageGenerator::layer_backward(int layer) {
 
 // --- attention --------------------------------------------------------------------------------------
 
+double StageGenerator::window_share() const {
+  if (!model_.is_sliding_layer(layer_)) return 1.0;
+  // (query, key) pairs of a causal sequence of s positions whose keys lie within the last w positions, over all
+  // its causal pairs: w(w+1)/2 + (s - w) w against s(s+1)/2.
+  const double s = sizes_.sequence;
+  const double w = model_.sliding_window;
+  if (w >= s) return 1.0;
+  return (w * (w + 1.0) / 2.0 + (s - w) * w) / (s * (s + 1.0) / 2.0);
+}
+
 void StageGenerator::attention_forward() {
   if (training_.attention == kEagerAttention) return eager_attention_forward();
   const Sizes& s = sizes_;
   const double causal = model_.causal ? 0.5 : 1.0;  // flash kernels skip fully masked tiles
   // Scores Q*K^T and probabilities*V: 2 * 2 * d FLOPs per (query, key, head). Each rank's queries see the
-  // keys of the whole sequence; with Megatron's load-balanced causal CP every rank gets 1/cp of the work.
-  const double flops = 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal;
+  // keys of the whole sequence; with Megatron's load-balanced causal CP every rank gets 1/cp of the work. A
+  // sliding-window layer's kernel skips the tiles outside the window too.
+  const double flops = 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal * window_share();
   const double micro_batch = training_.micro_batch;
   // Reads Q and all K, V; writes O and the fp32 log-sum-exp per query and head.
   const double bytes =
@@ -330,7 +341,8 @@ void StageGenerator::attention_backward() {
   if (training_.attention == kEagerAttention) return eager_attention_backward();
   const Sizes& s = sizes_;
   const double causal = model_.causal ? 0.5 : 1.0;
-  const double flops = kFlashBackwardRatio * 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal;
+  const double flops =
+      kFlashBackwardRatio * 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal * window_share();
   const double micro_batch = training_.micro_batch;
   // Reads Q, O, dO and K, V, writes dQ, dK, dV; log-sum-exp and the dO*O row sums in fp32.
   const double bytes =

@@ -154,6 +154,9 @@ class StageGenerator {
   void eager_attention_backward();
   /// A tensor-parallel MLP of width ffn_local per rank: a dense layer's ("mlp") or an MoE layer's shared experts.
   void mlp_forward(std::string_view name, double ffn_local);
+  /// The share of a causal attention kernel's (query, key) pairs the current layer computes: below 1 for a
+  /// sliding-window layer shorter than the sequence.
+  [[nodiscard]] double window_share() const;
   void mlp_backward(std::string_view name, double ffn_local);
   void moe_forward();
   void moe_backward();

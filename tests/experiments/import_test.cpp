@@ -203,6 +203,21 @@ TEST_F(Import, Qwen2MoeSharedExpertIsImported) {
                            [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
 }
 
+TEST_F(Import, MistralSlidingWindowIsImported) {
+  // mistralai/Mistral-7B-v0.1's config.json shape keys: a 4096-token window in every layer; the model's FLOPs per
+  // token at 8192 tokens then count 4096 keys per query.
+  const fs::path json = write("mistral.json",
+                              "{\"architectures\": [\"MistralForCausalLM\"], \"hidden_size\": 4096, "
+                              "\"intermediate_size\": 14336, \"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
+                              "\"num_key_value_heads\": 8, \"vocab_size\": 32000, \"sliding_window\": 4096, "
+                              "\"hidden_act\": \"silu\", \"tie_word_embeddings\": false}");
+  const TransformerSpec model = load_model_config(write("mistral.yaml", import_hf_model(json).yaml));
+  EXPECT_EQ(model.sliding_window, 4096);
+  EXPECT_EQ(model.full_attention_every, 0);
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(model, 8192) - 6.0 * count_parameters(model).active_matmul,
+                   12.0 * 32 * 4096 * 4096);
+}
+
 TEST_F(Import, MegatronTestConfigsPredictAsTheHandWrittenValidationRuns) {
   // The MODEL_ARGS of two Megatron-LM functional tests, imported for one DGX H100 node, against the run configs
   // written by hand from the same files for the validation table (configs/validation/megatron-gpt3-7b-*.yaml): the

@@ -191,6 +191,32 @@ TEST(TransformerParameters, DenseFirstLayersCountTheirOwnWidth) {
   EXPECT_THROW((void)count_parameters(dense_model), ModelError);
 }
 
+// Sliding-window attention (Mistral-7B-v0.1: a 4096 window in every layer; GPT-OSS: every other layer): a query
+// attends the window's keys, so the attention term of the FLOPs per token is 12 x width x window for those layers.
+TEST(TransformerFlops, SlidingWindowLayersAttendTheWindow) {
+  TransformerSpec mistral;
+  mistral.name = "mistral-7b-v0.1";
+  mistral.layers = 32;
+  mistral.hidden = 4096;
+  mistral.ffn_hidden = 14336;
+  mistral.heads = 32;
+  mistral.kv_heads = 8;
+  mistral.vocab = 32000;
+  const double matmul = 6.0 * count_parameters(mistral).active_matmul;
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(mistral, 8192) - matmul, 12.0 * 32 * 4096 * 8192);
+  mistral.sliding_window = 4096;
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(mistral, 8192) - matmul, 12.0 * 32 * 4096 * 4096);
+  // A sequence within the window attends every key.
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(mistral, 2048) - matmul, 12.0 * 32 * 4096 * 2048);
+  // Every second layer full (layers 1, 3, ...), the others sliding.
+  mistral.full_attention_every = 2;
+  EXPECT_TRUE(mistral.is_sliding_layer(0) && !mistral.is_sliding_layer(1));
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(mistral, 8192) - matmul, 12.0 * 4096 * (16 * 4096.0 + 16 * 8192.0));
+  TransformerSpec no_window = mistral;
+  no_window.sliding_window = 0;
+  EXPECT_THROW((void)count_parameters(no_window), ModelError);  // full_attention_every without a window
+}
+
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
   const TransformerSpec model = llama3_8b();
   const ParameterCount count = count_parameters(model);

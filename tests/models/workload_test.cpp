@@ -377,6 +377,25 @@ TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::recompute), recomputed, forward * 1e-12);
 }
 
+TEST(Attention, SlidingWindowKernelsComputeThePairsInTheWindow) {
+  // 256-token sequences, a 64-token window on every other layer: a sliding layer's causal kernel computes the
+  // (query, key) pairs within the window, 64*65/2 + (256-64)*64 of the 256*257/2 causal pairs; the full layers all.
+  RunSetup s = setup("sliding", 2);
+  s.model.sliding_window = 64;
+  s.model.full_attention_every = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  const double full_layer = 0.5 * 4.0 * s.model.hidden * s.training.seq_len * tokens;
+  const double share = (64.0 * 65 / 2 + (256.0 - 64) * 64) / (256.0 * 257 / 2);
+  const double forward = full_layer * (4 + 4 * share);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
+  EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
+  // The model FLOPs count each sliding layer's window against the sequence.
+  EXPECT_NEAR(workload.model_flops_per_iteration,
+              (6.0 * count_parameters(s.model).active_matmul + 12.0 * 256 * (4 * 256.0 + 4 * 64.0)) * tokens,
+              workload.model_flops_per_iteration * 1e-12);
+}
+
 TEST_P(ParallelismMix, EverySendHasExactlyOneMatchingRecv) {
   const RunSetup& s = GetParam();
   const Workload workload = build_workload(s.model, s.parallelism, s.training);

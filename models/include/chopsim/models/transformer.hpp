@@ -50,6 +50,13 @@ struct TransformerSpec {
   /// cost kernels of their own (StageGenerator::bias_gradient).
   bool linear_bias = false;
   PositionEmbedding position_embedding = PositionEmbedding::rope;
+  /// Sliding-window attention: each query attends the last `sliding_window` positions (itself included) instead of
+  /// the whole causal prefix (Mistral-7B-v0.1 4096 in every layer; Gemma 2/3 and GPT-OSS on their local layers). 0 =
+  /// full attention in every layer.
+  int sliding_window = 0;
+  /// With sliding_window: every N-th layer (layers N-1, 2N-1, ...) keeps full attention, the others slide (GPT-OSS
+  /// N = 2, Gemma 3 N = 6); 0 = every layer slides (Mistral).
+  int full_attention_every = 0;
 
   [[nodiscard]] int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
   /// Width of the attention's output before the output projection: heads * head_dim (= hidden without an override).
@@ -61,6 +68,15 @@ struct TransformerSpec {
     return static_cast<int>((vocab + step - 1) / step * multiple);
   }
   [[nodiscard]] bool is_moe() const { return experts > 1; }
+  /// Whether layer `layer` (0-based) attends through a sliding window.
+  [[nodiscard]] bool is_sliding_layer(int layer) const {
+    return sliding_window > 0 && (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
+  }
+  /// Key positions a query attends on average in layer `layer` for sequences of `seq_len`, counted as Megatron's
+  /// FLOPs formula counts attention (every key of the sequence, the causal mask ignored): seq_len, or the window.
+  [[nodiscard]] double attended_keys(int layer, int seq_len) const {
+    return is_sliding_layer(layer) && sliding_window < seq_len ? sliding_window : seq_len;
+  }
   /// Whether layer `layer` (0-based) routes its tokens to experts.
   [[nodiscard]] bool is_moe_layer(int layer) const { return is_moe() && layer >= dense_layers; }
   /// Layers with experts (0 for a dense model).
