@@ -284,6 +284,10 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("dense_layers", model.dense_layers, kNonNegativeInt);
   m.read("dense_ffn_hidden", model.dense_ffn_hidden, kPositiveInt);
   m.read("shared_expert_ffn_hidden", model.shared_expert_ffn_hidden, kPositiveInt);
+  m.read("kv_lora_rank", model.kv_lora_rank, kPositiveInt);
+  m.read("q_lora_rank", model.q_lora_rank, kPositiveInt);
+  m.read("qk_rope_head_dim", model.qk_rope_head_dim, kPositiveInt);
+  m.read("v_head_dim", model.v_head_dim, kPositiveInt);
   m.read("sliding_window", model.sliding_window, kPositiveInt);
   m.read("full_attention_every", model.full_attention_every, kPositiveInt);
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);
@@ -321,6 +325,18 @@ void check_model(const TransformerSpec& model, const Locator& locate, std::strin
     if (set && !model.is_moe())
       fail_at(locate, p + key, std::string(key) + " describes a mixture-of-experts model, but experts is 1",
               "remove it, or set experts > 1");
+  if (model.is_mla() && (model.qk_rope_head_dim == 0 || model.v_head_dim == 0))
+    fail_at(locate, p + "kv_lora_rank", "multi-latent attention (kv_lora_rank) needs qk_rope_head_dim and v_head_dim",
+            "give both (DeepSeek-V3: 64 and 128), and head_dim as the unrotated query/key part (128)");
+  if (model.is_mla() && model.kv_heads != model.heads)
+    fail_at(locate, p + "kv_heads", "multi-latent attention gives every head its own key and value: kv_heads = heads",
+            "set kv_heads: " + std::to_string(model.heads));
+  for (const auto& [key, set] : {std::pair<const char*, bool>{"q_lora_rank", model.q_lora_rank > 0},
+                                 {"qk_rope_head_dim", model.qk_rope_head_dim > 0},
+                                 {"v_head_dim", model.v_head_dim > 0}})
+    if (set && !model.is_mla())
+      fail_at(locate, p + key, std::string(key) + " describes multi-latent attention, which needs kv_lora_rank",
+              "add kv_lora_rank, or remove it");
   if (model.full_attention_every > 0 && model.sliding_window == 0)
     fail_at(locate, p + "full_attention_every",
             "full_attention_every says which layers keep full attention beside "

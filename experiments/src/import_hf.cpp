@@ -24,17 +24,15 @@ namespace {
 
 /// Architectures whose layers chopsim's transformer describes: pre-norm RMSNorm decoders with rotary positions,
 /// grouped-query attention and a SwiGLU MLP (dense, or routed experts with shared ones and dense first layers).
-const std::set<std::string> kSupported = {"LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",
-                                          "Qwen3ForCausalLM",   "MixtralForCausalLM", "Qwen3MoeForCausalLM",
-                                          "Qwen2MoeForCausalLM"};
+const std::set<std::string> kSupported = {"LlamaForCausalLM",    "MistralForCausalLM",    "Qwen2ForCausalLM",
+                                          "Qwen3ForCausalLM",    "MixtralForCausalLM",    "Qwen3MoeForCausalLM",
+                                          "Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"};
 
 /// Architectures with parts chopsim does not model yet, and which parts (issue 15 lists them to build).
 const std::map<std::string, std::string> kNotModelled = {
-    {"DeepseekV3ForCausalLM", "multi-latent attention"},
-    {"DeepseekV2ForCausalLM", "multi-latent attention"},
-    {"GptOssForCausalLM", "sliding-window attention on alternate layers, attention sinks and biased experts"},
+    {"GptOssForCausalLM", "attention sinks and biased experts (its alternating sliding-window layers are modelled)"},
     {"NemotronHForCausalLM", "Mamba-2 layers"},
-    {"Gemma2ForCausalLM", "sliding-window attention on alternate layers and logit soft-capping"},
+    {"Gemma2ForCausalLM", "logit soft-capping (its alternating sliding-window layers are modelled)"},
 };
 
 /// Keys that set nothing chopsim predicts (token ids, initialisation, numerics, inference caches).
@@ -199,21 +197,49 @@ ImportResult import_hf_model(const fs::path& file) {
   if (!kSupported.count(architecture))
     hf.fail("architectures", architecture +
                                  " is not an architecture chopsim imports (Llama, Mistral, Qwen2, Qwen3, "
-                                 "Mixtral, Qwen2-MoE, Qwen3-MoE)");
+                                 "Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3)");
   const int layers = hf.integer("num_hidden_layers");
   const int hidden = hf.integer("hidden_size");
   const int heads = hf.integer("num_attention_heads");
   const int kv_heads = hf.integer("num_key_value_heads", heads);
   const int vocab = hf.integer("vocab_size");
-  // transformers' LlamaConfig (and kin) default head_dim to hidden_size / num_attention_heads.
-  const int head_dim = hf.integer("head_dim", hidden / heads);
+  // transformers' LlamaConfig (and kin) default head_dim to hidden_size / num_attention_heads; DeepSeek's
+  // multi-latent heads are set below.
+  const bool deepseek = architecture == "DeepseekV3ForCausalLM" || architecture == "DeepseekV2ForCausalLM";
+  const int head_dim = deepseek ? 0 : hf.integer("head_dim", hidden / heads);
   int ffn = 0, experts = 1, top_k = 1, dense_layers = 0, dense_ffn = 0, shared_ffn = 0;
+  int kv_lora = 0, q_lora = 0, rope_dim = 0, v_dim = 0, qk_nope = 0;
   std::string ffn_source;
   if (architecture == "MixtralForCausalLM") {
     ffn = hf.integer("intermediate_size");
     experts = hf.integer("num_local_experts");
     top_k = hf.integer("num_experts_per_tok");
     ffn_source = "intermediate_size (per expert)";
+  } else if (deepseek) {
+    // DeepSeek-V2/V3 (modeling_deepseek.py): multi-latent attention, the first first_k_dense_replace layers dense
+    // (intermediate_size), then n_routed_experts of moe_intermediate_size and n_shared_experts of the same width.
+    kv_lora = hf.integer("kv_lora_rank");
+    q_lora = hf.text("q_lora_rank").empty() ? 0 : hf.integer("q_lora_rank");  // null in DeepSeek-V2-Lite
+    qk_nope = hf.integer("qk_nope_head_dim");
+    rope_dim = hf.integer("qk_rope_head_dim");
+    v_dim = hf.integer("v_head_dim");
+    ffn = hf.integer("moe_intermediate_size");
+    ffn_source = "moe_intermediate_size (per routed expert)";
+    experts = hf.integer("n_routed_experts");
+    top_k = hf.integer("num_experts_per_tok");
+    shared_ffn = (hf.text("n_shared_experts").empty() ? 0 : hf.integer("n_shared_experts")) * ffn;
+    dense_layers = hf.text("first_k_dense_replace").empty() ? 0 : hf.integer("first_k_dense_replace");
+    dense_ffn = hf.integer("intermediate_size");
+    if (!hf.text("moe_layer_freq").empty() && hf.integer("moe_layer_freq") != 1)
+      hf.fail("moe_layer_freq",
+              "dense layers between the expert layers are not modelled (chopsim's dense layers "
+              "are the first ones)");
+    if (!hf.text("n_group").empty() && hf.integer("n_group") > 1)
+      result.notes.push_back(
+          "grouped top-k routing (n_group, topk_group) is modelled as plain top-k routing (the "
+          "same expert FLOPs)");
+    if (!hf.text("num_nextn_predict_layers").empty() && hf.integer("num_nextn_predict_layers") > 0)
+      result.notes.push_back("the multi-token prediction module (num_nextn_predict_layers) is not modelled");
   } else if (architecture == "Qwen3MoeForCausalLM" || architecture == "Qwen2MoeForCausalLM") {
     ffn = hf.integer("moe_intermediate_size");
     experts = hf.integer("num_experts");
@@ -258,21 +284,34 @@ ImportResult import_hf_model(const fs::path& file) {
   y << "# Imported by chopsim import from " << hf.file() << " (Hugging Face transformers " << architecture << ").\n";
   y << "layers: " << layers << "        # num_hidden_layers\n";
   y << "hidden: " << hidden << "        # hidden_size\n";
-  if (head_dim * heads != hidden) y << "head_dim: " << head_dim << "        # head_dim (not hidden_size / heads)\n";
+  if (kv_lora > 0) {
+    y << "head_dim: " << qk_nope << "        # qk_nope_head_dim (the unrotated query/key part)\n";
+    y << "qk_rope_head_dim: " << rope_dim << "        # qk_rope_head_dim\n";
+    y << "v_head_dim: " << v_dim << "        # v_head_dim\n";
+    y << "kv_lora_rank: " << kv_lora << "        # kv_lora_rank\n";
+    if (q_lora > 0) y << "q_lora_rank: " << q_lora << "        # q_lora_rank\n";
+  } else if (head_dim * heads != hidden) {
+    y << "head_dim: " << head_dim << "        # head_dim (not hidden_size / heads)\n";
+  }
   y << "ffn_hidden: " << ffn << "        # " << ffn_source << "\n";
   y << "heads: " << heads << "        # num_attention_heads\n";
   y << "kv_heads: " << kv_heads << "        # num_key_value_heads\n";
   y << "vocab: " << vocab << "        # vocab_size\n";
   if (experts > 1) {
     y << "experts: " << experts << "        # "
-      << (architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts") << "\n";
+      << (architecture == "MixtralForCausalLM" ? "num_local_experts"
+          : deepseek                           ? "n_routed_experts"
+                                               : "num_experts")
+      << "\n";
     y << "top_k: " << top_k << "        # num_experts_per_tok\n";
     if (dense_layers > 0) {
-      y << "dense_layers: " << dense_layers << "        # mlp_only_layers\n";
+      y << "dense_layers: " << dense_layers << "        # " << (deepseek ? "first_k_dense_replace" : "mlp_only_layers")
+        << "\n";
       y << "dense_ffn_hidden: " << dense_ffn << "        # intermediate_size (the dense layers' MLP)\n";
     }
     if (shared_ffn > 0)
-      y << "shared_expert_ffn_hidden: " << shared_ffn << "        # shared_expert_intermediate_size\n";
+      y << "shared_expert_ffn_hidden: " << shared_ffn << "        # "
+        << (deepseek ? "n_shared_experts x moe_intermediate_size" : "shared_expert_intermediate_size") << "\n";
   }
   if (sliding_window > 0) y << "sliding_window: " << sliding_window << "        # sliding_window (every layer)\n";
   y << "mlp: swiglu        # hidden_act silu with a gate projection\n";

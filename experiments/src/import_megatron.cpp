@@ -146,6 +146,7 @@ int integer(const Arguments& args, const std::string& name, int fallback, const 
 const std::set<std::string> kRead = {
     "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention", "num-query-groups",
     "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
+    "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
     "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size", "expert-model-parallel-size",
     "expert-tensor-parallel-size", "num-layers-per-virtual-pipeline-stage", "virtual-pipeline-model-parallel-size",
     "sequence-parallel", "use-distributed-optimizer", "global-batch-size", "micro-batch-size", "seq-length", "bf16",
@@ -239,6 +240,16 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["num_attention_heads"] = heads;
   model["num_query_groups"] =
       is_true(args, "group-query-attention") ? integer(args, "num-query-groups", 1, shown) : heads;
+  // Megatron-Core's multi-latent attention: the latent ranks and the head widths select the model.
+  if (is_true(args, "multi-latent-attention")) {
+    model["multi_latent_attention"] = true;
+    for (const auto& [argument, key] : {std::pair<const char*, const char*>{"q-lora-rank", "q_lora_rank"},
+                                        {"kv-lora-rank", "kv_lora_rank"},
+                                        {"qk-head-dim", "qk_head_dim"},
+                                        {"qk-pos-emb-head-dim", "qk_pos_emb_head_dim"},
+                                        {"v-head-dim", "v_head_dim"}})
+      if (args.count(argument)) model[key] = integer(args, argument, 1, shown);
+  }
   if (args.count("num-experts")) {
     model["num_moe_experts"] = integer(args, "num-experts", 1, shown);
     model["moe_router_topk"] = integer(args, "moe-router-topk", 2, shown);

@@ -93,10 +93,22 @@ std::string matching_model(const Job& job, const ConfigSearchPath& search) {
              "'" + job.text("model.moe_layer_freq") +
                  "' puts dense layers among the MoE ones; chopsim models dense first layers",
              "use a pattern ([0]*k+[1]*n) or 1, or describe the model by hand");
+  // Megatron-Core's MLA defaults (TransformerConfig / MLATransformerConfig): q_lora_rank 512, kv_lora_rank 512,
+  // qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim 128.
+  const bool mla = job.flag("model.multi_latent_attention");
+  const auto mla_matches = [&](const TransformerSpec& m) {
+    if (!mla) return !m.is_mla();
+    return m.is_mla() && m.q_lora_rank == job.integer("model.q_lora_rank", 512) &&
+           m.kv_lora_rank == job.integer("model.kv_lora_rank", 512) &&
+           m.head_dim() == job.integer("model.qk_head_dim", 128) &&
+           m.qk_rope_head_dim == job.integer("model.qk_pos_emb_head_dim", 64) &&
+           m.v_head_dim == job.integer("model.v_head_dim", 128);
+  };
   return import_detail::shipped_model_with_shape(search, [&](const TransformerSpec& m) {
-    return m.layers == job.integer("model.num_layers") && m.hidden == job.integer("model.hidden_size") &&
-           m.ffn_hidden == (experts > 1 ? expert_ffn : ffn) && m.heads == heads &&
-           m.kv_heads == job.integer("model.num_query_groups", heads) && m.experts == std::max(experts, 1) &&
+    return mla_matches(m) && m.layers == job.integer("model.num_layers") &&
+           m.hidden == job.integer("model.hidden_size") && m.ffn_hidden == (experts > 1 ? expert_ffn : ffn) &&
+           m.heads == heads && m.kv_heads == job.integer("model.num_query_groups", heads) &&
+           m.experts == std::max(experts, 1) &&
            (experts <= 1 ||
             (m.top_k == job.integer("model.moe_router_topk", 2) && m.shared_expert_ffn_hidden == shared &&
              m.dense_layers == dense_layers && (dense_layers == 0 || m.dense_width() == ffn)));

@@ -58,14 +58,22 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   const double replicated = (2.0 + 1.0 + 1.0) * h * element + (model.dropout ? 2.0 * h : 0.0);
   // Inside attention: Q, K, V (flash attention's saved inputs), the output O (the output projection's
   // input) and the fp32 log-sum-exp.
-  const double attention = (local.query_heads + 2.0 * local.kv_heads) * d * element + local.query_heads * d * element +
-                           4.0 * local.query_heads;
+  double attention = (local.query_heads + 2.0 * local.kv_heads) * d * element + local.query_heads * d * element +
+                     4.0 * local.query_heads;
+  // Multi-latent attention: Q and K (qk wide), V and O (v wide) of the rank's heads; and on the rank's tokens its
+  // latents before and after their norms (the norms' and the up projections' inputs).
+  double latents = 0.0;
+  if (model.is_mla()) {
+    attention =
+        local.query_heads * (2.0 * model.qk_head_dim() + 2.0 * model.v_dim()) * element + 4.0 * local.query_heads;
+    latents = 2.0 * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim) * element;
+  }
   // The MLP's stored intermediates: SwiGLU keeps fc1's gate and up outputs and the product (fc2's input);
   // GELU keeps its input and output.
   const double mlp_intermediates = (swiglu ? 3.0 : 2.0) * f_local * element;
 
   LayerActivations result;
-  double bytes = replicated_tokens * replicated + tokens * attention;
+  double bytes = replicated_tokens * (replicated + latents) + tokens * attention;
   if (moe_layer) {
     const double copies = model.top_k * training.moe_capacity_factor;
     // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel

@@ -25,6 +25,16 @@ void require_valid(const TransformerSpec& model) {
     throw ModelError("transformer '" + model.name +
                      "': dense_layers, dense_ffn_hidden and shared_expert_ffn_hidden "
                      "describe mixture-of-experts models (experts > 1)");
+  if (model.kv_lora_rank < 0 || model.q_lora_rank < 0 || model.qk_rope_head_dim < 0 || model.v_head_dim < 0)
+    throw ModelError("transformer '" + model.name + "': the multi-latent attention dimensions cannot be negative");
+  if (model.is_mla() && (model.v_head_dim <= 0 || model.qk_rope_head_dim <= 0 || model.kv_heads != model.heads))
+    throw ModelError("transformer '" + model.name +
+                     "': multi-latent attention needs v_head_dim, qk_rope_head_dim "
+                     "and kv_heads = heads");
+  if (!model.is_mla() && (model.q_lora_rank > 0 || model.qk_rope_head_dim > 0 || model.v_head_dim > 0))
+    throw ModelError("transformer '" + model.name +
+                     "': q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank "
+                     "(multi-latent attention)");
   if (model.sliding_window < 0 || model.full_attention_every < 0)
     throw ModelError("transformer '" + model.name + "': sliding_window and full_attention_every cannot be negative");
   if (model.full_attention_every > 0 && model.sliding_window == 0)
@@ -50,6 +60,17 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   // maps heads*head_dim (= h unless head_dim is set apart) back to h. No linear biases (Llama, Mixtral; Megatron
   // --disable-bias-linear).
   count.attention_per_layer = h * head_dim * (model.heads + 2.0 * model.kv_heads) + model.attention_width() * h;
+  if (model.is_mla()) {
+    // DeepSeek-V2 (arXiv 2405.04434, Sec. 2.1): queries from a q_lora_rank latent (or from h directly), keys and
+    // values from a kv_lora_rank latent plus one shared rotary key, the output projection from heads * v_head_dim.
+    const double heads = model.heads;
+    const double q_lora = model.q_lora_rank;
+    const double kv_lora = model.kv_lora_rank;
+    const double queries = heads * model.qk_head_dim();
+    count.attention_per_layer = (q_lora > 0 ? h * q_lora + q_lora * queries : h * queries) +
+                                h * (kv_lora + model.qk_rope_head_dim) +
+                                kv_lora * heads * (model.head_dim() + model.v_dim()) + model.attention_width() * h;
+  }
   // SwiGLU has gate, up and down matrices (Shazeer 2020), the GELU MLP up and down.
   const double matrices = model.mlp == MlpKind::swiglu ? 3.0 : 2.0;
   const double one_mlp = matrices * h * f;
@@ -60,7 +81,8 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   count.router_per_layer = model.is_moe() ? h * experts : 0.0;
   // RMSNorm has a scale per channel, LayerNorm a scale and a bias; two norms per layer.
   const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
-  count.norms_per_layer = 2.0 * one_norm;
+  // Multi-latent attention also normalises its query and key-value latents.
+  count.norms_per_layer = 2.0 * one_norm + (model.is_mla() ? model.q_lora_rank + model.kv_lora_rank : 0.0);
   count.final_norm = one_norm;
   count.embedding = vocab * h;
   count.output_head = model.tied_embeddings ? 0.0 : vocab * h;
@@ -88,7 +110,9 @@ double model_training_flops_per_token(const TransformerSpec& model, int seq_len)
   // and s the keys a query attends: the window in a sliding-window layer shorter than the sequence.
   double attended = 0.0;
   for (int layer = 0; layer < model.layers; ++layer) attended += model.attended_keys(layer, seq_len);
-  return 6.0 * count.active_matmul + 12.0 * static_cast<double>(model.attention_width()) * attended;
+  // Per (query, key) pair and head: 2 * qk FLOPs for the score, 2 * v for the weighted value, three times.
+  return 6.0 * count.active_matmul +
+         6.0 * model.heads * static_cast<double>(model.qk_head_dim() + model.v_dim()) * attended;
 }
 
 }  // namespace chopsim

@@ -233,13 +233,17 @@ void StageGenerator::layer_forward(int layer) {
   // with dropout, the 1-byte mask kept for backward.
   const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);
   (void)norm("input_norm", false);
-  await(gather_for_column_parallel());
-  (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
-  if (model_.position_embedding == PositionEmbedding::rope)
-    (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                      2.0 * s.activation_bytes);
+  if (model_.is_mla()) {
+    mla_projections_forward();
+  } else {
+    await(gather_for_column_parallel());
+    (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
+    if (model_.position_embedding == PositionEmbedding::rope)
+      (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                        2.0 * s.activation_bytes);
+  }
   attention_forward();
-  (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.head_dim});
+  (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
   await(reduce_after_row_parallel());
   (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
   (void)norm("post_attention_norm", false);
@@ -275,15 +279,19 @@ void StageGenerator::layer_backward(int layer) {
   (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
   // Attention branch.
   bias_gradient("out_proj_bias_grad", residual_elements);
-  row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.head_dim},
-                        s.query_heads * s.head_dim * s.hidden);
+  row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.v_dim},
+                        s.query_heads * s.v_dim * s.hidden);
   attention_backward();
-  if (model_.position_embedding == PositionEmbedding::rope)
-    (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                      2.0 * s.activation_bytes);
-  const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
-  column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden}, qkv_width * s.hidden,
-                           false);
+  if (model_.is_mla()) {
+    mla_projections_backward();
+  } else {
+    if (model_.position_embedding == PositionEmbedding::rope)
+      (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                        2.0 * s.activation_bytes);
+    const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
+    column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden}, qkv_width * s.hidden,
+                             false);
+  }
   gradient_ready(local_.norms / 2.0, false, norm("input_norm_bwd", true));
   (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
 }
@@ -307,14 +315,14 @@ void StageGenerator::attention_forward() {
   // Scores Q*K^T and probabilities*V: 2 * 2 * d FLOPs per (query, key, head). Each rank's queries see the
   // keys of the whole sequence; with Megatron's load-balanced causal CP every rank gets 1/cp of the work. A
   // sliding-window layer's kernel skips the tiles outside the window too.
-  const double flops = 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal * window_share();
+  const double flops = 2.0 * s.tokens * s.sequence * (s.qk_dim + s.v_dim) * s.query_heads * causal * window_share();
   const double micro_batch = training_.micro_batch;
   // Reads Q and all K, V; writes O and the fp32 log-sum-exp per query and head.
   const double bytes =
-      (2.0 * s.tokens * s.query_heads * s.head_dim + 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
+      (s.tokens * s.query_heads * (s.qk_dim + s.v_dim) + micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim)) *
           s.activation_bytes +
       4.0 * s.tokens * s.query_heads;
-  fill_output("attention", s.tokens * s.query_heads * s.head_dim * s.activation_bytes);  // O
+  fill_output("attention", s.tokens * s.query_heads * s.v_dim * s.activation_bytes);  // O
   const double cp = parallelism_.cp;
   if (cp <= 1) {
     (void)compute("attention", KernelClass::attention, high_precision_, flops, bytes);
@@ -323,7 +331,7 @@ void StageGenerator::attention_forward() {
   // Context parallelism: the K, V of all cp chunks are needed. Megatron/TE exchange them in a ring of
   // p2p steps overlapped with the attention of the chunks already present; modelled as one all-gather
   // on the cp stream overlapped with the local chunk's attention (1/cp of the work).
-  const double kv_bytes = 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim * s.activation_bytes;
+  const double kv_bytes = micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim) * s.activation_bytes;
   const Comm gather{"cp_all_gather_kv", CollectiveKind::all_gather, GroupRole::cp, CommCategory::cp, kv_bytes};
   if (training_.overlap.cp) {
     const auto kv = overlapped(kCpStream, gather, last_compute());
@@ -341,16 +349,17 @@ void StageGenerator::attention_backward() {
   if (training_.attention == kEagerAttention) return eager_attention_backward();
   const Sizes& s = sizes_;
   const double causal = model_.causal ? 0.5 : 1.0;
-  const double flops =
-      kFlashBackwardRatio * 4.0 * s.tokens * s.sequence * s.head_dim * s.query_heads * causal * window_share();
+  const double flops = kFlashBackwardRatio * 2.0 * s.tokens * s.sequence * (s.qk_dim + s.v_dim) * s.query_heads *
+                       causal * window_share();
   const double micro_batch = training_.micro_batch;
   // Reads Q, O, dO and K, V, writes dQ, dK, dV; log-sum-exp and the dO*O row sums in fp32.
-  const double bytes =
-      (4.0 * s.tokens * s.query_heads * s.head_dim + 4.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim) *
-          s.activation_bytes +
-      8.0 * s.tokens * s.query_heads;
+  const double bytes = (2.0 * s.tokens * s.query_heads * (s.qk_dim + s.v_dim) +
+                        2.0 * micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim)) *
+                           s.activation_bytes +
+                       8.0 * s.tokens * s.query_heads;
   // dQ, dK, dV, and the deterministic workspace of the call over the local keys (all keys without CP).
-  const double gradients = (s.tokens * s.query_heads + 2.0 * micro_batch * s.sequence * s.kv_heads) * s.head_dim;
+  const double gradients =
+      s.tokens * s.query_heads * s.qk_dim + micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim);
   const double cp = parallelism_.cp;
   const double local_keys = training_.overlap.cp && cp > 1 ? s.sequence / cp : s.sequence;
   fill_output("attention_bwd", gradients * s.activation_bytes + deterministic_workspace_bytes(local_keys));
@@ -360,7 +369,7 @@ void StageGenerator::attention_backward() {
   }
   // TE's context-parallel backward circulates K, V again and returns the partial dK, dV to their owners:
   // an all-gather of K, V and a reduce-scatter of dK, dV over the cp group.
-  const double kv_bytes = 2.0 * micro_batch * s.sequence * s.kv_heads * s.head_dim * s.activation_bytes;
+  const double kv_bytes = micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim) * s.activation_bytes;
   const Comm gather{"cp_all_gather_kv", CollectiveKind::all_gather, GroupRole::cp, CommCategory::cp, kv_bytes};
   const Comm reduce{"cp_reduce_scatter_dkv", CollectiveKind::reduce_scatter, GroupRole::cp, CommCategory::cp, kv_bytes};
   if (training_.overlap.cp) {
@@ -427,6 +436,69 @@ void StageGenerator::eager_attention_backward() {
                 unaligned(s.head_dim));
   (void)compute("attention_scores_wgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
                 unaligned(s.head_dim));
+}
+
+// --- multi-latent attention's projections (Megatron-Core MLASelfAttention) --------------------------------
+
+void StageGenerator::mla_projections_forward() {
+  const Sizes& s = sizes_;
+  const double q_lora = model_.q_lora_rank;
+  const double kv_latent = model_.kv_lora_rank + model_.qk_rope_head_dim;  // the latent and the shared rotary key
+  const double rope = model_.qk_rope_head_dim;
+  const double e = s.activation_bytes;
+  const double norm_flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
+  // The down projections are duplicated over tp and run on this rank's tokens (its sequence shard with SP).
+  if (q_lora > 0) {
+    (void)gemm("q_down_proj", {s.norm_tokens, q_lora, s.hidden});
+    (void)elementwise("q_latent_norm", s.norm_tokens * q_lora, norm_flops, 2.0 * e, KernelClass::norm);
+  }
+  (void)gemm("kv_down_proj", {s.norm_tokens, kv_latent, s.hidden});
+  (void)elementwise("kv_latent_norm", s.norm_tokens * model_.kv_lora_rank, norm_flops, 2.0 * e, KernelClass::norm);
+  // With SP the latents (not the hidden states) are all-gathered for the column-parallel up projections.
+  if (parallelism_.sequence_parallel) {
+    const double bytes = s.tokens * ((q_lora > 0 ? q_lora : s.hidden) + kv_latent) * e;
+    await(communicate(training_.overlap.tp, kTpStream,
+                      {"sp_all_gather_latent", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes}));
+  }
+  const double queries = s.query_heads * s.qk_dim;
+  (void)gemm(q_lora > 0 ? "q_up_proj" : "q_proj", {s.tokens, queries, q_lora > 0 ? q_lora : s.hidden});
+  (void)gemm("kv_up_proj", {s.tokens, s.query_heads * (s.head_dim + s.v_dim), double(model_.kv_lora_rank)});
+  // Rotary embedding of each query head's rotary part and of the one shared rotary key.
+  (void)elementwise("rotary", s.tokens * (s.query_heads + 1.0) * rope, kRotaryFlops, 2.0 * e);
+}
+
+void StageGenerator::mla_projections_backward() {
+  const Sizes& s = sizes_;
+  const double q_lora = model_.q_lora_rank;
+  const double kv_lora = model_.kv_lora_rank;
+  const double kv_latent = kv_lora + model_.qk_rope_head_dim;
+  const double rope = model_.qk_rope_head_dim;
+  const double e = s.activation_bytes;
+  const double norm_flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
+  (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + 1.0) * rope, kRotaryFlops, 2.0 * e);
+  // The up projections are column-parallel over the latents: their input gradients are summed over tp (a
+  // reduce-scatter back to the sequence shard with SP).
+  const double kv_up = s.query_heads * (s.head_dim + s.v_dim);
+  column_parallel_backward("kv_up_proj_dgrad", "kv_up_proj_wgrad", {s.tokens, kv_up, kv_lora}, kv_up * kv_lora, false);
+  const double queries = s.query_heads * s.qk_dim;
+  const double q_in = q_lora > 0 ? q_lora : s.hidden;
+  column_parallel_backward(q_lora > 0 ? "q_up_proj_dgrad" : "q_proj_dgrad",
+                           q_lora > 0 ? "q_up_proj_wgrad" : "q_proj_wgrad", {s.tokens, queries, q_in}, queries * q_in,
+                           false);
+  // The duplicated down projections on this rank's tokens. (With SP their weight gradients, partial per token
+  // shard, are summed over tp once per step, as Megatron-Core does for sequence-parallel norms: not modelled.)
+  (void)elementwise("kv_latent_norm_bwd", s.norm_tokens * kv_lora, kBackwardFlopRatio * norm_flops, 3.0 * e,
+                    KernelClass::norm);
+  const Gemm kv_down{s.norm_tokens, kv_latent, s.hidden};
+  (void)gemm_dgrad("kv_down_proj_dgrad", kv_down);
+  gradient_ready(kv_latent * s.hidden, false, gemm_wgrad("kv_down_proj_wgrad", kv_down));
+  if (q_lora > 0) {
+    (void)elementwise("q_latent_norm_bwd", s.norm_tokens * q_lora, kBackwardFlopRatio * norm_flops, 3.0 * e,
+                      KernelClass::norm);
+    const Gemm q_down{s.norm_tokens, q_lora, s.hidden};
+    (void)gemm_dgrad("q_down_proj_dgrad", q_down);
+    gradient_ready(q_lora * s.hidden, false, gemm_wgrad("q_down_proj_wgrad", q_down));
+  }
 }
 
 // --- dense MLP ------------------------------------------------------------------------------------------

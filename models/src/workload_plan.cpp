@@ -64,6 +64,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (training.recompute_layers > 0 && training.recompute != RecomputePolicy::full)
     fail("recompute_layers=" + str(training.recompute_layers) +
          " needs recompute: full (it says how many layers of each chunk are recomputed)");
+  if (model.is_mla() && (training.attention == kEagerAttention || training.framework == Framework::pytorch_eager))
+    fail("multi-latent attention is modelled with Megatron-Core's layers and a fused attention kernel (not eager)");
   if (training.attention == kEagerAttention && p.cp > 1)
     fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
@@ -168,6 +170,16 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   // Megatron splits the KV heads over tp; when tp exceeds them each rank keeps one KV head (replicated).
   local.kv_heads = model.kv_heads >= parallelism.tp ? static_cast<double>(model.kv_heads) / tp : 1.0;
   local.attention = h * head_dim * (local.query_heads + 2.0 * local.kv_heads) + local.query_heads * head_dim * h;
+  if (model.is_mla()) {
+    // The down projections are duplicated on every tp rank; the up and output projections split by heads.
+    const double q_lora = model.q_lora_rank;
+    const double kv_lora = model.kv_lora_rank;
+    const double queries = local.query_heads * model.qk_head_dim();
+    local.kv_heads = local.query_heads;
+    local.attention =
+        (q_lora > 0 ? h * q_lora + q_lora * queries : h * queries) + h * (kv_lora + model.qk_rope_head_dim) +
+        kv_lora * local.query_heads * (model.head_dim() + model.v_dim()) + local.query_heads * model.v_dim() * h;
+  }
   local.norms = count.norms_per_layer;
   local.router = count.router_per_layer;
   local.one_expert = (count.mlp_per_layer - count.shared_mlp_per_layer) / model.experts / parallelism.expert_tp();

@@ -30,6 +30,8 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.shared_ffn_local = model.shared_expert_ffn_hidden / tp;
   s.vocab_local = model.vocab_per_tp_rank(parallelism.tp);
   s.head_dim = model.head_dim();
+  s.qk_dim = model.qk_head_dim();
+  s.v_dim = model.v_dim();
   s.query_heads = local_.query_heads;
   s.kv_heads = local_.kv_heads;
   const double copies = model.is_moe() ? model.top_k * training.moe_capacity_factor : 0.0;

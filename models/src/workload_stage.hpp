@@ -60,6 +60,8 @@ class StageGenerator {
     double shared_ffn_local = 0;  ///< an MoE layer's shared experts' width / tp
     double vocab_local = 0;       ///< V / tp
     double head_dim = 0;          ///< d
+    double qk_dim = 0;            ///< width of one head's query and key (d, + the rotary part under MLA)
+    double v_dim = 0;             ///< width of one head's value and output (d, or v_head_dim under MLA)
     double query_heads = 0;       ///< a / tp
     double kv_heads = 0;          ///< a_kv / tp (at least 1)
     double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
@@ -148,6 +150,11 @@ class StageGenerator {
   void layer_forward(int layer);
   void layer_backward(int layer);
   void attention_forward();
+  /// Multi-latent attention's projections (DeepSeek-V2/V3): down to the query and key-value latents on this rank's
+  /// tokens (duplicated over tp), the latents' norms, with SP an all-gather of the latents, and the column-parallel
+  /// up projections to the rank's heads; the rotary embedding of the queries' and the shared key's rotary parts.
+  void mla_projections_forward();
+  void mla_projections_backward();
   void attention_backward();
   /// PyTorch's unfused attention (TrainingSpec::attention == kEagerAttention).
   void eager_attention_forward();

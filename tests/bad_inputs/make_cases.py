@@ -323,8 +323,9 @@ for damage, word in [("name_index", "string index"),
 HF = "import {in} -o {out}/model.yaml"
 case("hf/not_json.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,', HF, 2, "JSON")
 case("hf/array.json", '[{"architectures": ["LlamaForCausalLM"]}]', HF + " --format hf", 2, "not a JSON object")
-case("hf/deepseek.json", '{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168}', HF, 2,
-     "multi-latent attention")
+case("hf/deepseek_no_latent.json", '{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, '
+     '"num_hidden_layers": 61, "num_attention_heads": 128, "vocab_size": 129280}', HF, 2, "kv_lora_rank")
+case("hf/gpt_oss.json", '{"architectures": ["GptOssForCausalLM"], "hidden_size": 2880}', HF, 2, "attention sinks")
 case("hf/unknown_architecture.json", '{"architectures": ["BertForMaskedLM"], "hidden_size": 768}', HF, 2,
      "BertForMaskedLM")
 case("hf/layers_text.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": "32"}',

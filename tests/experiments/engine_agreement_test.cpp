@@ -61,6 +61,16 @@ std::vector<AgreementCase> agreement_cases() {
                      run.model.dense_ffn_hidden = 28672;
                      run.model.shared_expert_ffn_hidden = 14336;
                    }});
+  // DeepSeek-V3's multi-latent attention on Mixtral's layers: latent projections, 192-wide queries and keys,
+  // 128-wide values.
+  cases.push_back({"multi_latent_attention", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     run.model.kv_heads = run.model.heads;
+                     run.model.head_dim_override = 128;
+                     run.model.qk_rope_head_dim = 64;
+                     run.model.v_head_dim = 128;
+                     run.model.kv_lora_rank = 512;
+                     run.model.q_lora_rank = 1536;
+                   }});
   // Rear slots 8 °C hotter under a lower power cap: thermal and power throttling differ per slot (4 nodes: the
   // replicas in other nodes' same slots stay one class).
   cases.push_back({"hot_rear_slots", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
@@ -176,7 +186,7 @@ std::vector<AgreementCase> symmetric_cases() {
   for (const AgreementCase& c : agreement_cases())
     if (c.name == "llama3-70b-h100-3d" || c.name == "llama3-8b-mi250-3d" || c.name == "mixtral-8x7b-h200-ep" ||
         c.name == "megatron-gpt3-7b-tp1-pp4" || c.name == "uneven_stages" || c.name == "moe_oversubscribed_fat_tree" ||
-        c.name == "hot_rear_slots" || c.name == "moe_dense_first_shared_expert")
+        c.name == "hot_rear_slots" || c.name == "moe_dense_first_shared_expert" || c.name == "multi_latent_attention")
       cases.push_back(c);
   return cases;
 }

@@ -156,9 +156,11 @@ TEST_F(Import, HuggingFaceConfigsGiveTheShippedModelFiles) {
 }
 
 TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheReason) {
-  const std::string deepseek = test::input_error([&] { (void)import_hf_model(hf_fixture("deepseek-v3.json")); });
-  EXPECT_NE(deepseek.find("architectures"), std::string::npos) << deepseek;
-  EXPECT_NE(deepseek.find("multi-latent attention"), std::string::npos) << deepseek;
+  const std::string gpt_oss = test::input_error([&] {
+    (void)import_hf_model(write("gpt-oss.json", "{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 2880}"));
+  });
+  EXPECT_NE(gpt_oss.find("architectures"), std::string::npos) << gpt_oss;
+  EXPECT_NE(gpt_oss.find("attention sinks"), std::string::npos) << gpt_oss;
   // Dense layers among Qwen3-MoE's expert layers (first ones: dense_layers, else refused), an unknown key listed, a
   // wrong type at its line.
   std::string text = read_text(hf_fixture("qwen3-30b-a3b.json"));
@@ -186,6 +188,51 @@ TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheRea
   EXPECT_NE(bad.find("num_hidden_layers"), std::string::npos) << bad;
   EXPECT_NE(bad.find("bad.json"), std::string::npos) << bad;  // the file named
   EXPECT_FALSE(is_hf_config(test::configs_dir() / "llama3-8b-fsdp.yaml"));
+}
+
+TEST_F(Import, DeepSeekV3IsImportedWithItsLatentAttentionAndDenseFirstLayers) {
+  // deepseek-ai/DeepSeek-V3's config.json: the model file counts the technical report's 671B parameters.
+  const ImportResult result = import_hf_model(hf_fixture("deepseek-v3.json"));
+  const TransformerSpec model = load_model_config(write("deepseek-v3.yaml", result.yaml));
+  EXPECT_TRUE(model.is_mla());
+  EXPECT_EQ(model.qk_head_dim(), 192);
+  EXPECT_EQ(model.v_dim(), 128);
+  EXPECT_EQ(model.q_lora_rank, 1536);
+  EXPECT_EQ(model.dense_layers, 3);
+  EXPECT_EQ(model.dense_ffn_hidden, 18432);
+  EXPECT_EQ(model.shared_expert_ffn_hidden, 2048);
+  EXPECT_EQ(model.experts, 256);
+  EXPECT_NEAR(count_parameters(model).total, 671e9, 1e9);
+  EXPECT_TRUE(std::none_of(result.notes.begin(), result.notes.end(),
+                           [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
+  // DeepSeek-V2-Lite's query comes straight from the hidden state (q_lora_rank null).
+  std::string lite = read_text(hf_fixture("deepseek-v3.json"));
+  lite.replace(lite.find("\"q_lora_rank\": 1536"), 19, "\"q_lora_rank\": null");
+  const TransformerSpec no_q_latent =
+      load_model_config(write("lite.yaml", import_hf_model(write("lite.json", lite)).yaml));
+  EXPECT_EQ(no_q_latent.q_lora_rank, 0);
+  EXPECT_TRUE(no_q_latent.is_mla());
+}
+
+TEST_F(Import, MegatronDeepSeekArgumentsSelectTheShippedDeepSeekV3) {
+  // Megatron-LM's DeepSeek-V3 arguments (multi-latent attention, experts apart from the dense layers, a shared
+  // expert, three dense first layers) select configs/models/deepseek-v3.yaml; without the latent attention flag the
+  // same shape matches no shipped model.
+  const std::string text =
+      "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --seq-length 4096 "
+      "--global-batch-size 64 --micro-batch-size 1 --bf16 --tensor-model-parallel-size 8 "
+      "--expert-model-parallel-size 8 --num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
+      "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq ([0]*3+[1]*58) --multi-latent-attention "
+      "--q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 "
+      "--vocab-size 129280 --untie-embeddings-and-output-weights\n";
+  const ImportOptions options = dgx_h100(8);
+  const RunSpec run = load_run_config(write("ds.yaml", import_megatron(write("ds.args", text), options).yaml),
+                                      options.search, registries_);
+  EXPECT_EQ(run.model.name, "deepseek-v3");
+  std::string plain = text;
+  plain.replace(plain.find("--multi-latent-attention "), 25, "");
+  EXPECT_NE(test::input_error([&] { (void)import_megatron(write("plain.args", plain), options); }).find("--model"),
+            std::string::npos);
 }
 
 TEST_F(Import, Qwen2MoeSharedExpertIsImported) {

@@ -217,6 +217,39 @@ TEST(TransformerFlops, SlidingWindowLayersAttendTheWindow) {
   EXPECT_THROW((void)count_parameters(no_window), ModelError);  // full_attention_every without a window
 }
 
+// DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json; technical report arXiv 2412.19437: 671B total parameters, 37B
+// activated per token, the multi-token-prediction module's 14B not counted): 61 layers, the first 3 dense (18432
+// wide), then 256 routed experts of 2048 (top 8) and one shared expert; multi-latent attention with a 1536 query
+// latent, a 512 key-value latent, 128 + 64 query/key and 128 value dimensions per head.
+TEST(TransformerParameters, DeepSeekV3MatchesPublishedSizes) {
+  TransformerSpec v3;
+  v3.name = "deepseek-v3";
+  v3.layers = 61;
+  v3.hidden = 7168;
+  v3.heads = 128;
+  v3.kv_heads = 128;
+  v3.head_dim_override = 128;  // qk_nope_head_dim
+  v3.qk_rope_head_dim = 64;
+  v3.v_head_dim = 128;
+  v3.q_lora_rank = 1536;
+  v3.kv_lora_rank = 512;
+  v3.ffn_hidden = 2048;
+  v3.experts = 256;
+  v3.top_k = 8;
+  v3.dense_layers = 3;
+  v3.dense_ffn_hidden = 18432;
+  v3.shared_expert_ffn_hidden = 2048;
+  v3.vocab = 129280;
+  const ParameterCount c = count_parameters(v3);
+  // q: 7168 x 1536 + 1536 x 128 x 192; kv: 7168 x (512 + 64) + 512 x 128 x (128 + 128); out: 128 x 128 x 7168.
+  EXPECT_DOUBLE_EQ(c.attention_per_layer,
+                   7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 128.0 * 128 * 7168);
+  EXPECT_NEAR(c.total, 671e9, 1e9);
+  EXPECT_NEAR(c.active_matmul + 129280.0 * 7168, 37e9, 1e9);
+  // Attention FLOPs per token and key: 6 x heads x (192 + 128).
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(v3, 4096) - 6.0 * c.active_matmul, 6.0 * 128 * 320 * 4096 * 61);
+}
+
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
   const TransformerSpec model = llama3_8b();
   const ParameterCount count = count_parameters(model);

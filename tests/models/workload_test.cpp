@@ -43,6 +43,20 @@ TransformerSpec tiny_moe() {
   return m;
 }
 
+/// Multi-latent attention in small (DeepSeek-V3's proportions): query and key-value latents, 32 + 16 wide
+/// query/key and 32 wide value heads.
+TransformerSpec tiny_mla(int q_lora_rank) {
+  TransformerSpec m = tiny_dense();
+  m.name = "tiny-mla";
+  m.kv_heads = m.heads;
+  m.head_dim_override = 32;
+  m.qk_rope_head_dim = 16;
+  m.v_head_dim = 32;
+  m.q_lora_rank = q_lora_rank;
+  m.kv_lora_rank = 64;
+  return m;
+}
+
 /// DeepSeek's layout in small: two dense first layers of their own width, then MoE layers with a shared expert.
 TransformerSpec tiny_moe_dense_first_shared() {
   TransformerSpec m = tiny_moe();
@@ -215,6 +229,20 @@ std::vector<RunSetup> parallelism_mixes() {
     mixes.push_back(s);
   }
   {
+    // Multi-latent attention: with a query latent under tp 2 with SP (the down projections on each rank's token
+    // shard), without one under pp 2 and context parallelism.
+    RunSetup s = setup("mla_q_latent_tp2_sp", 2, 2);
+    s.model = tiny_mla(96);
+    s.parallelism.sequence_parallel = true;
+    mixes.push_back(s);
+    s = setup("mla_pp2_cp2", 2, 1, 2, 4);
+    s.model = tiny_mla(0);
+    s.parallelism.cp = 2;
+    s.parallelism.dp = 1;
+    s.training.global_batch = 4;
+    mixes.push_back(s);
+  }
+  {
     // Dense first layers and shared experts: with tp and SP, across two pipeline stages (the first holds the
     // dense layers), and under FSDP (units of two sizes).
     RunSetup s = setup("moe_dense_first_shared_tp2_sp_pp2_ep2", 4, 2, 2, 4);
@@ -370,7 +398,10 @@ TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
   const RunSetup& s = GetParam();
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
   const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
-  const double forward = 0.5 * 4.0 * s.model.layers * s.model.hidden * s.training.seq_len * tokens;
+  // 2 x (qk + v) per (query, key, head): 4 d for standard heads (heads x d = hidden here), 2 (192 + 128)-like
+  // widths under multi-latent attention.
+  const double per_pair = 2.0 * s.model.heads * (s.model.qk_head_dim() + s.model.v_dim());
+  const double forward = 0.5 * per_pair * s.model.layers * s.training.seq_len * tokens;
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
   const double recomputed = recomputed_share(s) * forward;

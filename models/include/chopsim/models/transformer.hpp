@@ -50,6 +50,15 @@ struct TransformerSpec {
   /// cost kernels of their own (StageGenerator::bias_gradient).
   bool linear_bias = false;
   PositionEmbedding position_embedding = PositionEmbedding::rope;
+  /// Multi-latent attention (DeepSeek-V2/V3; Megatron-Core --multi-latent-attention): keys and values come from a
+  /// shared latent of kv_lora_rank per token (plus one rotary key of qk_rope_head_dim shared by the heads), queries
+  /// from a latent of q_lora_rank (0: straight from the hidden state, DeepSeek-V2-Lite). Each head's query and key
+  /// are head_dim (the unrotated part, qk_nope_head_dim) + qk_rope_head_dim wide, its value v_head_dim. kv_heads =
+  /// heads. kv_lora_rank 0 = standard attention.
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
   /// Sliding-window attention: each query attends the last `sliding_window` positions (itself included) instead of
   /// the whole causal prefix (Mistral-7B-v0.1 4096 in every layer; Gemma 2/3 and GPT-OSS on their local layers). 0 =
   /// full attention in every layer.
@@ -59,8 +68,14 @@ struct TransformerSpec {
   int full_attention_every = 0;
 
   [[nodiscard]] int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
-  /// Width of the attention's output before the output projection: heads * head_dim (= hidden without an override).
-  [[nodiscard]] int attention_width() const { return heads * head_dim(); }
+  [[nodiscard]] bool is_mla() const { return kv_lora_rank > 0; }
+  /// Width of one head's query and key: head_dim, plus the rotary part under multi-latent attention.
+  [[nodiscard]] int qk_head_dim() const { return head_dim() + (is_mla() ? qk_rope_head_dim : 0); }
+  /// Width of one head's value (and attention output): head_dim, or v_head_dim under multi-latent attention.
+  [[nodiscard]] int v_dim() const { return is_mla() ? v_head_dim : head_dim(); }
+  /// Width of the attention's output before the output projection: heads * head_dim (= hidden without an override;
+  /// heads * v_head_dim under multi-latent attention).
+  [[nodiscard]] int attention_width() const { return heads * v_dim(); }
   /// Rows of the embedding and output head one of `tp` tensor-parallel ranks holds, padding included.
   [[nodiscard]] int vocab_per_tp_rank(int tp) const {
     const long long multiple = make_vocab_size_divisible_by;
