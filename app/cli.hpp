@@ -118,12 +118,13 @@ inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
                                            {"--shard", Value::text},
                                            {"--objective", Value::objective},
                                            {"--report", Value::none},
-                                           {"--mpi", Value::none}};
+                                           {"--mpi", Value::none},
+                                           {"--quiet", Value::none}};
 inline constexpr Option kSweepMergeOptions[] = {
     {"--out", Value::directory}, {"-o", Value::directory}, {"--objective", Value::objective}};
-inline constexpr Option kStudyOptions[] = {{"--out", Value::directory},     {"-o", Value::directory},
-                                           {"--jobs", Value::text},         {"-j", Value::text},
-                                           {"--configs", Value::directory}, {"--report", Value::none}};
+inline constexpr Option kStudyOptions[] = {
+    {"--out", Value::directory},     {"-o", Value::directory},  {"--jobs", Value::text}, {"-j", Value::text},
+    {"--configs", Value::directory}, {"--report", Value::none}, {"--quiet", Value::none}};
 inline constexpr Option kReportOptions[] = {{"-o", Value::file}, {"--out", Value::file}};
 inline constexpr Option kImportOptions[] = {{"--format", Value::import_format},
                                             {"--hardware", Value::hardware},
@@ -142,17 +143,17 @@ inline constexpr Option kValidateOptions[] = {{"--data", Value::directory},
                                               {"-o", Value::file},
                                               {"--jobs", Value::text},
                                               {"-j", Value::text},
-                                              {"--engine", Value::engine}};
-inline constexpr Option kIngestOptions[] = {{"--out", Value::file},
-                                            {"-o", Value::file},
-                                            {"--format", Value::trace_format},
-                                            {"--top", Value::text},
-                                            {"--summary", Value::none}};
+                                              {"--engine", Value::engine},
+                                              {"--quiet", Value::none}};
+inline constexpr Option kIngestOptions[] = {
+    {"--out", Value::file}, {"-o", Value::file},        {"--format", Value::trace_format},
+    {"--top", Value::text}, {"--summary", Value::none}, {"--quiet", Value::none}};
 inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},  {"--configs", Value::directory},
                                                {"--out", Value::file},           {"-o", Value::file},
                                                {"--report", Value::file},        {"--clock-mhz", Value::text},
                                                {"--min-kernel-us", Value::text}, {"--max-gap-us", Value::text},
-                                               {"--gpus-per-node", Value::text}, {"--node-links", Value::node_links}};
+                                               {"--gpus-per-node", Value::text}, {"--node-links", Value::node_links},
+                                               {"--quiet", Value::none}};
 /// calibrate's --node-links values.
 inline constexpr std::string_view kNodeLinkNames[] = {"nvswitch", "xgmi_mesh"};
 inline constexpr Option kReplayOptions[] = {
@@ -178,7 +179,8 @@ inline constexpr std::string_view kRunUsage =
     "                       write a timeline.json estimated above 2 GiB\n"
     "      --set KEY=VALUE  override a key of CONFIG, e.g. --set training.micro_batch=4 --set parallelism.tp=2\n"
     "                       (validated as the file's own keys; repeatable)\n"
-    "      --report         also write DIR/report.html (chopsim report; needs --out)\n";
+    "      --report         also write DIR/report.html (chopsim report; needs --out)\n"
+    "      example: chopsim run configs/llama3-8b-fsdp.yaml --out out/ --report\n";
 inline constexpr std::string_view kImportUsage =
     "  import JOB... --hardware NAME --cluster NAME [--nodes N] [--model NAME|config.json] [--precision NAME]\n"
     "         [--format nemo|megatron|bridge|foundry|torchtitan|hf] (-o run.yaml | --out-dir DIR) [--strict]\n"
@@ -191,7 +193,9 @@ inline constexpr std::string_view kImportUsage =
     "      config.json (Llama, Mistral, Qwen2/3, Mixtral, Qwen3-MoE) becomes a model file for configs/models/\n"
     "      (no --hardware or --cluster needed); as a job's --model it is written into the run config inline.\n"
     "      Each output is checked as chopsim would load it before it is written; settings not carried over\n"
-    "      are printed as notes (--strict: an error).\n";
+    "      are printed as notes (--strict: an error).\n"
+    "      example: chopsim import llama3_70b.toml --hardware H100-SXM5-80GB --cluster dgx-h100 --nodes 8 -o "
+    "run.yaml\n";
 inline constexpr std::string_view kReportUsage =
     "  report PATH [-o report.html]\n"
     "      Write one self-contained HTML page (Chart.js inlined, opens offline) with the plots of a run's --out\n"
@@ -199,9 +203,11 @@ inline constexpr std::string_view kReportUsage =
     "      temperature per GPU over time, throttled share per GPU; or of a sweep's --out folder: best points,\n"
     "      throughput per point, Pareto front, power peaks and memory per point; of a study's --out folder; or\n"
     "      of the validation.csv chopsim validate writes: predicted against measured with a ±10 % band, error by\n"
-    "      group (docs/report.md). Default: PATH/report.html, or validation.html beside validation.csv.\n";
+    "      group (docs/report.md). Default: PATH/report.html, or validation.html beside validation.csv.\n"
+    "      example: chopsim report out/ -o out/report.html\n";
 inline constexpr std::string_view kSweepUsage =
     "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N | --mpi] [--objective NAME] [--report]\n"
+    "        [--quiet]\n"
     "  sweep merge SWEEP --out DIR [--objective NAME] SHARD_DIR...\n"
     "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
     "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
@@ -211,32 +217,39 @@ inline constexpr std::string_view kSweepUsage =
     "      mpirun -n N (or srun) does both: each MPI rank runs its share, rank 0 merges them into DIR. --report\n"
     "      also writes DIR/report.html (chopsim report). --objective ranks by tokens_per_s, energy_per_token,\n"
     "      mfu, cost_per_token (needs the sweep's cost:) or time_to_train (needs its goal_tokens:) instead of\n"
-    "      the sweep file's objective.\n";
+    "      the sweep file's objective.\n"
+    "      example: chopsim sweep configs/sweeps/llama3-8b-microbatch.yaml --jobs 2 --report\n";
 inline constexpr std::string_view kStudyUsage =
-    "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--report]\n"
+    "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--report] [--quiet]\n"
     "      A procurement study (docs/studies.md): one training job on each candidate system of STUDY. Each\n"
     "      candidate runs the study's sweep to find its best parallelism and micro-batch; its best point is priced\n"
     "      from the cost catalog (time to train, energy, cost, tokens per dollar and per kW, racks, facility\n"
     "      power). DIR (default study-NAME) holds results.csv and one resumable sweep folder per candidate;\n"
-    "      --report also writes DIR/report.html (chopsim report).\n";
+    "      --report also writes DIR/report.html (chopsim report).\n"
+    "      example: chopsim study configs/studies/scaleup-vs-scaleout.yaml --jobs 2\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
+    "           [--quiet]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"
     "      with the calibration profile of the case's GPU (--profiles, default calibration/profiles), and write\n"
     "      the predicted-vs-measured table to FILE (default docs/validation.md) and its data beside it (FILE with\n"
     "      .csv: chopsim report draws it). --engine NAME predicts with that engine instead of each case's (fast\n"
-    "      by default).\n";
+    "      by default).\n"
+    "      example: chopsim validate --out /tmp/validation.md --jobs 2\n";
 inline constexpr std::string_view kIngestUsage =
-    "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N]\n"
+    "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N] [--quiet]\n"
     "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"
     "      nvidia-smi / DCGM dmon / rocm-smi logs) into one HDF5 store (docs/traces.md).\n"
     "      -o STORE.h5      write the store (whole or not at all)\n"
     "      --summary        print GPU time per kernel class, the top N kernels (default 10) and per rank\n"
-    "      --format NAME    read every TRACE as NAME instead of detecting its format\n";
+    "      --format NAME    read every TRACE as NAME instead of detecting its format\n"
+    "      --quiet          no progress and no per-file lines (ingest, calibrate, validate, sweep and study show\n"
+    "                       their progress on stderr: a bar on a terminal, a line every 10 s otherwise)\n"
+    "      example: chopsim ingest trace.json.gz nvidia-smi.csv -o store.h5 --summary\n";
 inline constexpr std::string_view kCalibrateUsage =
     "  calibrate INPUT... --hardware NAME -o PROFILE.yaml [--report REPORT.md] [--configs DIR]\n"
     "            [--clock-mhz F] [--min-kernel-us T] [--max-gap-us G] [--gpus-per-node N]\n"
-    "            [--node-links nvswitch|xgmi_mesh]\n"
+    "            [--node-links nvswitch|xgmi_mesh] [--quiet]\n"
     "      Fit kernel efficiencies, launch overhead, collective alpha-beta and telemetry (power, thermal RC) to\n"
     "      kernel stores, TraceLens/Vidur tables or traces, and write a calibration profile (docs/calibration.md).\n"
     "      --hardware NAME  the GPU measured (configs/hardware/NAME.yaml, or a path): peaks and defaults\n"
@@ -245,7 +258,8 @@ inline constexpr std::string_view kCalibrateUsage =
     "      --min-kernel-us T  leave kernels shorter than T out of the efficiency fits (default 10)\n"
     "      --max-gap-us G   inter-kernel gaps longer than G are host stalls, not launch overhead (default 100)\n"
     "      --gpus-per-node N  collectives within N consecutive ranks are intra-node (default 8)\n"
-    "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n";
+    "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n"
+    "      example: chopsim calibrate store.h5 --hardware H100-SXM5-80GB -o h100.yaml --report fit.md\n";
 inline constexpr std::string_view kReplayUsage =
     "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"
     "         [--calibration PROFILE] [--measured-calibration PROFILE] [--simulate-collectives]\n"
@@ -260,14 +274,17 @@ inline constexpr std::string_view kReplayUsage =
     "      --calibration P  calibration profile of the target GPU (--measured-calibration: of the measured one)\n"
     "      --simulate-collectives  re-simulate matched collectives on the measured hardware too\n"
     "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n"
-    "      --engine NAME    fast (the default) or simgrid (the reference)\n";
+    "      --engine NAME    fast (the default) or simgrid (the reference)\n"
+    "      example: chopsim replay store.h5 --hardware H200-SXM-141GB --out replay/\n";
 inline constexpr std::string_view kCompletionUsage =
     "  completion bash|zsh\n"
     "      Print the shell completion script (installed to share/bash-completion/completions/chopsim and\n"
     "      share/zsh/vendor-completions/_chopsim; in a checkout, source scripts/completion/chopsim.bash, or put\n"
-    "      scripts/completion on zsh's fpath).\n";
+    "      scripts/completion on zsh's fpath).\n"
+    "      example: source <(chopsim completion bash)\n";
 inline constexpr std::string_view kDescribeUsage =
     "  describe\n"
-    "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n";
+    "      List the registered models (compute, collective, power, thermal, governor), topologies and engines.\n"
+    "      example: chopsim describe\n";
 
 }  // namespace chopsim::cli

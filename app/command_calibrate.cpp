@@ -5,6 +5,7 @@
 #include "chopsim/calibration/profile.hpp"
 #include "chopsim/common/units.hpp"
 #include "cli.hpp"
+#include "progress.hpp"
 
 namespace chopsim::cli {
 
@@ -57,13 +58,18 @@ int command_calibrate(const std::vector<std::string>& raw) {
                            "write --node-links nvswitch (NVIDIA HGX/DGX) or xgmi_mesh (AMD MI300X)");
   }
 
+  Progress progress("chopsim calibrate", "inputs read", args.has_switch("--quiet"));
+  options.on_input = [&](std::size_t done, std::size_t total, const std::filesystem::path& input) {
+    progress.update(done, total, input.string());
+  };
   const CalibrationResult result = run_calibration(options);
   std::size_t classes = 0;
   for (const auto& fit : result.kernels) classes += fit.in_profile ? 1 : 0;
-  std::cerr << "chopsim calibrate: " << result.inputs.size() << " inputs, " << classes << " kernel classes, "
-            << result.collectives.fits.size() << " collective groups"
-            << (result.telemetry.gpus > 0 ? ", telemetry of " + std::to_string(result.telemetry.gpus) + " GPUs" : "")
-            << "\n";
+  if (!args.has_switch("--quiet"))
+    std::cerr << "chopsim calibrate: " << result.inputs.size() << " inputs, " << classes << " kernel classes, "
+              << result.collectives.fits.size() << " collective groups"
+              << (result.telemetry.gpus > 0 ? ", telemetry of " + std::to_string(result.telemetry.gpus) + " GPUs" : "")
+              << "\n";
   std::cout << "wrote " << options.output.string() << "\n";
   if (options.report) std::cout << "wrote " << options.report->string() << "\n";
   return kExitOk;

@@ -2,6 +2,7 @@
 
 #include "chopsim/traces/ingest.hpp"
 #include "cli.hpp"
+#include "progress.hpp"
 
 namespace chopsim::cli {
 
@@ -23,8 +24,13 @@ int command_ingest(const std::vector<std::string>& raw) {
   if (!options.output && !summary)
     throw argument_error("ingest needs -o STORE.h5, --summary or both", "write chopsim ingest TRACE -o store.h5");
 
+  Progress progress("chopsim ingest", "inputs", args.has_switch("--quiet"));
+  options.on_input = [&](std::size_t done, std::size_t total, const std::filesystem::path& input) {
+    progress.update(done, total, input.string());
+  };
   const IngestResult result = ingest_traces(options, formats);
   for (const auto& source : result.sources) {
+    if (args.has_switch("--quiet")) break;
     std::cerr << "chopsim ingest: " << source.path << " (" << source.format;
     if (!source.gpu_name.empty()) std::cerr << ", " << source.gpu_name;
     if (source.rank >= 0) std::cerr << ", rank " << source.rank;

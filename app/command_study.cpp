@@ -7,6 +7,7 @@
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"
+#include "progress.hpp"
 
 namespace chopsim::cli {
 
@@ -25,12 +26,13 @@ int command_study(const std::vector<std::string>& raw) {
   StudyOptions options;
   options.out_dir = args.option("--out").value_or(args.option("-o").value_or("study-" + file.stem().string()));
   options.jobs = jobs;
-  options.on_point = [](const std::string& candidate, const PointResult& r, std::size_t done, std::size_t total) {
-    std::cerr << "[" << candidate << " " << done << "/" << total << "] point " << r.point.index << ": "
-              << to_string(r.status) << "\n";
+  Progress progress("chopsim study", "points", args.has_switch("--quiet"));
+  options.on_point = [&](const std::string& candidate, const PointResult&, std::size_t done, std::size_t total) {
+    progress.update(done, total, "candidate " + candidate);
   };
-  std::cerr << "chopsim study: " << spec.candidates.size() << " candidates x " << expand_sweep(spec.sweep).size()
-            << " points with " << jobs << " jobs into " << options.out_dir.string() << "\n";
+  if (!args.has_switch("--quiet"))
+    std::cerr << "chopsim study: " << spec.candidates.size() << " candidates x " << expand_sweep(spec.sweep).size()
+              << " points with " << jobs << " jobs into " << options.out_dir.string() << "\n";
   const StudyResult result = run_study(spec, search, registries, options);
   print_study_summary(std::cout, spec, result);
   if (args.has_switch("--report")) {

@@ -1,8 +1,4 @@
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <thread>
 #include <tuple>
@@ -12,6 +8,7 @@
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"
+#include "progress.hpp"
 #include "sweep_mpi.hpp"
 
 namespace chopsim::cli {
@@ -85,24 +82,18 @@ int command_sweep(const std::vector<std::string>& raw) {
   const bool mpi = args.has_switch("--mpi");
   if (mpi && args.option("--shard"))
     throw argument_error("--mpi and --shard both split the points", "use one: --mpi under mpirun, or --shard I/N");
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  std::size_t failed = 0;
+  // A bar (terminal) or periodic lines; a failed point is named with its reason either way.
+  Progress progress("chopsim sweep", "points", args.has_switch("--quiet"));
   options.on_point = [&](const PointResult& r, std::size_t done, std::size_t total) {
-    if (r.status == PointStatus::failed) ++failed;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (terminal) {
-      // One line, rewritten: points done, failed, time left at the rate so far.
-      const double rate = elapsed > 0.0 ? static_cast<double>(done) / elapsed : 0.0;
-      const double left = rate > 0.0 ? static_cast<double>(total - done) / rate : 0.0;
-      std::fprintf(stderr, "\r[%zu/%zu] %zu failed, ETA %.0f s   ", done, total, failed, left);
-      if (done == total) std::fputc('\n', stderr);
-    } else {
+    std::string note;
+    if (r.status == PointStatus::failed) {
       std::string values;
       for (const auto& [key, value] : r.point.values) values += (values.empty() ? "" : " ") + key + "=" + value;
-      std::cerr << "[" << done << "/" << total << "] point " << r.point.index << " " << values << ": "
-                << to_string(r.status) << (r.reason.empty() ? "" : " (" + r.reason + ")") << "\n";
+      note = "point " + std::to_string(r.point.index) + " " + values + " failed" +
+             (r.reason.empty() ? "" : " (" + r.reason + ")");
+      if (!args.has_switch("--quiet")) std::cerr << "\nchopsim sweep: " << note << "\n";
     }
+    progress.update(done, total, note);
   };
   if (mpi) {
     const std::optional<SweepResult> merged = run_sweep_mpi(spec, search, registries, options);
@@ -110,8 +101,9 @@ int command_sweep(const std::vector<std::string>& raw) {
     std::cout << "merged the MPI ranks' shards into " << options.out_dir.string() << "\n";
     print_sweep_summary(std::cout, spec, *merged);
   } else {
-    std::cerr << "chopsim sweep: " << expand_sweep(spec).size() << " points of " << spec.base.string() << " with "
-              << jobs << " jobs into " << options.out_dir.string() << "\n";
+    if (!args.has_switch("--quiet"))
+      std::cerr << "chopsim sweep: " << expand_sweep(spec).size() << " points of " << spec.base.string() << " with "
+                << jobs << " jobs into " << options.out_dir.string() << "\n";
     const SweepResult result = run_sweep(spec, search, registries, options);
     print_sweep_summary(std::cout, spec, result);
   }

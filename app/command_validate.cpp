@@ -8,6 +8,7 @@
 #include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "cli.hpp"
+#include "progress.hpp"
 
 namespace chopsim::cli {
 
@@ -38,8 +39,11 @@ int command_validate(const std::vector<std::string>& raw) {
     for (auto& c : cases)
       for (RunSpec* run : {&c.run, &c.baseline, &c.calibrated_run, &c.calibrated_baseline}) run->engine = *engine;
   }
-  std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
-  const auto results = run_validation(cases, registries, jobs);
+  if (!args.has_switch("--quiet"))
+    std::cerr << "chopsim validate: predicting " << cases.size() << " cases with " << jobs << " jobs\n";
+  Progress progress("chopsim validate", "simulations", args.has_switch("--quiet"));
+  const auto results = run_validation(cases, registries, jobs,
+                                      [&](std::size_t done, std::size_t total) { progress.update(done, total); });
   std::ostringstream page;
   write_validation_markdown(page, results);
   std::ostringstream table;

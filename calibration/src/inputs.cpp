@@ -467,6 +467,7 @@ MeasurementSet load_measurements(const std::vector<std::filesystem::path>& paths
                        "nothing to fit in this " + file.kind +
                            " input: no kernels with FLOPs or bytes, no collectives, no kernel timeline, no telemetry",
                        "give a table or trace with measurements");
+    if (options.on_input) options.on_input(set.inputs.size(), paths.size(), path);
   }
   return set;
 }

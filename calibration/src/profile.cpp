@@ -546,6 +546,7 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   const HardwareReference hardware = load_hardware_reference(options.hardware, options.configs_dir);
   LoadOptions load;
   load.gpus_per_node = options.gpus_per_node;
+  load.on_input = options.on_input;
   const MeasurementSet measurements = load_measurements(options.inputs, load);
   KernelFitOptions kernel_options;
   kernel_options.clock_hz = options.clock_hz;

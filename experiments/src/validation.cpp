@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -204,8 +205,15 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
 }  // namespace
 
 std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
-                                             const ModelRegistries& registries, int jobs) {
+                                             const ModelRegistries& registries, int jobs,
+                                             const std::function<void(std::size_t, std::size_t)>& on_progress) {
   std::vector<ValidationResult> results(cases.size());
+  std::atomic<std::size_t> done{0};
+  std::size_t total = 0;  // the shared simulations, then each case with and without its profile
+  const auto progressed = [&] {
+    const std::size_t now = ++done;
+    if (on_progress) on_progress(now, total);
+  };
   tbb::task_arena arena(std::max(jobs, 1));
   // Simulations shared by power cases, once each; the calibrated ones under their own keys.
   const auto shared_key = [](const std::string& key, bool calibrated) {
@@ -223,9 +231,12 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
   }
   std::vector<std::pair<std::string, const RunSpec*>> list(specs.begin(), specs.end());
   std::vector<SharedResult> shared(list.size());
+  total = list.size() + 2 * cases.size();
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, list.size(),
-                      [&](std::size_t i) { shared[i] = simulate_shared(*list[i].second, registries); });
+    tbb::parallel_for(std::size_t{0}, list.size(), [&](std::size_t i) {
+      shared[i] = simulate_shared(*list[i].second, registries);
+      progressed();
+    });
   });
   auto find_shared = [&](const std::string& key) -> const SharedResult* {
     for (std::size_t i = 0; i < list.size(); ++i)
@@ -297,6 +308,7 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
       } else {
         results[i].calibrated = predict(c, c.calibrated_run, true);
       }
+      progressed();
     });
   });
   return results;

@@ -76,7 +76,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--out -o --jobs -j --configs --shard --objective --report --mpi --help"
+      options="--out -o --jobs -j --configs --shard --objective --report --mpi --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return
@@ -95,7 +95,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--out -o --jobs -j --configs --report --help"
+      options="--out -o --jobs -j --configs --report --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return
@@ -174,7 +174,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--data --configs --profiles --out -o --jobs -j --engine --help"
+      options="--data --configs --profiles --out -o --jobs -j --engine --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return
@@ -202,7 +202,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--out -o --format --top --summary --help"
+      options="--out -o --format --top --summary --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return
@@ -232,7 +232,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --help"
+      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -763,8 +763,8 @@ TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
   expect_contains(message, {"run.yaml:1:8: key 'model': no model named 'llama9-8b'", "looked for ",
                             "models/llama9-8b.yaml; available model names",
                             "Fix: did you mean 'llama3-8b'? Or give a path to a file (e.g. model: ./my-model.yaml)",
-                            "available model names: deepseek-v3, gpt3-175b, llama3-405b, llama3-70b, llama3-8b", "mixtral-8x7b",
-                            "mpt-13b", "Fix: did you mean 'llama3-8b'?"});
+                            "available model names: deepseek-v3, gpt3-175b, llama3-405b, llama3-70b, llama3-8b",
+                            "mixtral-8x7b", "mpt-13b", "Fix: did you mean 'llama3-8b'?"});
 
   const fs::path hw = write("hw.yaml", "model: llama3-8b\nhardware: {name: H100}\ncluster: dgx-h100\n");
   expect_contains(input_error([&] { (void)load(hw); }), {"hw.yaml:2:18: key 'hardware.name': no hardware named 'H100'",

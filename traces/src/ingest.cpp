@@ -125,6 +125,7 @@ IngestResult ingest_traces(const IngestOptions& options, const TraceFormatRegist
                        "record GPU activity (torch.profiler with ProfilerActivity.CUDA, nsys --trace=cuda, rocprofv3 "
                        "--kernel-trace) or pass a telemetry log with samples");
     result.sources.push_back(std::move(info));
+    if (options.on_input) options.on_input(i + 1, options.inputs.size(), path);
   }
   check_ranks(result.sources);
   if (writer) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -114,6 +115,8 @@ struct LoadOptions {
   int gpus_per_node = 8;
   /// Element type assumed for GEMM/attention records of a trace whose kernel name does not say it.
   std::string default_dtype = "bf16";
+  /// Told after each input is read: inputs done, inputs in all, the input's path.
+  std::function<void(std::size_t done, std::size_t total, const std::filesystem::path& input)> on_input;
 };
 
 /// The supported table kinds, with the header columns that identify each (for --help and error messages).

@@ -3,6 +3,7 @@
 // overrides) and a Markdown fit report out. docs/calibration.md describes both.
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,8 @@ struct CalibrateOptions {
   double max_gap_s = 100e-6;                    ///< see KernelFitOptions::max_gap_s
   int gpus_per_node = 8;
   std::optional<NodeLinks> node_links;  ///< default: HardwareReference::default_node_links()
+  /// Told after each input is read (LoadOptions::on_input).
+  std::function<void(std::size_t done, std::size_t total, const std::filesystem::path& input)> on_input;
 };
 
 /// Loads, fits and writes the profile (and report) through temporary files renamed together at the end: on any

@@ -4,6 +4,7 @@
 // docs/validation.md from it.
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -94,8 +95,10 @@ struct ValidationResult {
 
 /// Predicts every case, and again with its calibration profile where it has one (in parallel, `jobs` at a time; each
 /// simulation runs in its own child process).
-[[nodiscard]] std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
-                                                           const ModelRegistries& registries, int jobs);
+/// `on_progress(done, total)` is told after each simulation (from the jobs' threads).
+[[nodiscard]] std::vector<ValidationResult> run_validation(
+    const std::vector<ValidationCase>& cases, const ModelRegistries& registries, int jobs,
+    const std::function<void(std::size_t done, std::size_t total)>& on_progress = {});
 
 /// The Markdown page (docs/validation.md): tables per group with the uncalibrated and the calibrated prediction,
 /// error statistics of both, sources.

@@ -2,6 +2,7 @@
 // `chopsim ingest`: read traces and telemetry into one HDF5 kernel store (docs/traces.md).
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct IngestOptions {
   /// Format name for every input; empty = detect per file.
   std::string format;
   std::size_t top_kernels = 10;
+  /// Told after each input is read: inputs done, inputs in all, the input's path.
+  std::function<void(std::size_t done, std::size_t total, const std::filesystem::path& input)> on_input;
 };
 
 struct IngestResult {
