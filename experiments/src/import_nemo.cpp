@@ -190,16 +190,18 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "cluster: {name: " << options.cluster << ", nodes: " << nodes << "}\n";
 
   y << "parallelism:\n";
-  y << "  tp: " << job.integer("model.tensor_model_parallel_size", 1) << "\n";
-  y << "  pp: " << job.integer("model.pipeline_model_parallel_size", 1) << "\n";
-  y << "  cp: " << job.integer("model.context_parallel_size", 1) << "\n";
+  y << "  tp: " << job.integer("model.tensor_model_parallel_size", 1) << "        # model.tensor_model_parallel_size\n";
+  y << "  pp: " << job.integer("model.pipeline_model_parallel_size", 1)
+    << "        # model.pipeline_model_parallel_size\n";
+  y << "  cp: " << job.integer("model.context_parallel_size", 1) << "        # model.context_parallel_size\n";
   if (job.has("model.expert_model_parallel_size"))
-    y << "  ep: " << job.integer("model.expert_model_parallel_size") << "\n";
+    y << "  ep: " << job.integer("model.expert_model_parallel_size") << "        # model.expert_model_parallel_size\n";
   // Megatron-Core's expert tensor parallelism (MoE parallel folding when it differs from tp); null = tp.
   if (job.has("model.expert_tensor_parallel_size"))
-    y << "  etp: " << job.integer("model.expert_tensor_parallel_size") << "\n";
-  y << "  dp: auto\n";
-  if (job.flag("model.sequence_parallel")) y << "  sequence_parallel: true\n";
+    y << "  etp: " << job.integer("model.expert_tensor_parallel_size")
+      << "        # model.expert_tensor_parallel_size\n";
+  y << "  dp: auto        # what the GPUs (trainer.num_nodes) leave of tp x pp x cp\n";
+  if (job.flag("model.sequence_parallel")) y << "  sequence_parallel: true        # model.sequence_parallel\n";
   if (job.has("model.virtual_pipeline_model_parallel_size")) {
     y << "  pp_schedule: interleaved\n";
     y << "  virtual_stages: " << job.integer("model.virtual_pipeline_model_parallel_size") << "\n";
@@ -217,9 +219,10 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   }
 
   y << "training:\n";
-  y << "  global_batch: " << job.integer("model.global_batch_size") << "\n";
-  y << "  micro_batch: " << job.integer("model.micro_batch_size") << "\n";
-  y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048)) << "\n";
+  y << "  global_batch: " << job.integer("model.global_batch_size") << "        # model.global_batch_size\n";
+  y << "  micro_batch: " << job.integer("model.micro_batch_size") << "        # model.micro_batch_size\n";
+  y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048))
+    << "        # model.encoder_seq_length\n";
   const std::string precision = job.text("trainer.precision");
   std::string chopsim_precision = "bf16";
   if (job.flag("model.fp8")) {
@@ -229,9 +232,13 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   } else if (precision == "32" || precision == "32-true") {
     chopsim_precision = "fp32";
   }
-  y << "  precision: " << chopsim_precision << "\n";
+  y << "  precision: " << chopsim_precision << "        # trainer.precision, model.fp8\n";
   const std::string granularity = job.text("model.activations_checkpoint_granularity");
-  y << "  recompute: " << (granularity == "full" ? "full" : granularity == "selective" ? "selective" : "none") << "\n";
+  y << "  recompute: "
+    << (granularity == "full"        ? "full"
+        : granularity == "selective" ? "selective"
+                                     : "none")
+    << "        # model.activations_checkpoint_granularity\n";
   const int stage_layers = job.integer("model.num_layers", 0) /
                            std::max(1, job.integer("model.pipeline_model_parallel_size", 1) *
                                            std::max(1, job.integer("model.virtual_pipeline_model_parallel_size", 1)));
@@ -277,7 +284,8 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "    tp: " << (job.flag("model.ub_tp_comm_overlap") ? "true" : "false") << "\n";
   if (job.has("model.overlap_p2p_comm"))
     y << "    pp: " << (job.flag("model.overlap_p2p_comm") ? "true" : "false") << "\n";
-  if (job.has("model.optim.bucket_cap_mb")) y << "  dp_bucket_mb: " << job.text("model.optim.bucket_cap_mb") << "\n";
+  if (job.has("model.optim.bucket_cap_mb"))
+    y << "  dp_bucket_mb: " << job.text("model.optim.bucket_cap_mb") << "        # model.optim.bucket_cap_mb\n";
   // Megatron-Core's grad_reduce_in_fp32 (Megatron-Bridge states it; Megatron-LM's
   // --accumulate-allreduce-grads-in-fp32): the data-parallel gradient buffer's precision.
   if (job.has("model.grad_reduce_in_fp32"))
