@@ -26,11 +26,11 @@ namespace {
 /// grouped-query attention and a SwiGLU MLP (dense, or routed experts with shared ones and dense first layers).
 const std::set<std::string> kSupported = {"LlamaForCausalLM",    "MistralForCausalLM",    "Qwen2ForCausalLM",
                                           "Qwen3ForCausalLM",    "MixtralForCausalLM",    "Qwen3MoeForCausalLM",
-                                          "Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"};
+                                          "Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
+                                          "GptOssForCausalLM"};
 
 /// Architectures with parts chopsim does not model yet, and which parts (issue 15 lists them to build).
 const std::map<std::string, std::string> kNotModelled = {
-    {"GptOssForCausalLM", "attention sinks and biased experts (its alternating sliding-window layers are modelled)"},
     {"NemotronHForCausalLM", "Mamba-2 layers"},
     {"Gemma2ForCausalLM", "logit soft-capping (its alternating sliding-window layers are modelled)"},
 };
@@ -63,7 +63,8 @@ const std::set<std::string> kNoEffect = {"bos_token_id",
                                          "dtype",
                                          "router_jitter_noise",
                                          "num_experts_per_tok",
-                                         "layer_types"};
+                                         "initial_context_length",
+                                         "swiglu_limit"};
 
 /// Largest config.json read (the files are a few KB; a device or a huge file is refused before it is read).
 constexpr std::uintmax_t kLargestConfigBytes = 16 * 1024 * 1024;
@@ -126,6 +127,19 @@ class HfConfig {
     used_.insert(key);
     simdjson::dom::array array;
     return root_.at_key(key).get_array().get(array) == simdjson::SUCCESS ? array.size() : 0;
+  }
+  /// The strings of an array value (empty when absent); a non-string element fails naming the key.
+  std::vector<std::string> string_array(const std::string& key) {
+    used_.insert(key);
+    std::vector<std::string> values;
+    simdjson::dom::array array;
+    if (root_.at_key(key).get_array().get(array) != simdjson::SUCCESS) return values;
+    for (const auto element : array) {
+      std::string_view value;
+      if (element.get_string().get(value) != simdjson::SUCCESS) fail(key, "holds a value that is not a string");
+      values.emplace_back(value);
+    }
+    return values;
   }
   /// The integers of an array value (empty when absent); a non-integer element fails naming the key.
   std::vector<std::int64_t> integer_array(const std::string& key) {
@@ -197,7 +211,7 @@ ImportResult import_hf_model(const fs::path& file) {
   if (!kSupported.count(architecture))
     hf.fail("architectures", architecture +
                                  " is not an architecture chopsim imports (Llama, Mistral, Qwen2, Qwen3, "
-                                 "Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3)");
+                                 "Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, GPT-OSS)");
   const int layers = hf.integer("num_hidden_layers");
   const int hidden = hf.integer("hidden_size");
   const int heads = hf.integer("num_attention_heads");
@@ -209,12 +223,33 @@ ImportResult import_hf_model(const fs::path& file) {
   const int head_dim = deepseek ? 0 : hf.integer("head_dim", hidden / heads);
   int ffn = 0, experts = 1, top_k = 1, dense_layers = 0, dense_ffn = 0, shared_ffn = 0;
   int kv_lora = 0, q_lora = 0, rope_dim = 0, v_dim = 0, qk_nope = 0;
+  int sliding_window = 0, full_attention_every = 0;
   std::string ffn_source;
   if (architecture == "MixtralForCausalLM") {
     ffn = hf.integer("intermediate_size");
     experts = hf.integer("num_local_experts");
     top_k = hf.integer("num_experts_per_tok");
     ffn_source = "intermediate_size (per expert)";
+  } else if (architecture == "GptOssForCausalLM") {
+    // GPT-OSS (openai/gpt-oss-20b and -120b): experts of intermediate_size, sliding-window attention on every other
+    // layer (layer_types: sliding, full, sliding, ...).
+    ffn = hf.integer("intermediate_size");
+    ffn_source = "intermediate_size (per expert)";
+    experts = hf.integer("num_local_experts");
+    top_k = hf.integer("num_experts_per_tok");
+    if (!hf.text("experts_per_token").empty() && hf.integer("experts_per_token") != top_k)
+      hf.fail("experts_per_token", "differs from num_experts_per_tok");
+    sliding_window = hf.integer("sliding_window");
+    const std::vector<std::string> types = hf.string_array("layer_types");
+    full_attention_every = 2;
+    for (std::size_t i = 0; i < types.size(); ++i)
+      if (types[i] != ((i + 1) % 2 == 0 ? "full_attention" : "sliding_attention"))
+        hf.fail("layer_types",
+                "is not sliding and full attention alternating from a sliding first layer, the "
+                "pattern chopsim models for GPT-OSS");
+    result.notes.push_back(
+        "GPT-OSS's attention sinks (one learned logit per head), the projections' and experts' "
+        "biases and the SwiGLU clamp are not modelled (small elementwise work)");
   } else if (deepseek) {
     // DeepSeek-V2/V3 (modeling_deepseek.py): multi-latent attention, the first first_k_dense_replace layers dense
     // (intermediate_size), then n_routed_experts of moe_intermediate_size and n_shared_experts of the same width.
@@ -277,8 +312,8 @@ ImportResult import_hf_model(const fs::path& file) {
     result.notes.push_back("Qwen3's per-head RMSNorm of q and k is not modelled (a small elementwise pass)");
   // Mistral attends through its window in every layer (Mistral-7B-v0.1: 4096; null in later versions); Qwen2's
   // sliding_window applies only with use_sliding_window, which its released configs leave off.
-  const int sliding_window =
-      !hf.text("sliding_window").empty() && architecture == "MistralForCausalLM" ? hf.integer("sliding_window") : 0;
+  if (!hf.text("sliding_window").empty() && architecture == "MistralForCausalLM")
+    sliding_window = hf.integer("sliding_window");
 
   std::ostringstream y;
   y << "# Imported by chopsim import from " << hf.file() << " (Hugging Face transformers " << architecture << ").\n";
@@ -299,9 +334,9 @@ ImportResult import_hf_model(const fs::path& file) {
   y << "vocab: " << vocab << "        # vocab_size\n";
   if (experts > 1) {
     y << "experts: " << experts << "        # "
-      << (architecture == "MixtralForCausalLM" ? "num_local_experts"
-          : deepseek                           ? "n_routed_experts"
-                                               : "num_experts")
+      << (architecture == "MixtralForCausalLM" || architecture == "GptOssForCausalLM" ? "num_local_experts"
+          : deepseek                                                                  ? "n_routed_experts"
+                                                                                      : "num_experts")
       << "\n";
     y << "top_k: " << top_k << "        # num_experts_per_tok\n";
     if (dense_layers > 0) {
@@ -313,7 +348,11 @@ ImportResult import_hf_model(const fs::path& file) {
       y << "shared_expert_ffn_hidden: " << shared_ffn << "        # "
         << (deepseek ? "n_shared_experts x moe_intermediate_size" : "shared_expert_intermediate_size") << "\n";
   }
-  if (sliding_window > 0) y << "sliding_window: " << sliding_window << "        # sliding_window (every layer)\n";
+  if (sliding_window > 0)
+    y << "sliding_window: " << sliding_window << "        # sliding_window"
+      << (full_attention_every > 0 ? "" : " (every layer)") << "\n";
+  if (full_attention_every > 0)
+    y << "full_attention_every: " << full_attention_every << "        # layer_types: sliding and full alternating\n";
   y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
   y << "norm: rmsnorm\n";
   y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";

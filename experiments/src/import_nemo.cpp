@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
@@ -25,7 +27,17 @@ class Job {
  public:
   Job(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
 
-  YAML::Node at(const std::string& path) const { return import_detail::at_path(root_, path); }
+  YAML::Node at(const std::string& path) const {
+    read_.insert(path);
+    return import_detail::at_path(root_, path);
+  }
+  /// The job's model. and trainer. settings the mapping never asked for, but those that set nothing a step's time
+  /// depends on (data, tokenizer, logging, checkpoints, the optimizer's hyper-parameters, initialisation).
+  std::vector<std::string> unread() const {
+    std::vector<std::string> keys;
+    for (const char* section : {"model", "trainer"}) collect(root_[section], section, keys);
+    return keys;
+  }
   bool has(const std::string& path) const {
     const YAML::Node n = at(path);
     return n.IsDefined() && !n.IsNull();
@@ -57,8 +69,75 @@ class Job {
   const std::string& file() const { return file_; }
 
  private:
+  void collect(const YAML::Node& node, const std::string& path, std::vector<std::string>& keys) const {
+    if (!node.IsDefined() || read_.count(path) || timeless(path)) return;
+    if (node.IsMap()) {
+      for (const auto& entry : node) collect(entry.second, path + "." + entry.first.as<std::string>(""), keys);
+      return;
+    }
+    if (!node.IsNull()) keys.push_back(path);
+  }
+  static bool timeless(const std::string& path) {
+    static const char* const kPrefixes[] = {"model.data",
+                                            "model.tokenizer",
+                                            "model.optim.lr",
+                                            "model.optim.sched",
+                                            "model.optim.betas",
+                                            "model.optim.weight_decay",
+                                            "model.optim.eps",
+                                            "model.nsys_profile",
+                                            "model.seed",
+                                            "model.init_method_std",
+                                            "model.use_scaled_init_method",
+                                            "model.restore_from_path",
+                                            "model.resume_from_checkpoint",
+                                            "model.make_vocab_size_divisible_by",
+                                            "model.max_position_embeddings",
+                                            "model.rotary_base",
+                                            "model.rotary_percentage",
+                                            "model.seq_len_interpolation_factor",
+                                            "model.layernorm_epsilon",
+                                            "model.normalization",
+                                            "model.activation",
+                                            "model.position_embedding_type",
+                                            "model.share_embeddings_and_output_weights",
+                                            "model.apex_transformer_log_level",
+                                            "model.mcore_gpt",
+                                            "model.megatron_amp_O2",
+                                            "model.rampup_batch_size",
+                                            "model.hysteresis",
+                                            "model.native_amp_init_scale",
+                                            "model.native_amp_growth_interval",
+                                            "model.use_cpu_initialization",
+                                            "model.onnx_safe",
+                                            "model.gradient_as_bucket_view",
+                                            "model.sync_batch_comm",
+                                            "trainer.devices",
+                                            "trainer.accelerator",
+                                            "trainer.logger",
+                                            "trainer.enable_checkpointing",
+                                            "trainer.max_steps",
+                                            "trainer.max_epochs",
+                                            "trainer.max_time",
+                                            "trainer.log_every_n_steps",
+                                            "trainer.val_check_interval",
+                                            "trainer.limit_val_batches",
+                                            "trainer.limit_test_batches",
+                                            "trainer.accumulate_grad_batches",
+                                            "trainer.benchmark",
+                                            "trainer.enable_model_summary",
+                                            "trainer.use_distributed_sampler",
+                                            "trainer.num_sanity_val_steps"};
+    for (const char* prefix : kPrefixes) {
+      const std::string p(prefix);
+      if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "_", 0) == 0) return true;
+    }
+    return false;
+  }
+
   std::string file_;
   YAML::Node root_;
+  mutable std::set<std::string> read_;  ///< the dotted paths the mapping asked for
 };
 
 /// The leading dense layers of Megatron-Core's moe_layer_freq: 1 (every layer MoE) gives 0, a pattern
@@ -293,6 +372,14 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   if (job.has("model.fsdp_grad_reduce_dtype") && job.text("model.fsdp_grad_reduce_dtype") == "bf16")
     y << "  fsdp_reduce_dtype: bf16\n";
   y << "iterations: 1\n";
+  // What the job sets that the mapping did not read: chopsim does not model it (fusion flags, kernels chopsim
+  // times as one), or reads it differently; the timeless settings are left out.
+  if (const std::vector<std::string> unread = job.unread(); !unread.empty()) {
+    std::string list;
+    for (const std::string& key : unread) list += (list.empty() ? "" : ", ") + key;
+    y << "# Not imported (chopsim does not model them, or they set nothing a step's time depends on): " << list << "\n";
+    result.notes.push_back("not imported: " + list);
+  }
   result.yaml = y.str();
   return result;
 }

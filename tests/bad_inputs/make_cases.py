@@ -325,7 +325,7 @@ case("hf/not_json.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size":
 case("hf/array.json", '[{"architectures": ["LlamaForCausalLM"]}]', HF + " --format hf", 2, "not a JSON object")
 case("hf/deepseek_no_latent.json", '{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, '
      '"num_hidden_layers": 61, "num_attention_heads": 128, "vocab_size": 129280}', HF, 2, "kv_lora_rank")
-case("hf/gpt_oss.json", '{"architectures": ["GptOssForCausalLM"], "hidden_size": 2880}', HF, 2, "attention sinks")
+case("hf/gemma2.json", '{"architectures": ["Gemma2ForCausalLM"], "hidden_size": 2304}', HF, 2, "soft-capping")
 case("hf/unknown_architecture.json", '{"architectures": ["BertForMaskedLM"], "hidden_size": 768}', HF, 2,
      "BertForMaskedLM")
 case("hf/layers_text.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": "32"}',
