@@ -27,9 +27,32 @@ class Job {
  public:
   Job(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
 
+  /// The node at `path`, with OmegaConf's interpolations followed (NeMo's own YAMLs use them:
+  /// `max_position_embeddings: ${.encoder_seq_length}`, `seq_length: ${model.encoder_seq_length}`): an absolute
+  /// `${a.b}`, or relative to the key's mapping, `${.b}` (a sibling) and `${..b}` (one level up).
   YAML::Node at(const std::string& path) const {
     read_.insert(path);
-    return import_detail::at_path(root_, path);
+    std::string current = path;
+    YAML::Node node = import_detail::at_path(root_, current);
+    for (int hops = 0; hops < 16 && node.IsDefined() && node.IsScalar(); ++hops) {
+      const std::string value = node.Scalar();
+      if (value.size() < 4 || value.rfind("${", 0) != 0 || value.back() != '}') return node;
+      std::string target = value.substr(2, value.size() - 3);
+      if (target.front() == '.') {
+        std::string base = current.substr(0, current.rfind('.') == std::string::npos ? 0 : current.rfind('.'));
+        std::size_t dots = 0;
+        while (dots < target.size() && target[dots] == '.') ++dots;
+        for (std::size_t up = 1; up < dots; ++up)
+          base = base.substr(0, base.rfind('.') == std::string::npos ? 0 : base.rfind('.'));
+        target = (base.empty() ? "" : base + ".") + target.substr(dots);
+      }
+      const YAML::Node next = import_detail::at_path(root_, target);
+      if (!next.IsDefined())
+        fail(path, "'" + value + "' refers to " + target + ", which the file does not set", "set " + target);
+      current = target;
+      node.reset(next);
+    }
+    return node;
   }
   /// The job's model. and trainer. settings the mapping never asked for, but those that set nothing a step's time
   /// depends on (data, tokenizer, logging, checkpoints, the optimizer's hyper-parameters, initialisation).
@@ -43,7 +66,7 @@ class Job {
     return n.IsDefined() && !n.IsNull();
   }
   [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& fix) const {
-    const YAML::Node n = at(path);
+    const YAML::Node n = import_detail::at_path(root_, path);  // the key's own line, not an interpolation's target
     throw InputError(n.IsDefined() ? config_detail::location_of(n, file_) : SourceLocation{file_}, path, problem, fix);
   }
   int integer(const std::string& path, std::optional<int> fallback = std::nullopt) const {

@@ -132,6 +132,28 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+TEST_F(Import, NemoInterpolationsAreFollowed) {
+  // NeMo's own megatron_gpt_config.yaml refers to other keys: absolute ${model.x}, and ${.x} / ${..x} relative to the
+  // key's mapping. A chain of them resolves; one to a key the file does not set is refused at the referring key.
+  const std::string job =
+      "trainer:\n  num_nodes: 1\n  precision: bf16\n"
+      "model:\n  micro_batch_size: 2\n  global_batch_size: ${.gbs}\n  gbs: 16\n"
+      "  encoder_seq_length: ${model.data.seq_length}\n  data:\n    seq_length: ${..seq}\n  seq: 4096\n"
+      "  tensor_model_parallel_size: 1\n  pipeline_model_parallel_size: 1\n  num_layers: 32\n  hidden_size: 4096\n"
+      "  ffn_hidden_size: 14336\n  num_attention_heads: 32\n  num_query_groups: 8\n";
+  const RunSpec run = load_run_config(write("interp.yaml", import_nemo(write("job.yaml", job), dgx_h100(1)).yaml),
+                                      dgx_h100(1).search, registries_);
+  EXPECT_EQ(run.model.name, "llama3-8b");
+  EXPECT_EQ(run.training.global_batch, 16);
+  EXPECT_EQ(run.training.seq_len, 4096);
+  std::string dangling = job;
+  dangling.replace(dangling.find("${.gbs}"), 7, "${.batch}");
+  const std::string error =
+      test::input_error([&] { (void)import_nemo(write("dangling.yaml", dangling), dgx_h100(1)); });
+  EXPECT_NE(error.find("model.batch"), std::string::npos) << error;
+  EXPECT_NE(error.find("dangling.yaml:6"), std::string::npos) << error;
+}
+
 TEST_F(Import, HuggingFaceConfigsGiveTheShippedModelFiles) {
   // The published config.json of three models (fixtures/hf/README.md names them) against the model files chopsim
   // ships for them, written by hand from the same sources: every shape figure equal.
