@@ -9,9 +9,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/import.hpp"
@@ -125,80 +127,57 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   trainer["precision"] = "bf16";
   trainer["gradient_clip_val"] = "1.0";
 
+  // ConfigContainer.model's fields are Megatron-Core's TransformerConfig names: most are NeMo's model keys as they are,
+  // a few are renamed; cross_entropy_fusion_impl and the TE op fuser choose among fused kernels chopsim models as one.
+  static constexpr std::array<std::string_view, 27> kSameName = {"tensor_model_parallel_size",
+                                                                 "pipeline_model_parallel_size",
+                                                                 "context_parallel_size",
+                                                                 "virtual_pipeline_model_parallel_size",
+                                                                 "expert_model_parallel_size",
+                                                                 "expert_tensor_parallel_size",
+                                                                 "sequence_parallel",
+                                                                 "num_layers",
+                                                                 "hidden_size",
+                                                                 "ffn_hidden_size",
+                                                                 "num_attention_heads",
+                                                                 "num_query_groups",
+                                                                 "num_moe_experts",
+                                                                 "moe_router_topk",
+                                                                 "moe_ffn_hidden_size",
+                                                                 "moe_shared_expert_intermediate_size",
+                                                                 "moe_layer_freq",
+                                                                 "multi_latent_attention",
+                                                                 "q_lora_rank",
+                                                                 "kv_lora_rank",
+                                                                 "qk_head_dim",
+                                                                 "qk_pos_emb_head_dim",
+                                                                 "v_head_dim",
+                                                                 "fp8",
+                                                                 "gradient_accumulation_fusion",
+                                                                 "deterministic_mode",
+                                                                 "cross_entropy_loss_fusion"};
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kRenamed = {{
+      {"seq_length", "encoder_seq_length"},
+      {"recompute_granularity", "activations_checkpoint_granularity"},
+      {"recompute_method", "activations_checkpoint_method"},
+      {"recompute_num_layers", "activations_checkpoint_num_layers"},
+      {"tp_comm_overlap", "ub_tp_comm_overlap"},
+  }};
+  static constexpr std::array<std::string_view, 2> kSameKernels = {"cross_entropy_fusion_impl",
+                                                                   "use_transformer_engine_op_fuser"};
   const YAML::Node model_section = section(container, "model");
-  for (const char* key : {"tensor_model_parallel_size",
-                          "pipeline_model_parallel_size",
-                          "context_parallel_size",
-                          "virtual_pipeline_model_parallel_size",
-                          "expert_model_parallel_size",
-                          "expert_tensor_parallel_size",
-                          "sequence_parallel",
-                          "num_layers",
-                          "hidden_size",
-                          "ffn_hidden_size",
-                          "num_attention_heads",
-                          "num_query_groups",
-                          "num_moe_experts",
-                          "moe_router_topk",
-                          "moe_ffn_hidden_size",
-                          "moe_shared_expert_intermediate_size",
-                          "moe_layer_freq",
-                          "multi_latent_attention",
-                          "q_lora_rank",
-                          "kv_lora_rank",
-                          "qk_head_dim",
-                          "qk_pos_emb_head_dim",
-                          "v_head_dim",
-                          "fp8",
-                          "gradient_accumulation_fusion",
-                          "deterministic_mode",
-                          "cross_entropy_loss_fusion"})
-    carry(model_section, key, model, key);
-  carry(model_section, "seq_length", model, "encoder_seq_length");
-  carry(model_section, "recompute_granularity", model, "activations_checkpoint_granularity");
-  carry(model_section, "recompute_method", model, "activations_checkpoint_method");
-  carry(model_section, "recompute_num_layers", model, "activations_checkpoint_num_layers");
-  carry(model_section, "tp_comm_overlap", model, "ub_tp_comm_overlap");
+  for (const std::string_view key : kSameName) carry(model_section, std::string(key), model, std::string(key));
+  for (const auto& [key, renamed] : kRenamed) carry(model_section, std::string(key), model, std::string(renamed));
   if (is_map(model_section)) {
-    // Model settings the mapping does not read; cross_entropy_fusion_impl and the TE op fuser choose among fused
-    // kernels chopsim models as one.
-    static const std::set<std::string> kRead = {"tensor_model_parallel_size",
-                                                "pipeline_model_parallel_size",
-                                                "context_parallel_size",
-                                                "virtual_pipeline_model_parallel_size",
-                                                "expert_model_parallel_size",
-                                                "expert_tensor_parallel_size",
-                                                "sequence_parallel",
-                                                "num_layers",
-                                                "hidden_size",
-                                                "ffn_hidden_size",
-                                                "num_attention_heads",
-                                                "num_query_groups",
-                                                "num_moe_experts",
-                                                "moe_router_topk",
-                                                "moe_ffn_hidden_size",
-                                                "moe_shared_expert_intermediate_size",
-                                                "moe_layer_freq",
-                                                "multi_latent_attention",
-                                                "q_lora_rank",
-                                                "kv_lora_rank",
-                                                "qk_head_dim",
-                                                "qk_pos_emb_head_dim",
-                                                "v_head_dim",
-                                                "fp8",
-                                                "gradient_accumulation_fusion",
-                                                "deterministic_mode",
-                                                "cross_entropy_loss_fusion",
-                                                "seq_length",
-                                                "recompute_granularity",
-                                                "recompute_method",
-                                                "recompute_num_layers",
-                                                "tp_comm_overlap",
-                                                "cross_entropy_fusion_impl",
-                                                "use_transformer_engine_op_fuser"};
     std::string unread;
-    for (const auto& setting : model_section)
-      if (!kRead.count(setting.first.Scalar())) unread += (unread.empty() ? "" : ", ") + setting.first.Scalar();
+    for (const auto& setting : model_section) {
+      const std::string& key = setting.first.Scalar();
+      const auto is = [&](std::string_view known) { return known == key; };
+      if (std::none_of(kSameName.begin(), kSameName.end(), is) &&
+          std::none_of(kSameKernels.begin(), kSameKernels.end(), is) &&
+          std::none_of(kRenamed.begin(), kRenamed.end(), [&](const auto& r) { return r.first == key; }))
+        unread += (unread.empty() ? "" : ", ") + key;
+    }
     if (!unread.empty()) notes.push_back("not imported from model: " + unread);
   }
   const YAML::Node train = section(container, "train");
