@@ -290,6 +290,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("v_head_dim", model.v_head_dim, kPositiveInt);
   m.read("sliding_window", model.sliding_window, kPositiveInt);
   m.read("full_attention_every", model.full_attention_every, kPositiveInt);
+  m.read("mtp_layers", model.mtp_layers, IntRule{0, 8, "an integer from 0 to 8 (DeepSeek-V3: 1)"});
   m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);
   m.read_choice<NormKind>("norm", model.norm, {{"rmsnorm", NormKind::rmsnorm}, {"layernorm", NormKind::layernorm}},
                           need);

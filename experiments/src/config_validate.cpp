@@ -137,20 +137,26 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
   // Pipeline: each stage (and virtual stage) holds whole layers.
   const long long chunks = static_cast<long long>(par.pp) * par.virtual_stages;
   if (!par.stage_layers.empty()) {
-    if (static_cast<int>(par.stage_layers.size()) != par.pp)
+    // One entry per virtual stage, in Megatron's order: every stage's first chunk, then every stage's second, ...
+    // (an interleaved pipeline_model_parallel_layout; with 1f1b simply one per stage).
+    const int chunks_of_split = par.pp_schedule == PipelineSchedule::interleaved ? par.virtual_stages : 1;
+    const int entries = par.pp * chunks_of_split;
+    if (static_cast<int>(par.stage_layers.size()) != entries)
       rules.fail("parallelism.stage_layers",
-                 "has " + str(static_cast<int>(par.stage_layers.size())) + " entries, but pp is " + str(par.pp),
-                 "give one layer count per pipeline stage (" + str(par.pp) + " entries)");
+                 "has " + str(static_cast<int>(par.stage_layers.size())) + " entries, but pp" +
+                     (chunks_of_split > 1
+                          ? " x virtual_stages is " + str(par.pp) + " x " + str(chunks_of_split) + " = " + str(entries)
+                          : " is " + str(par.pp)),
+                 chunks_of_split > 1 ? "give one layer count per virtual stage (" + str(entries) +
+                                           " entries: stage 0's first chunk, stage 1's first chunk, ..., then every "
+                                           "stage's second chunk, as Megatron's pipeline layout orders them)"
+                                     : "give one layer count per pipeline stage (" + str(par.pp) + " entries)");
     long long sum = 0;
     for (const int layers : par.stage_layers) sum += layers;
     if (sum != model.layers)
       rules.fail("parallelism.stage_layers",
                  "the stages hold " + str(static_cast<int>(sum)) + " layers, but model.layers is " + str(model.layers),
                  "make the entries sum to " + str(model.layers));
-    if (par.pp_schedule != PipelineSchedule::one_f_one_b)
-      rules.fail("parallelism.stage_layers",
-                 "an uneven split needs pp_schedule 1f1b (the interleaved schedule runs equal model chunks)",
-                 "set pp_schedule: 1f1b, or remove stage_layers");
     if (par.account_for_embedding_in_split || par.account_for_loss_in_split)
       rules.fail("parallelism.stage_layers",
                  "stage_layers gives every stage's layers; account_for_embedding_in_split and "
@@ -303,6 +309,11 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                  "pytorch-eager does not model mixture-of-experts layers (model '" + run.model.name + "' has " +
                      str(run.model.experts) + " experts)",
                  "use framework: megatron-te");
+    if (run.model.mtp_layers > 0)
+      rules.fail("training.framework",
+                 "pytorch-eager does not model multi-token prediction (model '" + run.model.name + "' has mtp_layers " +
+                     str(run.model.mtp_layers) + ")",
+                 "use framework: megatron-te, or a model file with mtp_layers: 0");
   }
   if (train.attention == kEagerAttention && par.cp > 1)
     rules.fail("training.attention",

@@ -129,7 +129,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
 
   // ConfigContainer.model's fields are Megatron-Core's TransformerConfig names: most are NeMo's model keys as they are,
   // a few are renamed; cross_entropy_fusion_impl and the TE op fuser choose among fused kernels chopsim models as one.
-  static constexpr std::array<std::string_view, 27> kSameName = {"tensor_model_parallel_size",
+  static constexpr std::array<std::string_view, 28> kSameName = {"tensor_model_parallel_size",
                                                                  "pipeline_model_parallel_size",
                                                                  "context_parallel_size",
                                                                  "virtual_pipeline_model_parallel_size",
@@ -152,6 +152,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
                                                                  "qk_head_dim",
                                                                  "qk_pos_emb_head_dim",
                                                                  "v_head_dim",
+                                                                 "mtp_num_layers",
                                                                  "fp8",
                                                                  "gradient_accumulation_fusion",
                                                                  "deterministic_mode",

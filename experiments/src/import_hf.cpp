@@ -224,6 +224,7 @@ ImportResult import_hf_model(const fs::path& file) {
   int ffn = 0, experts = 1, top_k = 1, dense_layers = 0, dense_ffn = 0, shared_ffn = 0;
   int kv_lora = 0, q_lora = 0, rope_dim = 0, v_dim = 0, qk_nope = 0;
   int sliding_window = 0, full_attention_every = 0;
+  int mtp_layers = 0;  // DeepSeek's num_nextn_predict_layers
   std::string ffn_source;
   if (architecture == "MixtralForCausalLM") {
     ffn = hf.integer("intermediate_size");
@@ -273,8 +274,7 @@ ImportResult import_hf_model(const fs::path& file) {
       result.notes.push_back(
           "grouped top-k routing (n_group, topk_group) is modelled as plain top-k routing (the "
           "same expert FLOPs)");
-    if (!hf.text("num_nextn_predict_layers").empty() && hf.integer("num_nextn_predict_layers") > 0)
-      result.notes.push_back("the multi-token prediction module (num_nextn_predict_layers) is not modelled");
+    mtp_layers = hf.text("num_nextn_predict_layers").empty() ? 0 : hf.integer("num_nextn_predict_layers");
   } else if (architecture == "Qwen3MoeForCausalLM" || architecture == "Qwen2MoeForCausalLM") {
     ffn = hf.integer("moe_intermediate_size");
     experts = hf.integer("num_experts");
@@ -357,6 +357,7 @@ ImportResult import_hf_model(const fs::path& file) {
   y << "norm: rmsnorm\n";
   y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";
   y << "causal: true\n";
+  if (mtp_layers > 0) y << "mtp_layers: " << mtp_layers << "        # num_nextn_predict_layers\n";
   const std::vector<std::string> unread = hf.unread();
   if (!unread.empty()) {
     std::string list;

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "chopsim/experiments/import.hpp"
@@ -34,5 +35,10 @@ namespace chopsim::import_detail {
 /// The run config's `model:` entry: `model: NAME`, or for a Hugging Face config.json the model file it maps to
 /// (import_hf_model), inline and indented, so that the run needs no second file.
 [[nodiscard]] std::string model_entry(const std::string& model);
+/// As model_entry, with the job's multi-token prediction depth where it states one that the model's file does not
+/// have (Megatron's mtp_num_layers is a training choice on the model): the model is then written inline, its file's
+/// keys with that mtp_layers.
+[[nodiscard]] std::string model_entry(const std::string& model, std::optional<int> mtp_layers,
+                                      const ConfigSearchPath& search);
 
 }  // namespace chopsim::import_detail

@@ -147,14 +147,14 @@ const std::set<std::string> kRead = {
     "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "group-query-attention", "num-query-groups",
     "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
     "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
-    "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size", "expert-model-parallel-size",
-    "expert-tensor-parallel-size", "num-layers-per-virtual-pipeline-stage", "virtual-pipeline-model-parallel-size",
-    "sequence-parallel", "use-distributed-optimizer", "global-batch-size", "micro-batch-size", "seq-length", "bf16",
-    "fp16", "fp8-format", "recompute-granularity", "recompute-method", "recompute-num-layers", "overlap-grad-reduce",
-    "overlap-param-gather", "tp-comm-overlap", "deterministic-mode", "transformer-impl",
-    "no-create-attention-mask-in-dataloader", "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion",
-    "cross-entropy-loss-fusion", "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu",
-    "use-mcore-models", "no-overlap-p2p-communication",
+    "mtp-num-layers", "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size",
+    "expert-model-parallel-size", "expert-tensor-parallel-size", "num-layers-per-virtual-pipeline-stage",
+    "virtual-pipeline-model-parallel-size", "sequence-parallel", "use-distributed-optimizer", "global-batch-size",
+    "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format", "recompute-granularity", "recompute-method",
+    "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap", "deterministic-mode",
+    "transformer-impl", "no-create-attention-mask-in-dataloader", "no-check-for-nan-in-loss-and-grad",
+    "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion", "log-num-zeros-in-grad", "log-params-norm",
+    "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models", "no-overlap-p2p-communication",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -250,6 +250,8 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
                                         {"v-head-dim", "v_head_dim"}})
       if (args.count(argument)) model[key] = integer(args, argument, 1, shown);
   }
+  // Megatron-LM trains without multi-token prediction unless --mtp-num-layers says otherwise.
+  model["mtp_num_layers"] = args.count("mtp-num-layers") ? integer(args, "mtp-num-layers", 0, shown) : 0;
   if (args.count("num-experts")) {
     model["num_moe_experts"] = integer(args, "num-experts", 1, shown);
     model["moe_router_topk"] = integer(args, "moe-router-topk", 2, shown);

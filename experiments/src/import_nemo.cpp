@@ -4,7 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -287,7 +290,13 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
                              : "Megatron-LM")
     << ")\n";
   y << "name: " << fs::path(job.file()).stem().string() << "\n";
-  y << model_entry(model);
+  // Megatron-Core's mtp_num_layers (its default: none); where the job is silent, the model file's (the DeepSeek-V3
+  // recipes train with the one module configs/models/deepseek-v3.yaml has).
+  std::optional<int> mtp_layers;
+  if (job.has("model.mtp_num_layers") && !job.text("model.mtp_num_layers").empty() &&
+      job.text("model.mtp_num_layers") != "null")
+    mtp_layers = job.integer("model.mtp_num_layers");
+  y << model_entry(model, mtp_layers, options.search);
   y << "hardware: " << options.hardware << "\n";
   y << "cluster: {name: " << options.cluster << ", nodes: " << nodes << "}\n";
 
@@ -427,6 +436,40 @@ std::string model_entry(const std::string& model) {
   std::istringstream lines(hf.yaml);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty() && line.front() != '#') out += "  " + line + "\n";
+  return out;
+}
+
+std::string model_entry(const std::string& model, std::optional<int> mtp_layers, const ConfigSearchPath& search) {
+  if (!mtp_layers) return model_entry(model);
+  fs::path file;
+  if (model_is_hf_config(model)) {
+    file = model;
+  } else {
+    for (const fs::path& root : search.roots) {
+      std::error_code error;
+      if (fs::is_regular_file(root / "models" / (model + ".yaml"), error)) {
+        file = root / "models" / (model + ".yaml");
+        break;
+      }
+    }
+    if (file.empty()) return model_entry(model);  // the run config's loader names the missing file
+    if (load_model_config(file).mtp_layers == *mtp_layers) return model_entry(model);
+  }
+  // The model's keys (a shipped file's, or the Hugging Face import's) without its mtp_layers, then the job's.
+  std::string text;
+  if (model_is_hf_config(model)) {
+    text = import_hf_model(model).yaml;
+  } else {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string out = "model:  # " +
+                    (model_is_hf_config(model) ? "--model " + model : "configs/models/" + model + ".yaml") +
+                    ", mtp_layers from the job\n";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() != '#' && line.rfind("mtp_layers:", 0) != 0) out += "  " + line + "\n";
+  out += "  mtp_layers: " + std::to_string(*mtp_layers) + "        # model.mtp_num_layers\n";
   return out;
 }
 

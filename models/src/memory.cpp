@@ -243,14 +243,23 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
         chunk += layer.stored_bytes + layer.attention_scores_bytes;
       }
     }
+    // The chunk holding the loss also keeps its multi-token prediction modules' activations: each module's layer
+    // (of the model's last kind, not recomputed) and its inputs: the embedding, the two norms' outputs and their
+    // concatenation, the projection's output (6 hidden-wide tensors).
+    if (v + 1 == chunk_layers.size() && model.mtp_layers > 0) {
+      const LayerActivations& layer = model.is_moe() ? moe_layer : dense_layer;
+      chunk += model.mtp_layers * (layer.stored_bytes + layer.attention_scores_bytes + 6.0 * layer.input_bytes);
+    }
     largest_chunk = std::max(largest_chunk, chunk);
   }
   m.activations_bytes = detail::max_in_flight_chunks(shape, pp_stage) * largest_chunk + live_again;
 
   if (pp_stage == parallelism.pp - 1) {
     // The logits of one micro-batch in fp32 (vocab-parallel: the rank's V/tp columns, padding included).
+    // Each multi-token prediction module keeps logits of its own until the backward (its loss is added to the main
+    // one).
     const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
-    m.transient_bytes = tokens * model.vocab_per_tp_rank(parallelism.tp) * 4.0;
+    m.transient_bytes = (1.0 + model.mtp_layers) * tokens * model.vocab_per_tp_rank(parallelism.tp) * 4.0;
   }
   if (training.deterministic && training.attention != kEagerAttention) {
     // A deterministic attention backward's workspace, per kernel call: micro-batch x the rank's heads x the

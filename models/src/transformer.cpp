@@ -1,5 +1,7 @@
 #include "chopsim/models/transformer.hpp"
 
+#include <algorithm>
+
 #include "chopsim/common/error.hpp"
 
 namespace chopsim {
@@ -41,6 +43,7 @@ void require_valid(const TransformerSpec& model) {
     throw ModelError("transformer '" + model.name + "': full_attention_every needs a sliding_window");
   if (model.sliding_window > 0 && !model.causal)
     throw ModelError("transformer '" + model.name + "': a sliding window is modelled for causal attention");
+  if (model.mtp_layers < 0) throw ModelError("transformer '" + model.name + "': mtp_layers cannot be negative");
   if (model.dense_layers >= model.layers)
     throw ModelError("transformer '" + model.name + "': dense_layers must leave at least one MoE layer");
 }
@@ -91,12 +94,19 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   count.dense_layer = count.attention_per_layer + count.dense_mlp_per_layer + count.norms_per_layer;
   const double moe_layers = model.moe_layers();
   const double dense_layers = model.layers - moe_layers;
+  // A multi-token prediction module (DeepSeek-V3 report, Sec. 2.2): the projection M (h x 2h), RMSNorms of the hidden
+  // state and of the embedding and the module's final norm, and one layer of the model's last kind.
+  const bool moe_model = model.is_moe();
+  count.mtp_module = 2.0 * h * h + 3.0 * one_norm + (moe_model ? count.per_layer : count.dense_layer);
   count.total = moe_layers * count.per_layer + dense_layers * count.dense_layer + count.embedding + count.output_head +
-                count.final_norm;
+                count.final_norm + model.mtp_layers * count.mtp_module;
   // The embedding lookup is a gather, not a matmul; the output head is a matmul whether or not it shares the
   // embedding's matrix, so it is counted once either way.
   count.active_matmul = moe_layers * (count.attention_per_layer + count.mlp_active_per_layer + count.router_per_layer) +
                         dense_layers * (count.attention_per_layer + count.dense_mlp_per_layer) + vocab * h;
+  count.mtp_active_matmul =
+      2.0 * h * h + count.attention_per_layer + vocab * h +
+      (moe_model ? count.mlp_active_per_layer + count.router_per_layer : count.dense_mlp_per_layer);
   return count;
 }
 
@@ -109,9 +119,11 @@ double model_training_flops_per_token(const TransformerSpec& model, int seq_len)
   // (Megatron's num_floating_point_operations uses kv_channels * num_attention_heads, its query projection size),
   // and s the keys a query attends: the window in a sliding-window layer shorter than the sequence.
   double attended = 0.0;
-  for (int layer = 0; layer < model.layers; ++layer) attended += model.attended_keys(layer, seq_len);
+  // The MTP modules' layers attend as the last layer does (DeepSeek-V3's are full-attention layers).
+  for (int layer = 0; layer < model.layers + model.mtp_layers; ++layer)
+    attended += model.attended_keys(std::min(layer, model.layers - 1), seq_len);
   // Per (query, key) pair and head: 2 * qk FLOPs for the score, 2 * v for the weighted value, three times.
-  return 6.0 * count.active_matmul +
+  return 6.0 * (count.active_matmul + model.mtp_layers * count.mtp_active_matmul) +
          6.0 * model.heads * static_cast<double>(model.qk_head_dim() + model.v_dim()) * attended;
 }
 

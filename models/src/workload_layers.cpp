@@ -584,7 +584,7 @@ void StageGenerator::embedding_forward() {
   }
 }
 
-void StageGenerator::embedding_backward() {
+void StageGenerator::embedding_backward(double reported) {
   const Sizes& s = sizes_;
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
@@ -608,10 +608,10 @@ void StageGenerator::embedding_backward() {
     op = elementwise("embedding_grad_accumulate", table_rows * s.hidden, 1.0,
                      2.0 * s.weight_grad_bytes + s.activation_bytes);
   }
-  gradient_ready(local_.embedding, false, op);
+  gradient_ready(reported, false, op);
 }
 
-void StageGenerator::head_forward() {
+void StageGenerator::head_forward(bool main) {
   const Sizes& s = sizes_;
   (void)norm("final_norm", false);
   await(gather_for_column_parallel());
@@ -636,7 +636,7 @@ void StageGenerator::head_forward() {
   // token, Megatron _VocabParallelCrossEntropy), modelled as one all-reduce.
   await(blocking(
       {"cross_entropy_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, 3.0 * 4.0 * s.tokens}));
-  if (training_.check_for_nan_in_grad) {
+  if (main && training_.check_for_nan_in_grad) {
     // Megatron's loss_func sums the masked per-token losses (read the fp32 loss and the mask) and tests the sum for
     // NaN and Inf on the host (--check-for-nan-in-loss-and-grad): the host waits for the forward to finish.
     const OpRef loss = elementwise("loss_nan_check", s.tokens, 2.0, 8.0, KernelClass::reduction);
@@ -644,7 +644,7 @@ void StageGenerator::head_forward() {
   }
 }
 
-void StageGenerator::head_backward() {
+void StageGenerator::head_backward(bool main) {
   const Sizes& s = sizes_;
   // Fused: read the fp32 softmax, write the logits' gradient. Unfused (Megatron): the in-place multiplication
   // of the softmax by the loss gradient (read 4, write 4), then the backward of logits.float() casts it to the
@@ -660,8 +660,9 @@ void StageGenerator::head_backward() {
   // With tied embeddings on a single stage the head's gradient lands in the embedding's, counted there.
   column_parallel_backward("logits_dgrad", "logits_wgrad",
                            {.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false},
-                           local_.output_head, false);
-  gradient_ready(local_.final_norm, false, norm("final_norm_bwd", true));
+                           main ? local_.output_head : 0.0, false);
+  const OpRef norm_backward = norm("final_norm_bwd", true);
+  if (main) gradient_ready(local_.final_norm, false, norm_backward);
 }
 
 }  // namespace chopsim::detail

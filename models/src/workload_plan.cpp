@@ -30,9 +30,9 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
     fail("the interleaved schedule needs pp >= 2 (virtual_stages=" + str(p.virtual_stages) + ", pp=1)");
   const int chunks = p.pp_schedule == PipelineSchedule::interleaved ? p.virtual_stages : 1;
   if (!p.stage_layers.empty()) {
-    if (static_cast<int>(p.stage_layers.size()) != p.pp)
-      fail("stage_layers has " + str(static_cast<int>(p.stage_layers.size())) + " entries for pp=" + str(p.pp));
-    if (chunks != 1) fail("stage_layers needs the 1F1B schedule (one model chunk per stage)");
+    if (static_cast<int>(p.stage_layers.size()) != p.pp * chunks)
+      fail("stage_layers has " + str(static_cast<int>(p.stage_layers.size())) + " entries for pp=" + str(p.pp) + " x " +
+           str(chunks) + " model chunks");
     int sum = 0;
     for (const int layers : p.stage_layers) {
       if (layers < 1) fail("every pipeline stage needs at least one layer (stage_layers)");
@@ -66,6 +66,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
          " needs recompute: full (it says how many layers of each chunk are recomputed)");
   if (model.is_mla() && (training.attention == kEagerAttention || training.framework == Framework::pytorch_eager))
     fail("multi-latent attention is modelled with Megatron-Core's layers and a fused attention kernel (not eager)");
+  if (model.mtp_layers > 0 && training.framework == Framework::pytorch_eager)
+    fail("multi-token prediction (mtp_layers) is modelled with Megatron-Core's modules (framework megatron-te)");
   if (training.attention == kEagerAttention && p.cp > 1)
     fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
@@ -192,6 +194,11 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   // head (Megatron's shared_embedding); with pp == 1 the head reuses the input embedding.
   if (!model.tied_embeddings || parallelism.pp > 1) local.output_head = local.embedding;
   local.final_norm = count.final_norm;
+  if (model.mtp_layers > 0) {
+    const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
+    local.mtp_projection_and_norms = 2.0 * h * h / tp + 3.0 * one_norm;
+    if (parallelism.pp > 1) local.mtp_embedding_copy = local.embedding;
+  }
   return local;
 }
 
@@ -226,7 +233,21 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
     }
   };
   if (stage == 0) consider_unit(local.embedding);
-  if (stage == parallelism.pp - 1) consider_unit(local.output_head + local.final_norm);
+  if (stage == parallelism.pp - 1) consider_unit(local.output_head + local.final_norm + local.mtp_embedding_copy);
+  // The multi-token prediction modules, each a unit of its own (its layer with the projection and norms).
+  const bool last_stage = stage == parallelism.pp - 1;
+  if (last_stage) {
+    for (int depth = 0; depth < model.mtp_layers; ++depth) {
+      const double dense = local.mtp_dense(model.is_moe());
+      const double expert = local.layer_experts(model.is_moe());
+      stage_params.dense += dense;
+      stage_params.expert += expert;
+      if (dense + expert > stage_params.largest_unit) {
+        stage_params.largest_unit = dense + expert;
+        stage_params.largest_unit_expert = expert;
+      }
+    }
+  }
 
   const double per_norm = model.norm == NormKind::layernorm ? 2.0 : 1.0;
   const double bias = model.linear_bias ? 2.0 : 1.0;   // a weight, and a bias with linear_bias
@@ -237,6 +258,11 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   stage_params.tensors = moe_layers * (layer_tensors + moe_tensors) + dense_layers * (layer_tensors + 2.0 * bias);
   if (stage == 0) stage_params.tensors += model.position_embedding == PositionEmbedding::learned ? 2.0 : 1.0;
   if (stage == parallelism.pp - 1) stage_params.tensors += per_norm + (local.output_head > 0.0 ? 1.0 : 0.0);
+  // Each MTP module: its layer's tensors, the projection and three norms; the embedding copy.
+  if (last_stage && model.mtp_layers > 0)
+    stage_params.tensors +=
+        model.mtp_layers * (layer_tensors + (model.is_moe() ? moe_tensors : 2.0 * bias) + 1.0 + 3.0 * per_norm) +
+        (local.mtp_embedding_copy > 0.0 ? 1.0 : 0.0);
   return stage_params;
 }
 

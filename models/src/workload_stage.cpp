@@ -45,7 +45,7 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   gemm_precision_ = training.precision;
   // Flash attention runs in bf16 even in fp8 runs (Transformer Engine's default DotProductAttention).
   high_precision_ = training.precision == Precision::fp8 ? Precision::bf16 : training.precision;
-  first_forward_op_.assign(static_cast<std::size_t>(model.layers + 2), std::nullopt);
+  first_forward_op_.assign(static_cast<std::size_t>(model.layers + 2 + model.mtp_layers), std::nullopt);
 }
 
 // --- emission primitives ----------------------------------------------------------------------------
@@ -220,6 +220,12 @@ void StageGenerator::forward_pass(int micro_batch, int chunk) {
     begin_unit(head_unit(), false);
     eager() ? eager_head_forward() : head_forward();
     end_unit(false);
+    for (int depth = 0; depth < model_.mtp_layers; ++depth) {
+      begin_unit(mtp_unit(depth), false);
+      mtp_forward(depth);
+      end_unit(false);
+    }
+    layer_ = -1;
   } else {
     const OpRef send = pipeline_send(false, virtual_stage);
     if (!training_.overlap.pp) await(send);  // compute waits until the activation has left
@@ -254,6 +260,14 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
   if (virtual_stage < last_virtual_stage) {
     await(pipeline_recv(true, virtual_stage + 1));
   } else {
+    // The MTP modules' losses come after the main one: their backward runs first, and their gradient reaches the
+    // last layer's output (and the shared head's weight) beside the main loss's.
+    for (int depth = model_.mtp_layers - 1; depth >= 0; --depth) {
+      begin_unit(mtp_unit(depth), true);
+      mtp_backward(depth);
+      end_unit(true);
+    }
+    layer_ = -1;
     begin_unit(head_unit(), true);
     eager() ? eager_head_backward() : head_backward();
     end_unit(true);
@@ -289,18 +303,20 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
 
 double StageGenerator::unit_dense_parameters(int unit) const {
   if (unit == embedding_unit()) return local_.embedding;
-  if (unit == head_unit()) return local_.output_head + local_.final_norm;
+  if (unit == head_unit()) return local_.output_head + local_.final_norm + local_.mtp_embedding_copy;
+  if (is_mtp_unit(unit)) return local_.mtp_dense(model_.is_moe());
   return local_.layer_dense(model_.is_moe_layer(unit - 1));
 }
 
 double StageGenerator::unit_expert_parameters(int unit) const {
   if (unit == embedding_unit() || unit == head_unit()) return 0.0;
+  if (is_mtp_unit(unit)) return local_.layer_experts(model_.is_moe());
   return local_.layer_experts(model_.is_moe_layer(unit - 1));
 }
 
 void StageGenerator::begin_unit(int unit, bool backward) {
   current_unit_ = unit;
-  layer_ = unit == embedding_unit() || unit == head_unit() ? -1 : unit - 1;
+  layer_ = unit == embedding_unit() || unit == head_unit() ? -1 : is_mtp_unit(unit) ? unit - 2 : unit - 1;
   auto& first_op = first_forward_op_[static_cast<std::size_t>(unit)];
   if (!backward && !first_op) record_first_op_of_unit_ = unit;
   if (parallelism_.zero_stage != 3) return;

@@ -149,6 +149,9 @@ class StageGenerator {
 
   void layer_forward(int layer);
   void layer_backward(int layer);
+  /// One multi-token prediction module (workload_mtp.cpp): after the output head on the last virtual stage.
+  void mtp_forward(int depth);
+  void mtp_backward(int depth);
   void attention_forward();
   /// Multi-latent attention's projections (DeepSeek-V2/V3): down to the query and key-value latents on this rank's
   /// tokens (duplicated over tp), the latents' norms, with SP an all-gather of the latents, and the column-parallel
@@ -168,9 +171,14 @@ class StageGenerator {
   void moe_forward();
   void moe_backward();
   void embedding_forward();
-  void embedding_backward();
-  void head_forward();
-  void head_backward();
+  /// `reported` elements of the table's gradient are handed to the data-parallel buckets (an MTP module's lookup on
+  /// the last stage reports the stage's copy, or nothing when the stage's own embedding reports it).
+  void embedding_backward(double reported);
+  void embedding_backward() { embedding_backward(local_.embedding); }
+  /// The final norm, logits and loss. `main`: the model's own loss (its NaN check, its head's and final norm's
+  /// gradients); false for a multi-token prediction module's, whose norm is its own and whose head is shared.
+  void head_forward(bool main = true);
+  void head_backward(bool main = true);
 
   // --- eager PyTorch (Framework::pytorch_eager; workload_eager.cpp) --------------------------------
   OpRef eager_elementwise(std::string_view name, double elements, double bytes_per_element,
@@ -200,10 +208,13 @@ class StageGenerator {
   OpRef pipeline_send(bool gradient, int virtual_stage);
   OpRef pipeline_recv(bool gradient, int virtual_stage_of_sender);
 
-  /// FSDP units: 0 = embedding, 1 + layer, layers + 1 = output head with the final norm.
+  /// FSDP units: 0 = embedding, 1 + layer, layers + 1 = output head with the final norm, layers + 2 + depth = a
+  /// multi-token prediction module.
   [[nodiscard]] int embedding_unit() const { return 0; }
   [[nodiscard]] int layer_unit(int layer) const { return 1 + layer; }
   [[nodiscard]] int head_unit() const { return 1 + model_.layers; }
+  [[nodiscard]] int mtp_unit(int depth) const { return 2 + model_.layers + depth; }
+  [[nodiscard]] bool is_mtp_unit(int unit) const { return unit >= 2 + model_.layers; }
   [[nodiscard]] double unit_dense_parameters(int unit) const;
   [[nodiscard]] double unit_expert_parameters(int unit) const;
   void begin_unit(int unit, bool backward);

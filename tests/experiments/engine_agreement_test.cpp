@@ -48,6 +48,17 @@ std::vector<AgreementCase> agreement_cases() {
   cases.push_back({"uneven_stages", configs / "llama3-8b-mi250-3d.yaml", [](RunSpec& run) {
                      run.parallelism.stage_layers = {14, 18};
                    }});
+  // An interleaved pipeline with an uneven layout: Llama-3-8B's 32 layers over pp 2 x vp 2 as 9, 9, 9, 5 (a short last
+  // chunk beside the loss, as Megatron-Bridge's DeepSeek-V3 layout has).
+  cases.push_back({"uneven_interleaved_stages", configs / "llama3-8b-mi250-3d.yaml", [](RunSpec& run) {
+                     run.parallelism.pp_schedule = PipelineSchedule::interleaved;
+                     run.parallelism.virtual_stages = 2;
+                     run.parallelism.stage_layers = {9, 9, 9, 5};
+                   }});
+  // A multi-token prediction module (DeepSeek-V3's) on Mixtral's shape: after the output head, one more lookup, MoE
+  // layer with its all-to-all, and loss.
+  cases.push_back({"multi_token_prediction", configs / "mixtral-8x7b-h200-ep.yaml",
+                   [](RunSpec& run) { run.model.mtp_layers = 1; }});
   // An oversubscribed fat-tree (4 NICs per leaf, 2:1): the expert all-to-all crosses leaves and shares uplinks.
   cases.push_back({"moe_oversubscribed_fat_tree", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
                      run.cluster.fabric.kind = "fat_tree";

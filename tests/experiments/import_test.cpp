@@ -235,7 +235,9 @@ TEST_F(Import, DeepSeekV3IsImportedWithItsLatentAttentionAndDenseFirstLayers) {
   EXPECT_EQ(model.dense_ffn_hidden, 18432);
   EXPECT_EQ(model.shared_expert_ffn_hidden, 2048);
   EXPECT_EQ(model.experts, 256);
-  EXPECT_NEAR(count_parameters(model).total, 671e9, 1e9);
+  EXPECT_EQ(model.mtp_layers, 1);  // num_nextn_predict_layers
+  EXPECT_NEAR(count_parameters(model).total - count_parameters(model).mtp_module, 671e9, 1e9);
+  EXPECT_EQ(model.mtp_layers, load_model_config(test::configs_dir() / "models" / "deepseek-v3.yaml").mtp_layers);
   EXPECT_TRUE(std::none_of(result.notes.begin(), result.notes.end(),
                            [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
   // DeepSeek-V2-Lite's query comes straight from the hidden state (q_lora_rank null).
@@ -261,7 +263,19 @@ TEST_F(Import, MegatronDeepSeekArgumentsSelectTheShippedDeepSeekV3) {
   const ImportOptions options = dgx_h100(8);
   const RunSpec run = load_run_config(write("ds.yaml", import_megatron(write("ds.args", text), options).yaml),
                                       options.search, registries_);
-  EXPECT_EQ(run.model.name, "deepseek-v3");
+  // Megatron-LM trains without multi-token prediction unless --mtp-num-layers says so: the shipped model's keys are
+  // written inline without its module, and the file itself is named with --mtp-num-layers 1.
+  EXPECT_NE(read_text(write("ds.yaml", import_megatron(write("ds.args", text), options).yaml))
+                .find("model:  # configs/models/deepseek-v3.yaml, mtp_layers from the job"),
+            std::string::npos);
+  EXPECT_EQ(run.model.mtp_layers, 0);
+  EXPECT_EQ(run.model.layers, 61);
+  EXPECT_TRUE(run.model.is_mla());
+  const RunSpec with_mtp = load_run_config(
+      write("ds-mtp.yaml", import_megatron(write("ds-mtp.args", text + "--mtp-num-layers 1\n"), options).yaml),
+      options.search, registries_);
+  EXPECT_EQ(with_mtp.model.mtp_layers, 1);
+  EXPECT_EQ(with_mtp.model.name, "deepseek-v3");
   std::string plain = text;
   plain.replace(plain.find("--multi-latent-attention "), 25, "");
   EXPECT_NE(test::input_error([&] { (void)import_megatron(write("plain.args", plain), options); }).find("--model"),
@@ -283,6 +297,31 @@ TEST_F(Import, GptOssSlidingLayersAndExpertsAreImported) {
   EXPECT_NEAR(count.active_matmul, 3.61e9, 0.05e9);
   EXPECT_TRUE(std::none_of(result.notes.begin(), result.notes.end(),
                            [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
+}
+
+TEST_F(Import, GptOss120bModelFileMatchesTheModelCard) {
+  // configs/models/gpt-oss-120b.yaml against OpenAI's model card (116.83B parameters, 5.13B active, the unembedding
+  // counted, the embedding not) and against the 20b's config.json with 36 layers and 128 experts, as the 120b's reads.
+  const TransformerSpec shipped = load_model_config(test::configs_dir() / "models" / "gpt-oss-120b.yaml");
+  const ParameterCount count = count_parameters(shipped);
+  EXPECT_NEAR(count.total, 116.83e9, 0.1e9);
+  EXPECT_NEAR(count.active_matmul, 5.13e9, 0.05e9);
+  std::string json = read_text(hf_fixture("gpt-oss-20b.json"));
+  const auto set = [&json](const std::string& from, const std::string& to) {
+    json.replace(json.find(from), from.size(), to);
+  };
+  set("\"num_hidden_layers\": 24", "\"num_hidden_layers\": 36");
+  set("\"num_local_experts\": 32", "\"num_local_experts\": 128");
+  const std::string types = "\"sliding_attention\", \"full_attention\", ";
+  json.insert(json.find(types), types + types + types + types + types + types);
+  const TransformerSpec imported =
+      load_model_config(write("gpt-oss-120b.yaml", import_hf_model(write("120b.json", json)).yaml));
+  EXPECT_EQ(imported.layers, shipped.layers);
+  EXPECT_EQ(imported.experts, shipped.experts);
+  EXPECT_EQ(imported.head_dim(), shipped.head_dim());
+  EXPECT_EQ(imported.sliding_window, shipped.sliding_window);
+  EXPECT_EQ(imported.full_attention_every, shipped.full_attention_every);
+  EXPECT_DOUBLE_EQ(count_parameters(imported).total, count.total);
 }
 
 TEST_F(Import, Qwen2MoeSharedExpertIsImported) {

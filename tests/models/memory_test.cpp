@@ -367,6 +367,32 @@ TEST(Memory, AnUnevenSplitGivesEachStageTheWeightsOfItsLayers) {
   EXPECT_GT(uneven.activations_bytes, even.activations_bytes);
 }
 
+// A multi-token prediction module (DeepSeek-V3) sits on the last stage: its parameters and a copy of the embedding
+// there (bf16 weights, unsharded at zero_stage 0), a second set of fp32 logits, and more activations; the first stage
+// is untouched.
+TEST(Memory, MultiTokenPredictionWeighsOnTheLastStage) {
+  TransformerSpec model = llama3_8b();
+  ParallelismSpec parallelism;
+  parallelism.pp = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  training.global_batch = 2;
+  const auto stage = [&](int mtp, int pp_stage) {
+    model.mtp_layers = mtp;
+    return estimate_stage_memory(model, parallelism, training, gpu(400e9), pp_stage);
+  };
+  const ParameterCount count = [&] {
+    model.mtp_layers = 1;
+    return count_parameters(model);
+  }();
+  EXPECT_DOUBLE_EQ(stage(1, 0).total_bytes, stage(0, 0).total_bytes);
+  EXPECT_NEAR(stage(1, 1).weights_bytes - stage(0, 1).weights_bytes, (count.mtp_module + 128256.0 * 4096.0) * 2.0, 1.0);
+  EXPECT_NEAR(stage(1, 1).transient_bytes, 2.0 * stage(0, 1).transient_bytes, 1.0);
+  EXPECT_GT(stage(1, 1).activations_bytes, stage(0, 1).activations_bytes);
+  // On a single stage the module looks the tokens up in the model's own embedding: no copy.
+  parallelism.pp = 1;
+  EXPECT_NEAR(stage(1, 0).weights_bytes - stage(0, 0).weights_bytes, count.mtp_module * 2.0, 1.0);
+}
+
 TEST(Memory, LogitsOnlyOnTheLastStageAndPeakIsTheWorstStage) {
   const TransformerSpec model = llama3_8b();
   ParallelismSpec parallelism;

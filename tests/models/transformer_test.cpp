@@ -248,6 +248,14 @@ TEST(TransformerParameters, DeepSeekV3MatchesPublishedSizes) {
   EXPECT_NEAR(c.active_matmul + 129280.0 * 7168, 37e9, 1e9);
   // Attention FLOPs per token and key: 6 x heads x (192 + 128).
   EXPECT_DOUBLE_EQ(model_training_flops_per_token(v3, 4096) - 6.0 * c.active_matmul, 6.0 * 128 * 320 * 4096 * 61);
+  // The multi-token prediction module (num_nextn_predict_layers 1): Hugging Face's checkpoint holds 685B, "671B of
+  // the main model weights and 14B of the MTP module weights", the 14B with the module's own copies of the embedding
+  // and the head (both 129280 x 7168), which training shares. 685 and 671 are rounded: +-0.6B.
+  v3.mtp_layers = 1;
+  const ParameterCount with = count_parameters(v3);
+  EXPECT_NEAR(with.mtp_module + 2.0 * 129280.0 * 7168.0, 14e9, 0.6e9);
+  EXPECT_DOUBLE_EQ(with.total, c.total + with.mtp_module);
+  EXPECT_DOUBLE_EQ(with.active_matmul, c.active_matmul);  // the 37B activated are the main model's
 }
 
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {

@@ -260,6 +260,26 @@ std::vector<RunSetup> parallelism_mixes() {
     mixes.push_back(s);
   }
   {
+    // Multi-token prediction (DeepSeek-V3): an MoE module on the last of two stages with tp 2, SP and ep 2; under an
+    // interleaved pipeline; a dense model's module under FSDP (a unit of its own).
+    RunSetup s = setup("mtp_moe_tp2_sp_pp2_ep2", 4, 2, 2, 4);
+    s.model = tiny_moe_dense_first_shared();
+    s.model.mtp_layers = 1;
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "mtp2_interleaved_pp2_v2";
+    s.model.mtp_layers = 2;
+    s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+    s.parallelism.virtual_stages = 2;
+    mixes.push_back(s);
+    s = setup("mtp_dense_fsdp4", 4);
+    s.model.mtp_layers = 1;
+    s.parallelism.zero_stage = 3;
+    mixes.push_back(s);
+  }
+  {
     RunSetup s = setup("3d_tp2_pp2_dp2_sp_zero1", 2, 2, 2, 4);
     s.parallelism.sequence_parallel = true;
     s.parallelism.zero_stage = 1;
@@ -379,10 +399,12 @@ TEST_P(ParallelismMix, GemmFlopsAreSixTimesActiveParametersPerToken) {
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
   const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
   EXPECT_DOUBLE_EQ(workload.tokens_per_iteration, tokens);
-  const double n_active = count_parameters(s.model).active_matmul;
+  // Multi-token prediction modules add their projection, layer and another pass through the head (not recomputed).
+  const ParameterCount count = count_parameters(s.model);
+  const double n_active = count.active_matmul + s.model.mtp_layers * count.mtp_active_matmul;
   const double head = static_cast<double>(s.model.vocab) * s.model.hidden;
   const double expected = 6.0 * n_active * tokens;
-  const double recomputed = recomputed_share(s) * 2.0 * (n_active - head) * tokens;
+  const double recomputed = recomputed_share(s) * 2.0 * (count.active_matmul - head) * tokens;
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::forward), 2.0 * n_active * tokens, expected * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::backward), 4.0 * n_active * tokens, expected * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::gemm, Pass::recompute), recomputed, expected * 1e-12);
@@ -401,10 +423,12 @@ TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
   // 2 x (qk + v) per (query, key, head): 4 d for standard heads (heads x d = hidden here), 2 (192 + 128)-like
   // widths under multi-latent attention.
   const double per_pair = 2.0 * s.model.heads * (s.model.qk_head_dim() + s.model.v_dim());
-  const double forward = 0.5 * per_pair * s.model.layers * s.training.seq_len * tokens;
+  // The multi-token prediction modules' layers attend too (not recomputed).
+  const double layer_forward = 0.5 * per_pair * s.training.seq_len * tokens;
+  const double forward = layer_forward * (s.model.layers + s.model.mtp_layers);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
-  const double recomputed = recomputed_share(s) * forward;
+  const double recomputed = recomputed_share(s) * layer_forward * s.model.layers;
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::recompute), recomputed, forward * 1e-12);
 }
 
@@ -1245,6 +1269,55 @@ TEST(PipelineSchedule, AnUnevenSplitGivesEachStageItsLayers) {
   EXPECT_EQ(count_of(workload, 3, "logits"), 4);
   s.parallelism.stage_layers = {3, 2, 2, 2};  // 9 layers for an 8-layer model
   EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
+// An interleaved pipeline with its own layout (Megatron's --pipeline-model-parallel-layout, as Megatron-Bridge's
+// DeepSeek-V3 recipes give one): 7 layers over pp 2 x vp 2 as 2, 2, 2, 1 (virtual stages in Megatron's order: stage 0
+// runs chunks 0 and 2, stage 1 chunks 1 and 3), so stage 0 holds 4 layers and stage 1 three.
+TEST(PipelineSchedule, AnInterleavedPipelineTakesAnUnevenLayout) {
+  RunSetup s = setup("layout", 1, 1, 2, 4);
+  s.model.layers = 7;
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  s.parallelism.stage_layers = {2, 2, 2, 1};
+  EXPECT_EQ(s.parallelism.layers_of_stage(7, 0), 4);
+  EXPECT_EQ(s.parallelism.layers_of_stage(7, 1), 3);
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(workload, 0, "qkv_proj", Pass::forward), 4 * 4);
+  EXPECT_EQ(count_of(workload, 1, "qkv_proj", Pass::forward), 3 * 4);
+  EXPECT_EQ(count_of(workload, 1, "logits"), 4);
+  s.parallelism.stage_layers = {4, 3};  // one entry per stage is not enough for two chunks each
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
+// Multi-token prediction (DeepSeek-V3 report, Sec. 2.2): the last stage runs, per micro-batch, one more lookup, the
+// projection, one more layer and the head and loss again; the first stage is untouched. Its parameters (the module
+// and, with pp > 1, a copy of the embedding) sit on the last stage.
+TEST(MultiTokenPrediction, TheLastStageRunsOneModulePerDepth) {
+  RunSetup s = setup("mtp", 1, 1, 2, 4);
+  s.model = tiny_moe();
+  const Workload without = build_workload(s.model, s.parallelism, s.training);
+  s.model.mtp_layers = 1;
+  const Workload with = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(with, 1, "mtp_eh_proj"), 4);
+  EXPECT_EQ(count_of(with, 1, "logits"), 2 * count_of(without, 1, "logits"));
+  EXPECT_EQ(count_of(with, 1, "qkv_proj", Pass::forward), count_of(without, 1, "qkv_proj", Pass::forward) + 4);
+  EXPECT_EQ(count_of(with, 1, "embedding"), 4);  // the next tokens' lookup, in the stage's copy
+  EXPECT_EQ(count_of(with, 0, "qkv_proj", Pass::forward), count_of(without, 0, "qkv_proj", Pass::forward));
+  EXPECT_EQ(count_of(with, 0, "mtp_eh_proj"), 0);
+  // The module's parameters: its MoE layer, the 2h x h projection, three norms (RMSNorm: h each).
+  const ParameterCount count = count_parameters(s.model);
+  const double h = s.model.hidden;
+  EXPECT_DOUBLE_EQ(count.mtp_module, count.per_layer + 2.0 * h * h + 3.0 * h);
+  TransformerSpec plain = s.model;
+  plain.mtp_layers = 0;
+  EXPECT_DOUBLE_EQ(count.total - count_parameters(plain).total, count.mtp_module);
+  // The model FLOPs: 6 x (the projection, the layer's active weights, the head once more) + its layer's attention.
+  const double seq = 256;
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(s.model, 256) - model_training_flops_per_token(plain, 256),
+                   6.0 * count.mtp_active_matmul + 6.0 * s.model.heads * 2.0 * s.model.head_dim() * seq);
+  EXPECT_DOUBLE_EQ(count.mtp_active_matmul, 2.0 * h * h + count.attention_per_layer + count.mlp_active_per_layer +
+                                                count.router_per_layer + s.model.vocab * h);
 }
 
 // Megatron's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: the embedding and the

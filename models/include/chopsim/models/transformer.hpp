@@ -67,6 +67,12 @@ struct TransformerSpec {
   /// N = 2, Gemma 3 N = 6); 0 = every layer slides (Mistral).
   int full_attention_every = 0;
 
+  /// Multi-token prediction depth (DeepSeek-V3 num_nextn_predict_layers 1; Megatron-Core --mtp-num-layers): after the
+  /// last layer, each MTP module normalises the hidden state and the embedding of the tokens one step further, projects
+  /// their concatenation (2h -> h), runs one more transformer layer (an MoE layer in an MoE model) and its own final
+  /// norm, and predicts through the shared output head with a loss of its own (DeepSeek-V3 report, Sec. 2.2). It sits
+  /// on the last pipeline stage, which then also keeps a copy of the embedding. 0 = none.
+  int mtp_layers = 0;
   [[nodiscard]] int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
   [[nodiscard]] bool is_mla() const { return kv_lora_rank > 0; }
   /// Width of one head's query and key: head_dim, plus the rotary part under multi-latent attention.
@@ -116,15 +122,23 @@ struct ParameterCount {
   double per_layer = 0;    ///< every parameter of one MoE layer (dense models: of one layer)
   double dense_layer = 0;  ///< every parameter of one dense layer (dense models: = per_layer)
   /// Matrix parameters one token multiplies through, counting the output head once
-  /// (the N of the 6*N FLOPs-per-token rule).
+  /// (the N of the 6*N FLOPs-per-token rule). The main model's: the multi-token prediction modules are apart.
   double active_matmul = 0;
+  /// One multi-token prediction module: its projection 2h x h, its layer (an MoE layer in an MoE model) and three
+  /// norms (the hidden state's, the embedding's and its final one); the embedding and output head are shared.
+  double mtp_module = 0;
+  /// Matrix parameters a token multiplies through in one MTP module: the projection, the layer's active weights and
+  /// the shared output head once more.
+  double mtp_active_matmul = 0;
 };
 
 [[nodiscard]] ParameterCount count_parameters(const TransformerSpec& model);
 
 /// Model FLOPs per token of one training step (forward + backward = 3x forward), in the convention of
 /// Megatron-LM (Narayanan et al., SC'21) and llm-foundry: 6*N_active plus attention 12*L*h*s,
-/// attention counted without causal masking. Recomputation is not counted (this is MFU, not HFU).
+/// attention counted without causal masking. Recomputation is not counted (this is MFU, not HFU). Multi-token
+/// prediction modules count as Megatron-LM's num_floating_point_operations counts them: their matrices and their
+/// layer's attention.
 [[nodiscard]] double model_training_flops_per_token(const TransformerSpec& model, int seq_len);
 
 }  // namespace chopsim
