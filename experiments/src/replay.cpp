@@ -42,7 +42,7 @@ struct GpuName {
   const char* hardware;
   const char* cluster;
 };
-constexpr std::array<GpuName, 8> kGpuNames = {{
+constexpr std::array<GpuName, 11> kGpuNames = {{
     // "NVIDIA H100 80GB HBM3" is the SXM5 board; the PCIe and NVL cards say so in their names.
     {"h100", "pcie", "H100-SXM5-80GB", "dgx-h100"},
     {"h200", "nvl", "H200-SXM-141GB", "dgx-h200"},
@@ -52,6 +52,11 @@ constexpr std::array<GpuName, 8> kGpuNames = {{
     {"gb200", nullptr, "GB200", "dgx-b200"},
     {"b200", nullptr, "B200", "dgx-b200"},
     {"mi300x", nullptr, "MI300X", "mi300x"},  // also the SR-IOV "MI300X VF"
+    // MI325X, MI350X and MI355X boards sit in the same 8-OAM Infinity Fabric mesh as MI300X's
+    // (configs/clusters/mi300x).
+    {"mi325x", nullptr, "MI325X", "mi300x"},
+    {"mi350x", nullptr, "MI350X", "mi300x"},
+    {"mi355x", nullptr, "MI355X", "mi300x"},
     {"mi250x", nullptr, "MI250X", "mi250x"},
     {"mi250", nullptr, "MI250", "mi250"},
 }};

@@ -15,6 +15,7 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "chopsim/common/error.hpp"
@@ -285,6 +286,28 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(mi300x.tdp_w, 750.0);
   EXPECT_EQ(mi300x.vendor, "amd");
 
+  // MI325X: MI300X's die with 256 GB of HBM3E at 6 TB/s and a 1000 W limit; MI350X / MI355X: CDNA 4, 256 CUs x 4096
+  // BF16 FLOP per clock at 2.2 / 2.4 GHz, 288 GB at 8 TB/s, 1000 / 1400 W, Infinity Fabric 153.6 GB/s per link.
+  const HardwareSpec mi325x = load_hardware_config(test::configs_dir() / "hardware" / "MI325X.yaml");
+  EXPECT_DOUBLE_EQ(mi325x.compute.peak_flops_per_s[idx(Precision::bf16)],
+                   mi300x.compute.peak_flops_per_s[idx(Precision::bf16)]);
+  EXPECT_DOUBLE_EQ(mi325x.hbm_capacity_bytes, 256.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(mi325x.compute.hbm_bandwidth_bytes_per_s, 6e12);
+  EXPECT_DOUBLE_EQ(mi325x.tdp_w, 1000.0);
+  for (const auto& [file, clock_hz, tdp_w] :
+       {std::tuple{"MI350X.yaml", 2.2e9, 1000.0}, {"MI355X.yaml", 2.4e9, 1400.0}}) {
+    SCOPED_TRACE(file);
+    const HardwareSpec cdna4 = load_hardware_config(test::configs_dir() / "hardware" / file);
+    EXPECT_NEAR(cdna4.compute.peak_flops_per_s[idx(Precision::bf16)], 256.0 * 4096 * clock_hz, 0.1e12);
+    EXPECT_NEAR(cdna4.compute.peak_flops_per_s[idx(Precision::fp8)], 2.0 * 256.0 * 4096 * clock_hz, 0.1e12);
+    EXPECT_DOUBLE_EQ(cdna4.compute.boost_clock_hz, clock_hz);
+    EXPECT_DOUBLE_EQ(cdna4.hbm_capacity_bytes, 288.0 * 1024 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(cdna4.compute.hbm_bandwidth_bytes_per_s, 8e12);
+    EXPECT_DOUBLE_EQ(cdna4.tdp_w, tdp_w);
+    EXPECT_DOUBLE_EQ(cdna4.intra_node_link_bandwidth_bytes_per_s * 2 * cdna4.intra_node_links_per_gpu, 1075.2e9);
+    EXPECT_DOUBLE_EQ(cdna4.compute.peak_flops_per_s[idx(Precision::tf32)], 0.0);  // not read from the data sheet
+  }
+
   const HardwareSpec mi250x = load_hardware_config(test::configs_dir() / "hardware" / "MI250X.yaml");
   EXPECT_EQ(mi250x.dies_per_package, 2);
   EXPECT_DOUBLE_EQ(mi250x.in_package_link_bandwidth_bytes_per_s, 200e9);
@@ -447,7 +470,17 @@ TEST_F(ConfigTest, UnevenPipelineSplitRules) {
                                           "  pp: 4\n  dp: 2\n  pp_schedule: interleaved\n  virtual_stages: 2\n"
                                           "  stage_layers: [9, 8, 8, 7]\n",
                                           "  global_batch: 8\n"));
-  expect_contains(input_error([&] { (void)load(interleaved); }), {"an uneven split needs pp_schedule 1f1b"});
+  expect_contains(input_error([&] { (void)load(interleaved); }),
+                  {"key 'parallelism.stage_layers': has 4 entries, but pp x virtual_stages is 4 x 2 = 8",
+                   "give one layer count per virtual stage (8 entries"});
+  // Interleaved: one entry per virtual stage (Megatron's pipeline layout), e.g. a short last chunk beside the loss.
+  const fs::path layout =
+      write("layout.yaml", small_run("llama3-8b",
+                                     "  pp: 4\n  dp: 2\n  pp_schedule: interleaved\n  virtual_stages: 2\n"
+                                     "  stage_layers: [4, 4, 4, 4, 4, 4, 5, 3]\n",
+                                     "  global_batch: 8\n"));
+  EXPECT_EQ(load(layout).parallelism.layers_of_stage(32, 2), 4 + 5);
+  EXPECT_EQ(load(layout).parallelism.layers_of_stage(32, 3), 4 + 3);
 }
 
 TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
@@ -760,11 +793,12 @@ TEST_F(ConfigTest, MissingComponentFileSaysWhereItLooked) {
 TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
   const fs::path run = write("run.yaml", "model: llama9-8b\nhardware: H100-SXM5-80GB\ncluster: dgx-h100\n");
   const std::string message = input_error([&] { (void)load(run); });
-  expect_contains(message, {"run.yaml:1:8: key 'model': no model named 'llama9-8b'", "looked for ",
-                            "models/llama9-8b.yaml; available model names",
-                            "Fix: did you mean 'llama3-8b'? Or give a path to a file (e.g. model: ./my-model.yaml)",
-                            "available model names: deepseek-v3, gpt3-175b, llama3-405b, llama3-70b, llama3-8b",
-                            "mixtral-8x7b", "mpt-13b", "Fix: did you mean 'llama3-8b'?"});
+  expect_contains(message,
+                  {"run.yaml:1:8: key 'model': no model named 'llama9-8b'", "looked for ",
+                   "models/llama9-8b.yaml; available model names",
+                   "Fix: did you mean 'llama3-8b'? Or give a path to a file (e.g. model: ./my-model.yaml)",
+                   "available model names: deepseek-v3, gpt-oss-120b, gpt3-175b, llama3-405b, llama3-70b, llama3-8b",
+                   "mixtral-8x7b", "mpt-13b", "Fix: did you mean 'llama3-8b'?"});
 
   const fs::path hw = write("hw.yaml", "model: llama3-8b\nhardware: {name: H100}\ncluster: dgx-h100\n");
   expect_contains(input_error([&] { (void)load(hw); }), {"hw.yaml:2:18: key 'hardware.name': no hardware named 'H100'",

@@ -134,7 +134,7 @@ TEST_F(ReplayTest, SameHardwareReproducesTheMeasuredSpanOfRealTraces) {
       {"nccl_a100", {"traces/kineto/hta_a100_2rank_nccl.json.gz"}},                        // rank 0 of 2, NCCL stream
       {"dlrm_a100", {"traces/kineto/hta_a100_rank3of8_dlrm.json.gz"}},                     // 4 streams
       {"resnet_mi300x", {"traces/kineto/tracelens_mi300x_resnet_train_actckpt.json.gz"}},  // AMD, 2 streams
-      {"fsdp_mi350x", {"traces/rocprofv3/tracelens_mi350x_fsdp_train_rank0.json.gz"}},     // no hardware file
+      {"fsdp_mi350x", {"traces/rocprofv3/tracelens_mi350x_fsdp_train_rank0.json.gz"}},     // read as MI350X
       {"cloverleaf_nsys", {"traces/nsys/pipit_a100x2_cloverleaf.sqlite"}},
   };
   for (const TraceCase& c : cases) {
@@ -456,9 +456,13 @@ TEST(ReplayGpuNames, TraceGpuNamesMapToTheShippedFiles) {
   EXPECT_EQ(hardware_for_gpu_name("NVIDIA B200"), "B200");
   EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI250X"), "MI250X");
   EXPECT_EQ(hardware_for_gpu_name("Tesla V100-SXM2-32GB"), "");
-  EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI350X (gfx950)"), "");
+  EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI350X (gfx950)"), "MI350X");
+  EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI355X"), "MI355X");
+  EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI325X"), "MI325X");
+  EXPECT_EQ(hardware_for_gpu_name("AMD Instinct MI210"), "");
   for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA B200",
-                           "NVIDIA GB200", "AMD Instinct MI300X", "AMD Instinct MI250X", "AMD Instinct MI250"})
+                           "NVIDIA GB200", "AMD Instinct MI300X", "AMD Instinct MI250X", "AMD Instinct MI250",
+                           "AMD Instinct MI325X", "AMD Instinct MI350X", "AMD Instinct MI355X"})
     EXPECT_TRUE(fs::exists(test::configs_dir() / "hardware" / (hardware_for_gpu_name(name) + ".yaml"))) << name;
 }
 
