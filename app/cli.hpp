@@ -123,8 +123,8 @@ inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
 inline constexpr Option kSweepMergeOptions[] = {
     {"--out", Value::directory}, {"-o", Value::directory}, {"--objective", Value::objective}};
 inline constexpr Option kStudyOptions[] = {
-    {"--out", Value::directory},     {"-o", Value::directory},  {"--jobs", Value::text}, {"-j", Value::text},
-    {"--configs", Value::directory}, {"--report", Value::none}, {"--quiet", Value::none}};
+    {"--out", Value::directory},     {"-o", Value::directory},  {"--jobs", Value::text},  {"-j", Value::text},
+    {"--configs", Value::directory}, {"--report", Value::none}, {"--quiet", Value::none}, {"--mpi", Value::none}};
 inline constexpr Option kReportOptions[] = {{"-o", Value::file}, {"--out", Value::file}};
 inline constexpr Option kImportOptions[] = {{"--format", Value::import_format},
                                             {"--hardware", Value::hardware},
@@ -220,12 +220,13 @@ inline constexpr std::string_view kSweepUsage =
     "      the sweep file's objective.\n"
     "      example: chopsim sweep configs/sweeps/llama3-8b-microbatch.yaml --jobs 2 --report\n";
 inline constexpr std::string_view kStudyUsage =
-    "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--report] [--quiet]\n"
+    "  study STUDY [--out DIR] [--jobs N] [--configs DIR] [--mpi] [--report] [--quiet]\n"
     "      A procurement study (docs/studies.md): one training job on each candidate system of STUDY. Each\n"
     "      candidate runs the study's sweep to find its best parallelism and micro-batch; its best point is priced\n"
     "      from the cost catalog (time to train, energy, cost, tokens per dollar and per kW, racks, facility\n"
     "      power). DIR (default study-NAME) holds results.csv and one resumable sweep folder per candidate;\n"
-    "      --report also writes DIR/report.html (chopsim report).\n"
+    "      --mpi under mpirun -n N (or srun) spreads every candidate's points over the ranks and rank 0 merges\n"
+    "      and prices them; --report also writes DIR/report.html (chopsim report).\n"
     "      example: chopsim study configs/studies/scaleup-vs-scaleout.yaml --jobs 2\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"

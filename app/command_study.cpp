@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "chopsim/experiments/config.hpp"
@@ -8,6 +10,7 @@
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"
 #include "progress.hpp"
+#include "sweep_mpi.hpp"
 
 namespace chopsim::cli {
 
@@ -30,10 +33,22 @@ int command_study(const std::vector<std::string>& raw) {
   options.on_point = [&](const std::string& candidate, const PointResult&, std::size_t done, std::size_t total) {
     progress.update(done, total, "candidate " + candidate);
   };
-  if (!args.has_switch("--quiet"))
+  // --mpi (under mpirun or srun): every candidate's sweep is spread over the ranks (each its share of the points,
+  // rank 0 merges them, as chopsim sweep --mpi does), and rank 0 prices the candidates.
+  std::optional<MpiSession> session;
+  if (args.has_switch("--mpi")) {
+    session.emplace("chopsim study");
+    options.run_candidate_sweep = [&](const SweepSpec& sweep, const SweepOptions& sweep_options) {
+      return run_sweep_mpi(sweep, search, registries, sweep_options, *session);
+    };
+  }
+  if (!args.has_switch("--quiet") && (!session || session->rank() == 0))
     std::cerr << "chopsim study: " << spec.candidates.size() << " candidates x " << expand_sweep(spec.sweep).size()
-              << " points with " << jobs << " jobs into " << options.out_dir.string() << "\n";
+              << " points with " << jobs << " jobs"
+              << (session ? " on each of " + std::to_string(session->size()) + " MPI ranks" : std::string()) << " into "
+              << options.out_dir.string() << "\n";
   const StudyResult result = run_study(spec, search, registries, options);
+  if (!result.priced) return kExitOk;  // an MPI rank other than 0: rank 0 merges, prices and prints
   print_study_summary(std::cout, spec, result);
   if (args.has_switch("--report")) {
     write_report(options.out_dir, options.out_dir / "report.html");

@@ -96,7 +96,8 @@ int command_sweep(const std::vector<std::string>& raw) {
     progress.update(done, total, note);
   };
   if (mpi) {
-    const std::optional<SweepResult> merged = run_sweep_mpi(spec, search, registries, options);
+    const MpiSession session("chopsim sweep");
+    const std::optional<SweepResult> merged = run_sweep_mpi(spec, search, registries, options, session);
     if (!merged) return kExitOk;  // the other ranks: rank 0 prints and writes the report
     std::cout << "merged the MPI ranks' shards into " << options.out_dir.string() << "\n";
     print_sweep_summary(std::cout, spec, *merged);

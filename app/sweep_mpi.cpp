@@ -21,35 +21,20 @@ namespace chopsim::cli {
 
 #ifdef CHOPSIM_WITH_MPI
 
-namespace {
+MpiSession::MpiSession(const char* command) : command_(command) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
+    throw argument_error("MPI_Init failed", std::string("start ") + command + " --mpi under mpirun (or srun)");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
 
-/// MPI_Init on construction, MPI_Finalize on destruction (also when a rank throws).
-class MpiSession {
- public:
-  MpiSession() {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-      throw argument_error("MPI_Init failed", "start chopsim sweep --mpi under mpirun (or srun)");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() { MPI_Finalize(); }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  [[nodiscard]] int rank() const { return rank_; }
-  [[nodiscard]] int size() const { return size_; }
-
- private:
-  int rank_ = 0;
-  int size_ = 1;
-};
-
-}  // namespace
+MpiSession::~MpiSession() { MPI_Finalize(); }
 
 std::optional<SweepResult> run_sweep_mpi(const SweepSpec& spec, const ConfigSearchPath& search,
-                                         const ModelRegistries& registries, SweepOptions options) {
-  const MpiSession mpi;
+                                         const ModelRegistries& registries, SweepOptions options,
+                                         const MpiSession& mpi) {
   const std::filesystem::path out_dir = options.out_dir;
   const std::filesystem::path shards_root = out_dir.string() + ".mpi-shards";
   const auto shard_dir = [&](int rank) { return shards_root / ("rank-" + std::to_string(rank)); };
@@ -64,7 +49,7 @@ std::optional<SweepResult> run_sweep_mpi(const SweepSpec& spec, const ConfigSear
     (void)run_sweep(spec, search, registries, options);
   } catch (const std::exception& error) {
     ok = 0;
-    std::cerr << "chopsim sweep --mpi: rank " << mpi.rank() << " of " << mpi.size() << ": " << error.what() << "\n";
+    std::cerr << mpi.command() << " --mpi: rank " << mpi.rank() << " of " << mpi.size() << ": " << error.what() << "\n";
   }
   int all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -96,11 +81,17 @@ std::optional<SweepResult> run_sweep_mpi(const SweepSpec& spec, const ConfigSear
 
 #else
 
+MpiSession::MpiSession(const char* command) : command_(command) {
+  throw argument_error(std::string("this chopsim was built without MPI (") + command + " --mpi)",
+                       "install libopenmpi-dev and rebuild (CMake finds MPI), or run a sweep's shards as a job array "
+                       "with --shard I/N and join them with chopsim sweep merge");
+}
+
+MpiSession::~MpiSession() = default;
+
 std::optional<SweepResult> run_sweep_mpi(const SweepSpec&, const ConfigSearchPath&, const ModelRegistries&,
-                                         SweepOptions) {
-  throw argument_error("this chopsim was built without MPI",
-                       "install libopenmpi-dev and rebuild (CMake finds MPI), or run the shards as a job array with "
-                       "--shard I/N and join them with chopsim sweep merge");
+                                         SweepOptions, const MpiSession&) {
+  return std::nullopt;  // unreachable: no MpiSession can be made without MPI
 }
 
 #endif

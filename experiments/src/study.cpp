@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -202,7 +203,14 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
       sweep_options.on_point = [&](const PointResult& p, std::size_t done, std::size_t total) {
         options.on_point(c.name, p, done, total);
       };
-    const SweepResult points = run_sweep(sweep, search, registries, sweep_options);
+    std::optional<SweepResult> swept =
+        options.run_candidate_sweep ? options.run_candidate_sweep(sweep, sweep_options)
+                                    : std::optional<SweepResult>(run_sweep(sweep, search, registries, sweep_options));
+    if (!swept) {  // another process merges and prices (every candidate's sweep runs on every rank)
+      result.priced = false;
+      continue;
+    }
+    const SweepResult& points = *swept;
 
     const PointResult* best = nullptr;
     std::map<std::string, int> statuses;
@@ -228,6 +236,10 @@ StudyResult run_study(const StudySpec& spec, const ConfigSearchPath& search, con
     result.candidates.push_back(std::move(r));
   }
 
+  if (!result.priced) {
+    result.candidates.clear();
+    return result;
+  }
   // results.csv: one row per candidate, in the study's order.
   std::ostringstream out;
   out << "candidate,hardware,gpus,nodes,status";

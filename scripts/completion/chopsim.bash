@@ -95,7 +95,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--out -o --jobs -j --configs --report --quiet --help"
+      options="--out -o --jobs -j --configs --report --quiet --mpi --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -72,11 +72,16 @@ struct StudyOptions {
   std::filesystem::path out_dir;  ///< results.csv, and one sweep folder per candidate (resumable)
   int jobs = 1;
   std::function<void(const std::string& candidate, const PointResult&, std::size_t done, std::size_t total)> on_point;
+  /// Runs one candidate's sweep; empty = run_sweep in this process. Returning nothing means another process holds
+  /// the merged result (an MPI rank other than 0: `chopsim study --mpi`): the study is then not priced here.
+  std::function<std::optional<SweepResult>(const SweepSpec&, const SweepOptions&)> run_candidate_sweep;
 };
 
 struct StudyResult {
   std::vector<CandidateResult> candidates;  ///< in the study's order
   std::filesystem::path results_csv;
+  /// False on a process that ran only its share of the sweeps (an MPI rank other than 0): no candidates, no file.
+  bool priced = true;
 };
 
 /// Runs every candidate's sweep (resuming what its folder holds), prices each best point and writes results.csv
