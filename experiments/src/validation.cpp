@@ -172,7 +172,13 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
     notes = "predicted losses per iteration: frequency " + format(1e3 * l.frequency_s, 0) + " ms, kernel efficiency " +
             format(1e3 * l.efficiency_loss_s, 0) + " ms, exposed communication " + format(1e3 * l.exposed_comm_s, 0) +
             " ms, contention " + format(1e3 * l.comm_contention_s, 0) + " ms, launch " + format(1e3 * l.launch_s, 0) +
-            " ms (kernel efficiencies fitted to measured kernels may include the clock loss of those measurements)";
+            " ms. Why it does not hold: AMD measures a dense BF16 GEMM on MI300X at a median 1207 MHz under its 750 W "
+            "limit (ROCm blog 'Measuring Max-Achievable FLOPs - Part 2'), where the hardware file's power model holds "
+            "it near 1700 MHz, and the file's GEMM efficiency (0.45 of the 2.1 GHz peak, from TraceLens kernels of "
+            "unknown clock) folds that clock loss into kernel efficiency. Refitting both (tensor activity 1.19 and a "
+            "voltage knee at 500 MHz fit AMD's MI300X and MI325X clocks within 2 %; efficiency 0.94 of the running "
+            "clock) makes frequency the largest loss (538 vs 292 ms); it waits for replay to run the power model too "
+            "(replay holds the rated clock, and the TraceLens cross-GPU replay check fails without it)";
     const double largest_other =
         std::max({l.efficiency_loss_s, l.exposed_comm_s, l.comm_contention_s, l.launch_s, l.pipeline_bubble_s});
     return l.frequency_s > largest_other ? 1.0 : 0.0;
@@ -370,8 +376,10 @@ std::string group_notes(const std::string& group) {
     return "NVIDIA's published Megatron-Core training throughput (../shared/data/validation/"
            "published_megatron_records.yaml: Megatron-Bridge's performance tables on DGX-H100 and DGX-B200, the "
            "Megatron-LM README's scaling tables), each record mapped to a run by one rule (experiments/src/"
-           "validation.cpp, add_megatron_record_cases): the model file of Llama 3 and Qwen3 MoE, the README's GPT rows "
-           "from the sizes their names print (GPT-3 style); DGX H100/B200/A100 nodes of 8 GPUs; tp, pp, cp, dp, ep as "
+           "validation.cpp, add_megatron_record_cases): the model file of Llama 3, Qwen3 MoE, GPT-OSS 120B and "
+           "DeepSeek-V3 (with its multi-token prediction module and Megatron-Bridge's pipeline layout for its 61 "
+           "layers, as the recipes train it), the README's GPT rows from the sizes their names print (GPT-3 style); "
+           "DGX H100/B200/A100 nodes of 8 GPUs; tp, pp, cp, dp, ep as "
            "printed, vp > 1 as the interleaved schedule, fsdp > 0 as FSDP, else the distributed optimizer; sequence "
            "parallelism with tp > 1; overlapped gradient reduction; Transformer Engine's fused attention and the fused "
            "cross entropy; no recomputation (not stated); FP8 in any scaling as fp8. Nothing is tuned per record. "

@@ -234,7 +234,8 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
 /// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
 /// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
 /// is mapped to a run by one rule, no per-record tuning:
-///  * the model: configs/models/<name>.yaml for Llama 3 and Qwen3 MoE; the README's GPT rows from the sizes their
+///  * the model: configs/models/<name>.yaml for Llama 3, Qwen3 MoE, GPT-OSS 120B and DeepSeek-V3 (its MTP module and
+///    Megatron-Bridge's layout of its 61 layers, deepseek_v3_bridge_layout); the README's GPT rows from the sizes their
 ///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
 ///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
 ///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
@@ -244,6 +245,28 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
 ///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
 /// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
+/// The decoder layers of each virtual stage in Megatron-Bridge's DeepSeek-V3 recipes
+/// (recipes/deepseek/deepseek_v3.py, _get_deepseek_v3_pipeline_layout, the same for every pp x vp of a product): the
+/// embedding on the first virtual stage, the MTP module and the loss with the last one's few layers. Empty where the
+/// recipe has no layout (it then refuses the run).
+std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
+  switch (virtual_stages) {
+    case 1:
+      return {61};
+    case 4:
+      return {16, 16, 16, 13};
+    case 8:
+      return {8, 8, 8, 8, 8, 8, 8, 5};
+    case 16: {
+      std::vector<int> layout(15, 4);
+      layout.push_back(1);
+      return layout;
+    }
+    default:
+      return {};
+  }
+}
+
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                                std::vector<ValidationCase>& cases) {
   const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
@@ -328,6 +351,8 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       if (model.starts_with("LLAMA3.1_405B")) name = "llama3-405b";
       if (model.starts_with("Qwen3_30B_a3B")) name = "qwen3-30b-a3b";
       if (model.starts_with("Qwen3_235B_a22B")) name = "qwen3-235b-a22b";
+      if (model.starts_with("GPT OSS 120B")) name = "gpt-oss-120b";
+      if (model.starts_with("DeepSeekV3")) name = "deepseek-v3";  // with its MTP module, as the recipes train it
       RunSpec& run = c.run;
       run.name = c.id;
       if (!name.empty()) {
@@ -343,12 +368,6 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         run.model.mlp = MlpKind::gelu;
         run.model.norm = NormKind::layernorm;
         run.model.position_embedding = PositionEmbedding::learned;
-      } else if (model.find("DeepSeek") != std::string::npos) {
-        skip("DeepSeek-V3's multi-latent attention, shared expert and dense first layers are not modelled");
-        continue;
-      } else if (model.find("OSS") != std::string::npos) {
-        skip("GPT-OSS's sliding-window attention, attention sinks and biased experts are not modelled");
-        continue;
       } else if (model.find("Nemotron") != std::string::npos) {
         skip("Nemotron 3's hybrid Mamba-2 layers are not modelled");
         continue;
@@ -383,9 +402,16 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       }
       par.sequence_parallel = par.tp > 1;
       // Layers that do not divide over the virtual stages: Megatron-Bridge's recipes count the embedding and the loss
-      // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split).
+      // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split); DeepSeek-V3's 61
+      // layers take the recipe's own layout.
       const int virtual_count = par.pp * std::max(vp, 1);
-      if (run.model.layers % virtual_count != 0 && (run.model.layers + 2) % virtual_count == 0) {
+      if (name == "deepseek-v3") {
+        par.stage_layers = deepseek_v3_bridge_layout(virtual_count);
+        if (par.stage_layers.empty()) {
+          skip("Megatron-Bridge has no DeepSeek-V3 pipeline layout for pp x vp = " + std::to_string(virtual_count));
+          continue;
+        }
+      } else if (run.model.layers % virtual_count != 0 && (run.model.layers + 2) % virtual_count == 0) {
         par.account_for_embedding_in_split = true;
         par.account_for_loss_in_split = true;
       }
