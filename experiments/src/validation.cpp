@@ -382,7 +382,11 @@ std::string group_notes(const std::string& group) {
            "DGX H100/B200/A100 nodes of 8 GPUs; tp, pp, cp, dp, ep as "
            "printed, vp > 1 as the interleaved schedule, fsdp > 0 as FSDP, else the distributed optimizer; sequence "
            "parallelism with tp > 1; overlapped gradient reduction; Transformer Engine's fused attention and the fused "
-           "cross entropy; no recomputation (not stated); FP8 in any scaling as fp8. Nothing is tuned per record. "
+           "cross entropy; no recomputation (not stated), or where the run would not fit without, full recomputation "
+           "of "
+           "the first k layers of each model chunk, the least k that fits (Megatron's block method); FP8 in any "
+           "scaling "
+           "as fp8. Nothing is tuned per record. "
            "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
            "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))

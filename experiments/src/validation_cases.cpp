@@ -18,6 +18,7 @@
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/validation.hpp"
+#include "chopsim/models/memory.hpp"
 #include "chopsim/models/workload.hpp"
 #include "validation_internal.hpp"
 
@@ -241,7 +242,8 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
 ///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
 ///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
 ///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
-///    the fused cross entropy, no recomputation (the tables do not state any);
+///    the fused cross entropy, no recomputation (the tables do not state any) unless the run does not fit without:
+///    then full recomputation of the first k layers of each chunk, the least k that fits;
 ///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
 /// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
@@ -442,6 +444,26 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         if (const auto fix = why.find(". Fix:"); fix != std::string::npos) why.resize(fix);
         skip("chopsim rejects the run: " + why);
         continue;
+      }
+      // The tables do not state recomputation; a measured run fitted its GPUs, so a run that does not fit without
+      // any recomputed the least it needed: Megatron's block recomputation of the first k layers of each model chunk
+      // (--recompute-granularity full --recompute-method block --recompute-num-layers k), the smallest k that fits.
+      // (The recipes often recompute selected modules instead, e.g. mla_up_proj or moe_act, which costs less time.)
+      if (!estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+        const std::vector<int> chunks = par.virtual_stage_layers(run.model.layers);
+        const int most = chunks.empty() ? run.model.layers : *std::max_element(chunks.begin(), chunks.end());
+        train.recompute = RecomputePolicy::full;
+        for (int k = 1; k <= most; ++k) {
+          train.recompute_layers = k;
+          if (estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+            c.notes += "; recomputes the first " + std::to_string(k) + " of each chunk's layers (the least that fits)";
+            break;
+          }
+        }
+        if (!estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+          train.recompute = RecomputePolicy::none;  // nothing fits: reported as out of memory
+          train.recompute_layers = 0;
+        }
       }
       cases.push_back(std::move(c));
     } catch (const YAML::Exception& error) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "chopsim/experiments/config.hpp"
+#include "chopsim/models/memory.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
@@ -370,6 +371,21 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   ASSERT_TRUE(interleaved.not_modelled.empty()) << interleaved.not_modelled;
   EXPECT_EQ(interleaved.run.parallelism.virtual_stages, 2);
   EXPECT_EQ(interleaved.run.parallelism.layers_of_stage(61, 7), 4 + 1);
+  // A run that does not fit without recomputation (this one: 215 GiB of B200's 179) recomputes the first k layers of
+  // each chunk, the least k that fits; every such case fits with k and not with k - 1.
+  EXPECT_EQ(interleaved.run.training.recompute, RecomputePolicy::full);
+  int recomputing = 0;
+  for (const auto& [id, c] : by_id) {
+    if (!c->not_modelled.empty() || c->run.training.recompute != RecomputePolicy::full) continue;
+    ++recomputing;
+    const RunSpec& run = c->run;
+    EXPECT_TRUE(estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware).fits()) << id;
+    TrainingSpec less = run.training;
+    less.recompute_layers -= 1;
+    if (less.recompute_layers == 0) less.recompute = RecomputePolicy::none;
+    EXPECT_FALSE(estimate_peak_memory(run.model, run.parallelism, less, run.hardware).fits()) << id;
+  }
+  EXPECT_GE(recomputing, 1);
   EXPECT_NE(by_id.at("mbridge-25.09-dgx-h100-deepseekv3-not-g1024-pre-training")->not_modelled.find("precision"),
             std::string::npos);
   // GPT-OSS 120B: its model file (a 128-token window on every other layer, 64-wide heads).
