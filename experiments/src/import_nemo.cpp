@@ -441,31 +441,26 @@ std::string model_entry(const std::string& model) {
 
 std::string model_entry(const std::string& model, std::optional<int> mtp_layers, const ConfigSearchPath& search) {
   if (!mtp_layers) return model_entry(model);
-  fs::path file;
+  // The model's keys (the Hugging Face import's, or a shipped file's) without its mtp_layers, then the job's.
+  std::string text, source;
   if (model_is_hf_config(model)) {
-    file = model;
+    text = import_hf_model(model).yaml;
+    source = "--model " + model;
   } else {
-    for (const fs::path& root : search.roots) {
-      std::error_code error;
+    fs::path file;
+    std::error_code error;
+    for (const fs::path& root : search.roots)
       if (fs::is_regular_file(root / "models" / (model + ".yaml"), error)) {
         file = root / "models" / (model + ".yaml");
         break;
       }
-    }
-    if (file.empty()) return model_entry(model);  // the run config's loader names the missing file
-    if (load_model_config(file).mtp_layers == *mtp_layers) return model_entry(model);
-  }
-  // The model's keys (a shipped file's, or the Hugging Face import's) without its mtp_layers, then the job's.
-  std::string text;
-  if (model_is_hf_config(model)) {
-    text = import_hf_model(model).yaml;
-  } else {
+    // No file: the run config's loader names it. The file's own depth: written by name.
+    if (file.empty() || load_model_config(file).mtp_layers == *mtp_layers) return model_entry(model);
     std::ifstream in(file);
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    source = "configs/models/" + model + ".yaml";
   }
-  std::string out = "model:  # " +
-                    (model_is_hf_config(model) ? "--model " + model : "configs/models/" + model + ".yaml") +
-                    ", mtp_layers from the job\n";
+  std::string out = "model:  # " + source + ", mtp_layers from the job\n";
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty() && line.front() != '#' && line.rfind("mtp_layers:", 0) != 0) out += "  " + line + "\n";

@@ -232,21 +232,6 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
   }
 }
 
-/// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
-/// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
-/// is mapped to a run by one rule, no per-record tuning:
-///  * the model: configs/models/<name>.yaml for Llama 3, Qwen3 MoE, GPT-OSS 120B and DeepSeek-V3 (its MTP module and
-///    Megatron-Bridge's layout of its 61 layers, deepseek_v3_bridge_layout); the README's GPT rows from the sizes their
-///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
-///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
-///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
-///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
-///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
-///    the fused cross entropy, no recomputation (the tables do not state any) unless the run does not fit without:
-///    then full recomputation of the first k layers of each chunk, the least k that fits;
-///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
-/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
-/// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 /// The decoder layers of each virtual stage in Megatron-Bridge's DeepSeek-V3 recipes
 /// (recipes/deepseek/deepseek_v3.py, _get_deepseek_v3_pipeline_layout, the same for every pp x vp of a product): the
 /// embedding on the first virtual stage, the MTP module and the loss with the last one's few layers. Empty where the
@@ -269,6 +254,21 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
   }
 }
 
+/// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
+/// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
+/// is mapped to a run by one rule, no per-record tuning:
+///  * the model: configs/models/<name>.yaml for Llama 3, Qwen3 MoE, GPT-OSS 120B and DeepSeek-V3 (its MTP module and
+///    Megatron-Bridge's layout of its 61 layers, deepseek_v3_bridge_layout); the README's GPT rows from the sizes their
+///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
+///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
+///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
+///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
+///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
+///    the fused cross entropy, no recomputation (the tables do not state any) unless the run does not fit without:
+///    then full recomputation of the first k layers of each chunk, the least k that fits;
+///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
+/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
+/// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                                std::vector<ValidationCase>& cases) {
   const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
@@ -453,14 +453,14 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         const std::vector<int> chunks = par.virtual_stage_layers(run.model.layers);
         const int most = chunks.empty() ? run.model.layers : *std::max_element(chunks.begin(), chunks.end());
         train.recompute = RecomputePolicy::full;
-        for (int k = 1; k <= most; ++k) {
+        bool fits = false;
+        for (int k = 1; k <= most && !fits; ++k) {
           train.recompute_layers = k;
-          if (estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+          fits = estimate_peak_memory(run.model, par, train, run.hardware).fits();
+          if (fits)
             c.notes += "; recomputes the first " + std::to_string(k) + " of each chunk's layers (the least that fits)";
-            break;
-          }
         }
-        if (!estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+        if (!fits) {
           train.recompute = RecomputePolicy::none;  // nothing fits: reported as out of memory
           train.recompute_layers = 0;
         }

@@ -29,7 +29,6 @@ void StageGenerator::mtp_forward(int depth) {
     await(blocking({"mtp_eh_proj_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp,
                     s.tokens * s.hidden * e}));
   layer_forward(layer);
-  layer_ = layer;
   head_forward(false);
 }
 
@@ -46,17 +45,15 @@ void StageGenerator::mtp_backward(int depth) {
   layer_ = layer;
   head_backward(false);
   layer_backward(layer);
-  layer_ = layer;
   if (parallelism_.sequence_parallel)
     await(communicate(
         training_.overlap.tp, kTpStream,
         {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, s.tokens * s.hidden * e}));
-  const double projection = 2.0 * s.hidden * s.hidden / tp;
   column_parallel_backward("mtp_eh_proj_dgrad", "mtp_eh_proj_wgrad", {s.tokens, s.hidden / tp, 2.0 * s.hidden},
-                           projection, false);
+                           local_.mtp_projection, false);
   (void)elementwise("mtp_concat_bwd", s.norm_tokens * 2.0 * s.hidden, 0.0, 2.0 * e, KernelClass::memcpy);
   (void)norm("mtp_hidden_norm_bwd", true);
-  gradient_ready(local_.mtp_projection_and_norms - projection, false, norm("mtp_embedding_norm_bwd", true));
+  gradient_ready(local_.mtp_norms, false, norm("mtp_embedding_norm_bwd", true));
   embedding_backward(local_.mtp_embedding_copy);
 }
 

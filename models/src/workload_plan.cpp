@@ -196,7 +196,8 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
   local.final_norm = count.final_norm;
   if (model.mtp_layers > 0) {
     const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
-    local.mtp_projection_and_norms = 2.0 * h * h / tp + 3.0 * one_norm;
+    local.mtp_projection = 2.0 * h * h / tp;
+    local.mtp_norms = 3.0 * one_norm;
     if (parallelism.pp > 1) local.mtp_embedding_copy = local.embedding;
   }
   return local;

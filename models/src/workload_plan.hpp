@@ -79,9 +79,10 @@ struct LocalParameters {
   double embedding = 0.0;    ///< input embedding (first stage)
   double output_head = 0.0;  ///< output head on the last stage: untied, or a tied copy when pp > 1
   double final_norm = 0.0;   ///< last stage
-  /// One multi-token prediction module's own weights beside its layer: the projection 2h x h (row-parallel, /tp)
-  /// and its three norms (replicated). Last stage.
-  double mtp_projection_and_norms = 0.0;
+  /// One multi-token prediction module's own weights beside its layer, last stage: the projection 2h x h
+  /// (column-parallel, /tp) and its three norms (replicated).
+  double mtp_projection = 0.0;
+  double mtp_norms = 0.0;
   /// The embedding the MTP modules look the next tokens up in: a copy on the last stage when pp > 1 (Megatron-Core
   /// keeps one there, as for tied embeddings), 0 when the stage holds the embedding anyway or there is no module.
   double mtp_embedding_copy = 0.0;
@@ -95,7 +96,7 @@ struct LocalParameters {
   /// Parameters of one layer reduced over the expert-data group (the rank's routed experts).
   [[nodiscard]] double layer_experts(bool moe_layer) const { return moe_layer ? experts : 0.0; }
   /// A multi-token prediction module's parameters reduced over the data group (its layer is of the model's last kind).
-  [[nodiscard]] double mtp_dense(bool moe_model) const { return layer_dense(moe_model) + mtp_projection_and_norms; }
+  [[nodiscard]] double mtp_dense(bool moe_model) const { return layer_dense(moe_model) + mtp_projection + mtp_norms; }
 };
 
 [[nodiscard]] LocalParameters local_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism);
