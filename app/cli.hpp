@@ -148,11 +148,17 @@ inline constexpr Option kValidateOptions[] = {{"--data", Value::directory},
 inline constexpr Option kIngestOptions[] = {
     {"--out", Value::file}, {"-o", Value::file},        {"--format", Value::trace_format},
     {"--top", Value::text}, {"--summary", Value::none}, {"--quiet", Value::none}};
-inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},  {"--configs", Value::directory},
-                                               {"--out", Value::file},           {"-o", Value::file},
-                                               {"--report", Value::file},        {"--clock-mhz", Value::text},
-                                               {"--min-kernel-us", Value::text}, {"--max-gap-us", Value::text},
-                                               {"--gpus-per-node", Value::text}, {"--node-links", Value::node_links},
+inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},
+                                               {"--configs", Value::directory},
+                                               {"--out", Value::file},
+                                               {"-o", Value::file},
+                                               {"--report", Value::file},
+                                               {"--clock-mhz", Value::text},
+                                               {"--min-kernel-us", Value::text},
+                                               {"--max-gap-us", Value::text},
+                                               {"--gpus-per-node", Value::text},
+                                               {"--node-links", Value::node_links},
+                                               {"--keep-asymptote", Value::text},
                                                {"--quiet", Value::none}};
 /// calibrate's --node-links values.
 inline constexpr std::string_view kNodeLinkNames[] = {"nvswitch", "xgmi_mesh"};
@@ -249,17 +255,20 @@ inline constexpr std::string_view kIngestUsage =
     "      example: chopsim ingest trace.json.gz nvidia-smi.csv -o store.h5 --summary\n";
 inline constexpr std::string_view kCalibrateUsage =
     "  calibrate INPUT... --hardware NAME -o PROFILE.yaml [--report REPORT.md] [--configs DIR]\n"
-    "            [--clock-mhz F] [--min-kernel-us T] [--max-gap-us G] [--gpus-per-node N]\n"
-    "            [--node-links nvswitch|xgmi_mesh] [--quiet]\n"
+    "            [--clock-mhz F|held] [--min-kernel-us T] [--max-gap-us G] [--gpus-per-node N]\n"
+    "            [--node-links nvswitch|xgmi_mesh] [--keep-asymptote CLASS,...] [--quiet]\n"
     "      Fit kernel efficiencies, launch overhead, collective alpha-beta and telemetry (power, thermal RC) to\n"
     "      kernel stores, TraceLens/Vidur tables or traces, and write a calibration profile (docs/calibration.md).\n"
     "      --hardware NAME  the GPU measured (configs/hardware/NAME.yaml, or a path): peaks and defaults\n"
     "      --report FILE    also write the Markdown fit report\n"
-    "      --clock-mhz F    core clock the kernels ran at (default: the hardware's rated clock)\n"
+    "      --clock-mhz F    core clock the kernels ran at (default: the hardware's rated clock); held: each kernel\n"
+    "                       at the clock the hardware file's power model holds for its measured load under the TDP\n"
     "      --min-kernel-us T  leave kernels shorter than T out of the efficiency fits (default 10)\n"
     "      --max-gap-us G   inter-kernel gaps longer than G are host stalls, not launch overhead (default 100)\n"
     "      --gpus-per-node N  collectives within N consecutive ranks are intra-node (default 8)\n"
     "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n"
+    "      --keep-asymptote CLASS,...  keep the hardware file's eta_max of these classes (e.g. gemm) and fit only\n"
+    "                       F_half: for data of small kernels when the file states large kernels' efficiency\n"
     "      example: chopsim calibrate store.h5 --hardware H100-SXM5-80GB -o h100.yaml --report fit.md\n";
 inline constexpr std::string_view kReplayUsage =
     "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"

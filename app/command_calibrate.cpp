@@ -1,8 +1,10 @@
 #include <exception>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "chopsim/calibration/profile.hpp"
+#include "chopsim/common/kernel_class.hpp"
 #include "chopsim/common/units.hpp"
 #include "cli.hpp"
 #include "progress.hpp"
@@ -44,10 +46,33 @@ int command_calibrate(const std::vector<std::string>& raw) {
   if (options.output.empty())
     throw argument_error("calibrate needs -o PROFILE.yaml", "write e.g. -o calibration/profiles/h100.yaml");
   if (const auto report = args.option("--report")) options.report = *report;
-  options.clock_hz = positive_number(args, "--clock-mhz", 0.0) * units::kMega;
+  if (args.option("--clock-mhz") == std::optional<std::string>("held")) {
+    options.held_clock = true;
+  } else {
+    try {
+      options.clock_hz = positive_number(args, "--clock-mhz", 0.0) * units::kMega;
+    } catch (const InputError&) {
+      throw argument_error("--clock-mhz expects a clock in MHz or 'held', found '" + *args.option("--clock-mhz") + "'",
+                           "write e.g. --clock-mhz 1410, or --clock-mhz held (the clock the power model holds)");
+    }
+  }
   options.min_kernel_s = positive_number(args, "--min-kernel-us", 10.0) * units::kMicrosecond;
   options.max_gap_s = positive_number(args, "--max-gap-us", 100.0) * units::kMicrosecond;
   if (const auto n = args.positive_int("--gpus-per-node")) options.gpus_per_node = *n;
+  if (const auto classes = args.option("--keep-asymptote")) {
+    std::stringstream list(*classes);
+    for (std::string name; std::getline(list, name, ',');) {
+      bool known = false;
+      for (const KernelClass c : {KernelClass::gemm, KernelClass::attention})
+        if (name == kernel_class_name(c)) {
+          options.keep_asymptote.insert(c);
+          known = true;
+        }
+      if (!known)
+        throw argument_error("--keep-asymptote: '" + name + "' is not a compute kernel class (gemm, attention)",
+                             "write e.g. --keep-asymptote gemm");
+    }
+  }
   if (const auto links = args.option("--node-links")) {
     if (*links == "nvswitch")
       options.node_links = NodeLinks::nvswitch;

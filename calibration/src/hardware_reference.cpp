@@ -143,6 +143,8 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   hw.tdp_w = yaml.optional("power_w.tdp", 0.0);
   hw.thermal_resistance_k_per_w = yaml.optional("thermal.resistance_k_per_w", 0.0);
   hw.thermal_capacitance_j_per_k = yaml.optional("thermal.capacitance_j_per_k", 0.0);
+  hw.ambient_c = yaml.optional("cooling.ambient_c", hw.ambient_c);
+  hw.min_clock_hz = yaml.optional("clocks_mhz.min", 0.0) * units::kMega;
   PowerModelReference& pm = hw.power_model;
   pm.present = yaml.optional("power_model.dynamic_w", -1.0) >= 0.0;
   pm.dynamic_w = yaml.optional("power_model.dynamic_w", 0.0);

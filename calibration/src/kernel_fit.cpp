@@ -28,6 +28,7 @@
 
 #include "chopsim/calibration/fits.hpp"
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/units.hpp"
 
 namespace chopsim {
 
@@ -66,6 +67,47 @@ KernelClassFit finish_fit(KernelClassFit& fit, const std::vector<KernelSample>& 
 
 }  // namespace
 
+double held_clock_hz(const KernelSample& sample, const HardwareReference& hardware) {
+  const PowerModelReference& m = hardware.power_model;
+  if (!m.present || !(hardware.tdp_w > 0.0) || !(sample.duration_s > 0.0) || !(hardware.boost_clock_hz > 0.0))
+    return hardware.rated_clock_hz;
+  const bool compute = is_compute_class(sample.kernel_class) && sample.flops > 0.0;
+  const double peak_rated = compute ? hardware.peak_for(sample.dtype) : 0.0;
+  // Tensor cores for the compute classes except in fp32 (as the power domain's activity, models/power_dynamics.cpp).
+  const double activity_per_use = compute && sample.dtype != "fp32" ? m.tensor_activity : m.vector_activity;
+  const double hbm_use = hardware.hbm_bandwidth_bytes_per_s > 0.0 && sample.bytes > 0.0
+                             ? std::min(1.0, sample.bytes / (sample.duration_s * hardware.hbm_bandwidth_bytes_per_s))
+                             : 0.0;
+  const double temperature_c = hardware.thermal_resistance_k_per_w > 0.0
+                                   ? hardware.ambient_c + hardware.thermal_resistance_k_per_w * hardware.tdp_w
+                                   : m.reference_c;
+  const double static_w = std::max(hardware.idle_power_w + m.leakage_w_per_k * (temperature_c - m.reference_c),
+                                   hardware.idle_power_w / 3.0);
+  // Below this clock the kernel would have needed more than the whole peak.
+  const double lowest =
+      peak_rated > 0.0 ? sample.flops * hardware.rated_clock_hz / (sample.duration_s * peak_rated) : 0.0;
+  const auto power_w = [&](double clock_hz) {
+    const double use =
+        peak_rated > 0.0
+            ? std::min(1.0, sample.flops / (sample.duration_s * peak_rated * clock_hz / hardware.rated_clock_hz))
+            : 0.0;
+    return static_w +
+           m.dynamic_w * dynamic_power_scale(m.voltage, clock_hz, hardware.boost_clock_hz) *
+               (m.busy_activity + activity_per_use * use) +
+           m.hbm_w * hbm_use;
+  };
+  const double top = hardware.boost_clock_hz;
+  if (lowest >= top || power_w(top) <= hardware.tdp_w) return top;
+  double low = std::max({lowest, hardware.min_clock_hz, 1e-3 * top});
+  if (power_w(low) > hardware.tdp_w) return low;
+  double high = top;  // power_w(low) <= TDP < power_w(high); the power does not fall with the clock
+  for (int i = 0; i < 60 && high - low > 1e-3 * units::kMega; ++i) {
+    const double mid = 0.5 * (low + high);
+    (power_w(mid) <= hardware.tdp_w ? low : high) = mid;
+  }
+  return low;
+}
+
 double roofline_duration_s(const KernelSample& sample, double compute, double half_efficiency_flops, double memory,
                            double peak, double bandwidth) {
   double compute_s = 0.0;
@@ -88,8 +130,8 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
   fit.compute = fit.defaults.compute;
   fit.half_efficiency_flops = fit.defaults.half_efficiency_flops;
   fit.memory = fit.defaults.memory;
+  const bool held = options.held_clock && !(options.clock_hz > 0.0);
   const double clock = options.clock_hz > 0.0 ? options.clock_hz : hardware.rated_clock_hz;
-  const double clock_ratio = clock / hardware.rated_clock_hz;
   const double bandwidth = hardware.hbm_bandwidth_bytes_per_s;
   const bool compute_class = is_compute_class(kernel_class);
 
@@ -97,9 +139,11 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
   std::vector<KernelSample> points;
   std::vector<double> peaks;
   std::set<std::size_t> inputs;
+  std::vector<double> clocks;
   for (const KernelSample& s : samples) {
     if (!(s.duration_s > 0.0)) continue;
-    const double peak = compute_class ? hardware.peak_for(s.dtype) * clock_ratio : 0.0;
+    const double kernel_clock = held ? held_clock_hz(s, hardware) : clock;
+    const double peak = compute_class ? hardware.peak_for(s.dtype) * kernel_clock / hardware.rated_clock_hz : 0.0;
     KernelSample usable = s;
     if (!compute_class) usable.flops = 0.0;
     if (usable.flops <= 0.0 && usable.bytes <= 0.0) continue;
@@ -110,6 +154,7 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
     }
     points.push_back(usable);
     peaks.push_back(peak);
+    clocks.push_back(kernel_clock);
     inputs.insert(s.input);
   }
   fit.inputs.assign(inputs.begin(), inputs.end());
@@ -118,6 +163,16 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
                         " µs with a FLOP or byte count: nothing fitted");
     return fit;
   }
+  fit.min_clock_hz = *std::min_element(clocks.begin(), clocks.end());
+  fit.max_clock_hz = *std::max_element(clocks.begin(), clocks.end());
+  fit.median_clock_hz = quantile(clocks, 0.5);
+  if (held)
+    fit.notes.push_back(
+        "each kernel at the clock the hardware file's power model holds for its measured load under "
+        "the " +
+        format_g(hardware.tdp_w) + " W TDP: " + std::to_string(std::lround(fit.min_clock_hz / units::kMega)) + "-" +
+        std::to_string(std::lround(fit.max_clock_hz / units::kMega)) + " MHz, median " +
+        std::to_string(std::lround(fit.median_clock_hz / units::kMega)) + " MHz");
   fit.min_flops = fit.max_flops = points.front().flops;
   fit.min_bytes = fit.max_bytes = points.front().bytes;
   for (const auto& p : points) {
@@ -144,12 +199,16 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
     else if (p.bytes > 0.0)
       ++memory_points;
   }
-  const bool free_compute = compute_class && !compute_sizes.empty();
-  const bool free_half = free_compute && distinct_sizes(compute_sizes) >= 2;
+  const bool kept = options.keep_asymptote.count(kernel_class) > 0;
+  const bool free_compute = compute_class && !compute_sizes.empty() && !kept;
+  const bool free_half = compute_class && !compute_sizes.empty() && distinct_sizes(compute_sizes) >= 2;
+  if (kept && compute_class)
+    fit.notes.push_back("asymptote kept at the hardware file's " + format_g(fit.defaults.compute) +
+                        " (--keep-asymptote): only F_half fitted");
   const bool free_memory = memory_points > 0;
-  if (compute_class && !free_compute)
+  if (compute_class && compute_sizes.empty())
     fit.notes.push_back("no compute-bound kernel: compute efficiency kept at the hardware file's value");
-  if (free_compute && !free_half)
+  if (compute_class && !compute_sizes.empty() && !free_half)
     fit.notes.push_back(
         "one problem size among the compute-bound kernels: half_efficiency_gflop kept at the "
         "hardware file's " +
@@ -276,7 +335,7 @@ std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurement
     }
     const std::string chosen = both ? "bf16+fp16" : by_dtype.contains("bf16") ? "bf16" : "fp16";
     for (auto& fit : group) {
-      fit.in_profile = fit.dtype_group == chosen && (fit.compute_fitted || fit.memory_fitted);
+      fit.in_profile = fit.dtype_group == chosen && (fit.compute_fitted || fit.half_fitted || fit.memory_fitted);
       fits.push_back(std::move(fit));
     }
   }

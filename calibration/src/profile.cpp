@@ -250,8 +250,12 @@ std::string render_fit_report(const CalibrationResult& result) {
       any_note = true;
       out << "* [" << i + 1 << "] " << note << "\n";
     }
-  out << "\n## Roofline constants\n\n"
-      << "Peaks (dense) at the measurement clock " << num(clock / units::kMega) << " MHz (rated "
+  const bool held = result.kernel_options.held_clock && !(result.kernel_options.clock_hz > 0.0);
+  out << "\n## Roofline constants\n\n";
+  if (held)
+    out << "Each kernel is taken at the clock the hardware file's power model holds for its measured load under the "
+        << num(hw.tdp_w) << " W TDP (`--clock-mhz held`; each class's clocks are in its notes). ";
+  out << "Peaks (dense) at the measurement clock " << num(clock / units::kMega) << " MHz (rated "
       << num(hw.rated_clock_hz / units::kMega) << " MHz"
       << (result.kernel_options.clock_source.empty() ? std::string()
                                                      : "; measurement clock: " + result.kernel_options.clock_source)
@@ -550,7 +554,13 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   const MeasurementSet measurements = load_measurements(options.inputs, load);
   KernelFitOptions kernel_options;
   kernel_options.clock_hz = options.clock_hz;
-  if (!(options.clock_hz > 0.0)) measurement_clock_from_telemetry(measurements, kernel_options);
+  kernel_options.held_clock = options.held_clock;
+  kernel_options.keep_asymptote = options.keep_asymptote;
+  if (!(options.clock_hz > 0.0) && !options.held_clock) measurement_clock_from_telemetry(measurements, kernel_options);
+  if (options.held_clock && !hardware.power_model.present)
+    throw InputError(SourceLocation{"command line"}, "--clock-mhz",
+                     "'held' needs a power model in the hardware file (" + hardware.path + ": power_model.dynamic_w)",
+                     "give the clock the kernels ran at in MHz, or add the GPU's power model to its hardware file");
   kernel_options.min_duration_s = options.min_kernel_s;
   kernel_options.max_gap_s = options.max_gap_s;
   CalibrationResult result =

@@ -27,10 +27,7 @@ PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registrie
   PowerSetup setup;
   if (!run.power.dynamics) return setup;
   const HardwareSpec& hw = run.hardware;
-  PowerParams params = hw.power;
-  params.idle_w = hw.idle_power_w;
-  params.max_clock_hz = hw.compute.boost_clock_hz;
-  setup.power = registries.power.create(run.power.power_model, params);
+  setup.power = registries.power.create(run.power.power_model, power_params_for(hw));
   setup.thermal = registries.thermal.create(run.power.thermal_model, hw.thermal);
   setup.governor = registries.governor.create(run.power.governor, hw.governor);
 

@@ -23,6 +23,7 @@
 #include "chopsim/common/version.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/experiments/run_spec.hpp"
+#include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
 #include "observers.hpp"
 #include "replay_internal.hpp"
@@ -90,6 +91,31 @@ Precision precision_of(const MeasuredRecord& k, const std::vector<std::string>& 
   const std::string dtype = dtype_from_kernel_name(names.at(k.name));
   return precision_from_string(dtype).value_or(Precision::bf16);
 }
+
+/// A GPU's roofline and power model, and the clock it sustains for a kernel under its power limit.
+class ClockedGpu {
+ public:
+  ClockedGpu(const HardwareSpec& hardware, const ModelRegistries& registries)
+      : compute_(registries.compute.create("roofline", compute_params_for(hardware, ""))),
+        power_(registries.power.create("cv2f", power_params_for(hardware))) {
+    limits_.cap_w = hardware.tdp_w;
+    limits_.floor_hz = std::min(hardware.min_clock_hz, hardware.compute.boost_clock_hz);
+    limits_.ceiling_hz = hardware.compute.boost_clock_hz;
+    limits_.step_hz = hardware.governor.clock_step_hz;
+    // A die at its power limit in its usual chassis's front slot, in steady state (leakage).
+    limits_.temperature_c =
+        registries.thermal.create("rc", hardware.thermal)->steady_state_c(hardware.cooling.ambient_c, hardware.tdp_w);
+  }
+  /// `work`'s timing at the clock this GPU holds while running it.
+  [[nodiscard]] KernelTiming timing(const KernelWork& work) const {
+    return compute_->timing(work, sustained_clock_hz(*compute_, *power_, work, limits_));
+  }
+
+ private:
+  std::unique_ptr<ComputeModel> compute_;
+  std::unique_ptr<PowerModel> power_;
+  SustainedClockLimits limits_;
+};
 
 /// Replayed time per class and per rank, from the op events.
 class ReplayObserver final : public SimulationObserver {
@@ -260,20 +286,43 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   report.target_hardware = target_hw ? target_hw->name : report.measured_hardware;
 
   // ---- workload --------------------------------------------------------------------------------------------------
-  std::unique_ptr<ComputeModel> source_model, target_model;
+  // A kernel moves from the measured GPU to the target at the clock each holds for it under its power limit (the
+  // firmware governor's steady state for that load): a dense GEMM on MI300X runs near 1.2 GHz under 750 W, one on
+  // H100 near its boost clock, and the hardware files' efficiencies are fractions of the peak at the running clock.
+  std::optional<ClockedGpu> source_gpu, target_gpu;
   if (measured_hw) {
-    source_model = registries.compute.create("roofline", compute_params_for(*measured_hw, ""));
-    target_model = registries.compute.create("roofline", compute_params_for(*target_hw, ""));
+    source_gpu.emplace(*measured_hw, registries);
+    target_gpu.emplace(*target_hw, registries);
   }
-  // Class ratios where a record has neither FLOPs nor bytes: the compute classes at their FLOP/s limit, the others
-  // at their HBM limit, from the roofline itself (a large compute-bound or memory-bound kernel of the class).
-  std::map<std::pair<KernelClass, Precision>, double> class_ratio;
   auto ratio_of = [&](const KernelWork& work) {
-    const KernelTiming s = source_model->timing(work, 0.0);
-    const KernelTiming t = target_model->timing(work, 0.0);
+    const KernelTiming s = source_gpu->timing(work);
+    const KernelTiming t = target_gpu->timing(work);
     const double ds = s.duration_s - s.launch_s, dt = t.duration_s - t.launch_s;
     return ds > 0.0 && dt > 0.0 ? dt / ds : 1.0;
   };
+  auto work_of = [&](const MeasuredRecord& k) -> std::optional<KernelWork> {
+    const bool has_flops = std::isfinite(k.flops) && k.flops > 0.0;
+    const bool has_bytes = std::isfinite(k.bytes) && k.bytes > 0.0;
+    if (!has_flops && !has_bytes) return std::nullopt;
+    return KernelWork{k.kernel_class, precision_of(k, trace.names), has_flops ? k.flops : 0.0,
+                      has_bytes ? k.bytes : 0.0};
+  };
+  // Records with neither FLOPs nor bytes scale as the store's records of the same class and precision that have
+  // them (their measured time x ratio over their measured time: the class's mix of sizes in this trace), or, when
+  // none has, as a large kernel of the class at its roofline limit (compute classes at their FLOP/s, the others at
+  // HBM bandwidth).
+  std::map<std::pair<KernelClass, Precision>, double> class_ratio;
+  if (!report.same_hardware) {
+    std::map<std::pair<KernelClass, Precision>, std::pair<double, double>> scaled;  // measured s, replayed s
+    for (const MeasuredRecord& k : records)
+      if (const auto work = work_of(k)) {
+        auto& [measured, replayed] = scaled[{work->kernel_class, work->precision}];
+        measured += k.end_s - k.start_s;
+        replayed += (k.end_s - k.start_s) * ratio_of(*work);
+      }
+    for (const auto& [key, times] : scaled)
+      if (times.first > 0.0) class_ratio[key] = times.second / times.first;
+  }
   replay_detail::BuildOptions build;
   build.dependency_window_s = options.dependency_window_s;
   build.whole_world = world_consistent && world_size > 1;
@@ -291,14 +340,12 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   build.kernel_duration = [&](const MeasuredRecord& k) {
     const double measured = k.end_s - k.start_s;
     if (report.same_hardware) return measured;
-    const Precision p = precision_of(k, trace.names);
-    const bool has_flops = std::isfinite(k.flops) && k.flops > 0.0;
-    const bool has_bytes = std::isfinite(k.bytes) && k.bytes > 0.0;
-    if (has_flops || has_bytes) {
+    if (const auto work = work_of(k)) {
       ++report.kernels_scaled_by_work;
-      return measured * ratio_of(KernelWork{k.kernel_class, p, has_flops ? k.flops : 0.0, has_bytes ? k.bytes : 0.0});
+      return measured * ratio_of(*work);
     }
     ++report.kernels_scaled_by_class;
+    const Precision p = precision_of(k, trace.names);
     auto [it, inserted] = class_ratio.emplace(std::make_pair(k.kernel_class, p), 1.0);
     if (inserted) {
       const bool compute_class = k.kernel_class == KernelClass::gemm || k.kernel_class == KernelClass::attention;

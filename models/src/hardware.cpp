@@ -43,6 +43,13 @@ std::optional<KernelClass> kernel_class_from_string(std::string_view name) {
   return std::nullopt;
 }
 
+PowerParams power_params_for(const HardwareSpec& hardware) {
+  PowerParams params = hardware.power;
+  params.idle_w = hardware.idle_power_w;
+  params.max_clock_hz = hardware.compute.boost_clock_hz;
+  return params;
+}
+
 ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention) {
   ComputeParams params = hardware.compute;
   params.host_to_device_bytes_per_s = hardware.host_link_bandwidth_bytes_per_s > 0.0

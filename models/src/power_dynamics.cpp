@@ -294,4 +294,19 @@ bool PowerDomain::computing() const {
   return std::any_of(dies_.begin(), dies_.end(), [](const DieState& d) { return !d.kernels.empty(); });
 }
 
+double sustained_clock_hz(const ComputeModel& compute, const PowerModel& power, const KernelWork& work,
+                          const SustainedClockLimits& limits) {
+  if (!(limits.ceiling_hz > 0.0) || !(limits.step_hz > 0.0))
+    throw ModelError("sustained clock: the ceiling clock and the clock step must be positive");
+  const bool tensor = uses_tensor_cores(work);
+  return highest_clock_within(limits.floor_hz, limits.ceiling_hz, limits.step_hz, limits.cap_w, [&](double clock_hz) {
+    const KernelTiming t = compute.timing(work, clock_hz);
+    DieActivity a;
+    a.busy = 1.0;
+    (tensor ? a.tensor : a.vector) = std::min(t.compute_utilization, 1.0);
+    a.hbm = std::min(t.memory_utilization, 1.0);
+    return power.power_w(a, clock_hz, limits.temperature_c);
+  });
+}
+
 }  // namespace chopsim

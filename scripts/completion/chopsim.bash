@@ -223,7 +223,7 @@ _chopsim() {
           mapfile -t COMPREPLY < <(compgen -f -- "$cur")
           return
           ;;
-        --clock-mhz | --min-kernel-us | --max-gap-us | --gpus-per-node)
+        --clock-mhz | --min-kernel-us | --max-gap-us | --gpus-per-node | --keep-asymptote)
           :
           return
           ;;
@@ -232,7 +232,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --quiet --help"
+      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --keep-asymptote --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -21,6 +21,8 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/experiments/config.hpp"
 #include "chopsim/models/collective.hpp"
+#include "chopsim/models/hardware.hpp"
+#include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
@@ -82,23 +84,28 @@ class ReplayTest : public ::testing::Test {
     return store;
   }
 
-  ReplayReport replay(const fs::path& store, const std::string& hardware = "", const std::string& cluster = "") const {
+  ReplayReport replay(const fs::path& store, const std::string& hardware = "", const std::string& cluster = "",
+                      const std::string& measured_hardware = "") const {
     ReplayOptions options;
     options.store = store;
     options.hardware = hardware;
     options.cluster = cluster;
+    options.measured_hardware = measured_hardware;
     options.configs_dir = test::configs_dir();
     return run_replay(options, registries_);
   }
 
-  /// configs/hardware/H100-SXM5-80GB.yaml with every peak_tflops multiplied by `peak` and the HBM bandwidth by `hbm`.
-  fs::path scaled_h100(const std::string& name, double peak, double hbm) const {
+  /// configs/hardware/H100-SXM5-80GB.yaml with every peak_tflops multiplied by `peak` and the HBM bandwidth by `hbm`;
+  /// with `uncapped`, a power limit (5 kW) that no load reaches, so that every kernel runs at the boost clock.
+  fs::path scaled_h100(const std::string& name, double peak, double hbm, bool uncapped = false) const {
     std::ifstream in(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
     std::ostringstream out;
     const std::regex peak_line(R"(^(  (fp32|tf32|bf16|fp16|fp8): )([0-9.]+)(.*)$)");
     const std::regex hbm_line(R"(^(  bandwidth_tb_s: )([0-9.]+)(.*)$)");
+    const std::regex tdp_line(R"(^(  tdp: )([0-9.]+)(.*)$)");
     for (std::string line; std::getline(in, line);) {
       std::smatch m;
+      if (uncapped && std::regex_match(line, m, tdp_line)) line = m[1].str() + "5000" + m[3].str();
       if (std::regex_match(line, m, peak_line))
         line = m[1].str() + std::to_string(std::stod(m[3].str()) * peak) + m[4].str();
       else if (std::regex_match(line, m, hbm_line))
@@ -183,9 +190,12 @@ TEST_F(ReplayTest, EightRanksMeetInTheirCollectives) {
 TEST_F(ReplayTest, TwiceThePeakAndBandwidthHalvesEveryKernelButNotTheHostGaps) {
   // Doubling both roofline limits halves every kernel (both terms of max(F / peak, B / BW) halve); the host gaps stay.
   // On a single stream without cross-stream dependencies the new span is exactly the old span minus half the GPU time.
+  // Both GPUs without a binding power limit, so that every kernel runs at the boost clock on both: with the H100's
+  // 700 W, the utilisation of a kernel (its launch overhead does not halve) and so its sustained clock could differ.
   CHOPSIM_REQUIRE_SHARED_DATA("traces/kineto/tracelens_h100_qwen05b.json.gz");
   const fs::path store = store_of("qwen_h100", {"traces/kineto/tracelens_h100_qwen05b.json.gz"});
-  const ReplayReport r = replay(store, scaled_h100("H100x2", 2.0, 2.0).string(), "dgx-h100");
+  const std::string h100_uncapped = scaled_h100("H100free", 1.0, 1.0, true).string();
+  const ReplayReport r = replay(store, scaled_h100("H100x2", 2.0, 2.0, true).string(), "dgx-h100", h100_uncapped);
   EXPECT_FALSE(r.same_hardware);
   double busy = 0.0;
   for (const auto& t : r.classes) {
@@ -200,8 +210,8 @@ TEST_F(ReplayTest, TwiceThePeakAndBandwidthHalvesEveryKernelButNotTheHostGaps) {
   // by at most half the non-communication GPU time.
   CHOPSIM_REQUIRE_SHARED_DATA("traces/kineto/hta_a100_rank3of8_dlrm.json.gz");
   const fs::path dlrm = store_of("dlrm_a100", {"traces/kineto/hta_a100_rank3of8_dlrm.json.gz"});
-  const ReplayReport d = replay(dlrm, scaled_h100("H100x2", 2.0, 2.0).string(), "dgx-h100");
-  const ReplayReport same = replay(dlrm, "H100-SXM5-80GB", "dgx-h100");
+  const ReplayReport d = replay(dlrm, scaled_h100("H100x2", 2.0, 2.0, true).string(), "dgx-h100");
+  const ReplayReport same = replay(dlrm, h100_uncapped, "dgx-h100");
   double scaled_busy = 0.0;
   for (const auto& t : same.classes)
     if (t.kernel_class != KernelClass::communication) scaled_busy += t.replayed_s;
@@ -228,34 +238,62 @@ TEST_F(ReplayTest, ComputeBoundGemmsScaleWithThePeakAndMemoryBoundKernelsWithBan
   const fs::path store = dir_ / "gemms.h5";
   test::write_store(store, kernels, "NVIDIA H100 80GB HBM3", 1);
 
-  const ReplayReport twice_peak = replay(store, scaled_h100("H100peak2", 2.0, 1.0).string(), "dgx-h100");
+  // Without a binding power limit on either side (every kernel at the boost clock).
+  const std::string h100_uncapped = scaled_h100("H100free", 1.0, 1.0, true).string();
+  const ReplayReport twice_peak =
+      replay(store, scaled_h100("H100peak2", 2.0, 1.0, true).string(), "dgx-h100", h100_uncapped);
   EXPECT_NEAR(class_time(twice_peak, KernelClass::gemm, true), (4 * 1.5e-3 + 1e-3) / 2, 1e-12);
   EXPECT_NEAR(class_time(twice_peak, KernelClass::elementwise, true), 0.5e-3, 1e-15);
-  const ReplayReport twice_bw = replay(store, scaled_h100("H100bw2", 1.0, 2.0).string(), "dgx-h100");
+  const ReplayReport twice_bw =
+      replay(store, scaled_h100("H100bw2", 1.0, 2.0, true).string(), "dgx-h100", h100_uncapped);
   EXPECT_NEAR(class_time(twice_bw, KernelClass::gemm, true), 4 * 1.5e-3 + 1e-3, 1e-12);
   EXPECT_NEAR(class_time(twice_bw, KernelClass::elementwise, true), 0.25e-3, 1e-15);
 
-  // H100 -> MI300X: the compute-bound GEMM scales by the ratio of achievable FLOP/s, peak x eta_max x F / (F + F_half),
-  // of the two hardware files; the elementwise kernel by their HBM bandwidth x eta_memory.
+  // H100 -> MI300X under their power limits (700 and 750 W): the compute-bound GEMM scales by the ratio of achievable
+  // FLOP/s, peak(f) x eta_max x F / (F + F_half), each at the clock its GPU holds for that GEMM: the highest clock
+  // step at which the power model's power for the GEMM's load is within the cap; the elementwise kernel by the HBM
+  // bandwidth x eta_memory of the two hardware files (the clock does not move a memory-bound kernel).
   const HardwareSpec h100 = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
   const HardwareSpec mi300x = load_hardware_config(test::configs_dir() / "hardware" / "MI300X.yaml");
-  auto achievable = [&](const HardwareSpec& hw) {
+  auto held_clock = [&](const HardwareSpec& hw, const KernelWork& work) {
+    const auto compute = registries_.compute.create("roofline", compute_params_for(hw, ""));
+    const auto power = registries_.power.create("cv2f", power_params_for(hw));
+    SustainedClockLimits limits;
+    limits.cap_w = hw.tdp_w;
+    limits.floor_hz = hw.min_clock_hz;
+    limits.ceiling_hz = hw.compute.boost_clock_hz;
+    limits.step_hz = hw.governor.clock_step_hz;
+    limits.temperature_c = registries_.thermal.create("rc", hw.thermal)->steady_state_c(hw.cooling.ambient_c, hw.tdp_w);
+    const double f = sustained_clock_hz(*compute, *power, work, limits);
+    // The cap binds: the clock holds it, one step up would exceed it.
+    auto watts = [&](double clock_hz) {
+      const KernelTiming timing = compute->timing(work, clock_hz);
+      DieActivity a;
+      a.busy = 1.0;
+      a.tensor = std::min(timing.compute_utilization, 1.0);
+      a.hbm = std::min(timing.memory_utilization, 1.0);
+      return power->power_w(a, clock_hz, limits.temperature_c);
+    };
+    EXPECT_LT(f, limits.ceiling_hz) << hw.name;
+    EXPECT_LE(watts(f), hw.tdp_w) << hw.name;
+    EXPECT_GT(watts(f + limits.step_hz), hw.tdp_w) << hw.name;
+    return f;
+  };
+  auto achievable = [&](const HardwareSpec& hw, double gemm_flops, double bytes) {
     const auto& e = hw.compute.efficiency[static_cast<std::size_t>(KernelClass::gemm)];
-    return hw.compute.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] * e.compute * flops /
-           (flops + e.half_efficiency_flops);
+    const double f = held_clock(hw, KernelWork{KernelClass::gemm, Precision::bf16, gemm_flops, bytes});
+    return hw.compute.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] * f / hw.compute.peak_clock_hz() *
+           e.compute * gemm_flops / (gemm_flops + e.half_efficiency_flops);
   };
   auto bandwidth = [&](const HardwareSpec& hw) {
     return hw.compute.hbm_bandwidth_bytes_per_s *
            hw.compute.efficiency[static_cast<std::size_t>(KernelClass::elementwise)].memory;
   };
   const ReplayReport amd = replay(store, "MI300X");
-  // The GEMM without FLOPs scales by the class's peak: peak x eta_max (F -> infinity).
-  auto peak = [&](const HardwareSpec& hw) {
-    return hw.compute.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] *
-           hw.compute.efficiency[static_cast<std::size_t>(KernelClass::gemm)].compute;
-  };
+  // The GEMM without FLOPs scales as the store's GEMMs with FLOPs do (the trace's mix of sizes).
   EXPECT_NEAR(class_time(amd, KernelClass::gemm, true),
-              4 * 1.5e-3 * achievable(h100) / achievable(mi300x) + 1e-3 * peak(h100) / peak(mi300x), 1e-5 * 7e-3);
+              (4 * 1.5e-3 + 1e-3) * achievable(h100, flops, gemm_bytes) / achievable(mi300x, flops, gemm_bytes),
+              1e-5 * 7e-3);
   EXPECT_NEAR(class_time(amd, KernelClass::elementwise, true), 0.5e-3 * bandwidth(h100) / bandwidth(mi300x), 1e-12);
   EXPECT_EQ(amd.cluster, "mi300x");
 }

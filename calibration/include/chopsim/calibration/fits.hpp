@@ -11,6 +11,7 @@
 // Results are plain numbers in SI units; profile.hpp turns them into YAML and a report.
 
 #include <cstddef>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -29,8 +30,17 @@ struct KernelFitOptions {
   /// Kernels shorter than this are left out of the efficiency fits: their time is a fixed per-kernel cost
   /// (launch latency, ramp-up, tail) that the roofline does not model; launch_overhead carries that part.
   double min_duration_s = 10e-6;
-  /// Core clock the measurements ran at; 0 = the hardware's rated clock (the clock its peak figures hold at).
+  /// Core clock the measurements ran at; 0 = the hardware's rated clock (the clock its peak figures hold at), or
+  /// each kernel's held clock with `held_clock`.
   double clock_hz = 0.0;
+  /// With clock_hz 0: each kernel ran at the clock the hardware file's power model holds for its measured load
+  /// under the TDP (held_clock_hz()), not at the rated clock. For GPUs whose power limit binds far below the peak
+  /// clock (MI300X: dense GEMMs at 1.2 of 2.1 GHz), where an efficiency at the rated clock would fold that loss in.
+  bool held_clock = false;
+  /// Classes whose asymptote eta_max stays at the hardware file's value (F_half and eta_m are still fitted): where
+  /// the data hold only small kernels and the file states the asymptote from a measurement of large ones, a free
+  /// asymptote would be an extrapolation.
+  std::set<KernelClass> keep_asymptote;
   /// Where clock_hz comes from, for the report ("" = the command line or the rated clock).
   std::string clock_source;
   /// Gaps between kernels longer than this are host stalls (data loading, synchronisation, Python), not launch
@@ -66,10 +76,20 @@ struct KernelClassFit {
   double predicted_s = 0.0;
   double default_predicted_s = 0.0;  ///< the same with the hardware file's values
   double min_flops = 0.0, max_flops = 0.0, min_bytes = 0.0, max_bytes = 0.0;
+  /// Clocks the fitted points are taken at (Hz): one clock, or the range of held clocks (KernelFitOptions).
+  double min_clock_hz = 0.0, median_clock_hz = 0.0, max_clock_hz = 0.0;
   std::vector<std::size_t> inputs;  ///< indices into MeasurementSet::inputs
   std::vector<std::string> notes;
   bool in_profile = false;  ///< this fit's values are the class's values in the profile
 };
+
+/// The core clock (Hz) at which `hardware`'s power model (models/power.hpp's cv2f, restated here because
+/// calibration sits below models/) draws its TDP for the load `sample` measured: busy 1, tensor (or vector) use
+/// F / (d · peak(f)) and HBM use B / (d · BW), at the steady temperature of a die at its TDP in the usual chassis.
+/// This is the clock the firmware governor holds for that load; the boost clock when the load stays within the TDP
+/// there, never below the clock at which the kernel would have used the whole peak. The rated clock when the
+/// hardware file has no power model or TDP.
+[[nodiscard]] double held_clock_hz(const KernelSample& sample, const HardwareReference& hardware);
 
 /// The roofline duration of `sample` with efficiencies (compute, half_efficiency_flops, memory), peak FLOP/s
 /// `peak` (already scaled to the clock) and HBM bandwidth `bandwidth`: the model every kernel fit minimises against.

@@ -60,6 +60,8 @@ struct HardwareReference {
   double tdp_w = 0.0;
   double thermal_resistance_k_per_w = 0.0;   ///< 0 = not in the file
   double thermal_capacitance_j_per_k = 0.0;  ///< 0 = not in the file
+  double ambient_c = 25.0;                   ///< `cooling.ambient_c`: inlet of the usual chassis's front slots (°C)
+  double min_clock_hz = 0.0;                 ///< `clocks_mhz.min` (0 = not in the file)
   PowerModelReference power_model;
   std::array<EfficiencyDefaults, kKernelClassCount> efficiency{};
 

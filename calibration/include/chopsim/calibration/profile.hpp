@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ struct CalibrateOptions {
   std::filesystem::path output;                 ///< the profile
   std::optional<std::filesystem::path> report;  ///< the fit report
   double clock_hz = 0.0;                        ///< see KernelFitOptions::clock_hz
+  bool held_clock = false;                      ///< see KernelFitOptions::held_clock
+  std::set<KernelClass> keep_asymptote;         ///< see KernelFitOptions::keep_asymptote
   double min_kernel_s = 10e-6;                  ///< see KernelFitOptions::min_duration_s
   double max_gap_s = 100e-6;                    ///< see KernelFitOptions::max_gap_s
   int gpus_per_node = 8;

@@ -136,4 +136,7 @@ struct HardwareSpec {
 /// hardware.attention_implementations; empty: the attention class's default). Throws ModelError for an unknown name.
 [[nodiscard]] ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention);
 
+/// The power model parameters of `hardware`: its power_model section with the idle power and the max clock filled in.
+[[nodiscard]] PowerParams power_params_for(const HardwareSpec& hardware);
+
 }  // namespace chopsim

@@ -191,4 +191,20 @@ class PowerDomain final : private GovernorContext {
   mutable std::array<ScaleMemo, 64> scale_memo_{};
 };
 
+/// Limits of a die's clock under its power limit, for sustained_clock_hz().
+struct SustainedClockLimits {
+  double cap_w = 0.0;          ///< the die's power limit (W)
+  double floor_hz = 0.0;       ///< lowest clock
+  double ceiling_hz = 0.0;     ///< boost or locked clock
+  double step_hz = 15e6;       ///< clock steps (governor.clock_step_mhz)
+  double temperature_c = 0.0;  ///< die temperature while it runs (°C; leakage)
+};
+
+/// The clock a die holds while it runs `work` alone for long: the highest clock step at which `power`, for the
+/// load of that one kernel at that clock (busy 1, its compute and HBM utilisation from `compute`), stays within
+/// the cap. It is the firmware governor's steady state for a steady load (governor.hpp), without its averaging
+/// window and response: replay scales a measured kernel from one GPU to another at these clocks.
+[[nodiscard]] double sustained_clock_hz(const ComputeModel& compute, const PowerModel& power, const KernelWork& work,
+                                        const SustainedClockLimits& limits);
+
 }  // namespace chopsim
