@@ -32,8 +32,10 @@ class RooflineModel final : public ComputeModel {
     const double clock_ratio = clock_hz > 0.0 ? clock_hz / rated : 1.0;
 
     double compute_eta = efficiency.compute;
-    if (efficiency.half_efficiency_flops > 0.0 && work.flops > 0.0)
-      compute_eta *= work.flops / (work.flops + efficiency.half_efficiency_flops);
+    if (efficiency.half_efficiency_flops > 0.0 && work.flops > 0.0) {
+      const double problem_flops = work.flops / std::max(work.problems, 1.0);
+      compute_eta *= problem_flops / (problem_flops + efficiency.half_efficiency_flops);
+    }
     // The fallback kernel of an unaligned GEMM: slower arithmetic, the same bytes (it stays a GEMM to the roofline's
     // memory limit, and its ideal time is the aligned one, so the breakdown counts the difference as efficiency loss).
     if (work.unaligned) compute_eta /= params_.unaligned_gemm_slowdown;

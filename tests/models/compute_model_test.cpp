@@ -74,6 +74,30 @@ TEST(Roofline, SmallGemmsReachLessOfThePeak) {
   EXPECT_GT(large.flops / model->duration_s(large, 1.98e9), 0.79 * 989.4e12);
 }
 
+TEST(Roofline, AGroupedGemmTakesAsLongAsItsGemmsOneAfterAnother) {
+  // 16 experts' GEMMs in one grouped kernel: as long as 16 GEMMs of a sixteenth of the work back to back (without
+  // their launch overheads), compute-bound or memory-bound; and slower than one GEMM of all the work, whose size
+  // the efficiency would overrate.
+  auto params = h100_like();
+  params.efficiency[static_cast<std::size_t>(KernelClass::gemm)] = {0.8, 0.9, 8e9};
+  params.launch_overhead_s = 3e-6;
+  const auto model = roofline(params);
+  for (const double bytes : {4e8, 4e11}) {
+    KernelWork grouped{KernelClass::gemm, Precision::bf16, 2.06e11, bytes};
+    grouped.problems = 16;
+    const KernelWork one_expert{KernelClass::gemm, Precision::bf16, 2.06e11 / 16, bytes / 16};
+    const KernelTiming g = model->timing(grouped, 1.98e9);
+    const KernelTiming e = model->timing(one_expert, 1.98e9);
+    EXPECT_NEAR(g.duration_s - g.launch_s, 16 * (e.duration_s - e.launch_s), 1e-12 * g.duration_s) << bytes;
+  }
+  KernelWork grouped{KernelClass::gemm, Precision::bf16, 2.06e11, 4e8};
+  const double as_one = model->duration_s(grouped, 1.98e9);
+  grouped.problems = 16;
+  // eta(12.9 GFLOP) / eta(206 GFLOP) = (12.9 / 20.9) / (206 / 214): 1.56x as long.
+  EXPECT_NEAR((model->duration_s(grouped, 1.98e9) - 3e-6) / (as_one - 3e-6),
+              (2.06e11 / (2.06e11 + 8e9)) / (2.06e11 / 16 / (2.06e11 / 16 + 8e9)), 1e-9);
+}
+
 TEST(Roofline, UnalignedGemmsSlowOnlyTheArithmeticLimit) {
   auto params = h100_like();
   params.unaligned_gemm_slowdown = 3.0;

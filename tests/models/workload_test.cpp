@@ -822,6 +822,30 @@ TEST(ExpertParallel, AllToAllMovesTopKCopiesOfEachLocalToken) {
   EXPECT_TRUE(expert_group_used);
 }
 
+TEST(ExpertParallel, ExpertGemmsAreGroupedKernelsOfTheLocalExperts) {
+  // Each rank's expert GEMMs (forward, dgrad, wgrad) run its experts / ep local experts as one grouped kernel; every
+  // other GEMM is one problem.
+  RunSetup s = setup("ep2", 2, 1, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  int expert_gemms = 0, other_gemms = 0;
+  for (const Stream& stream : workload.program(0).streams)
+    for (const Op& op : stream.ops) {
+      if (op.kind != OpKind::compute || op.kernel_class != KernelClass::gemm) continue;
+      if (workload.name(op).rfind("expert_fc", 0) == 0) {
+        EXPECT_EQ(op.gemm_problems, s.model.experts / 2) << workload.name(op);
+        EXPECT_EQ(kernel_work(op).problems, s.model.experts / 2);
+        ++expert_gemms;
+      } else {
+        EXPECT_EQ(op.gemm_problems, 1) << workload.name(op);
+        ++other_gemms;
+      }
+    }
+  EXPECT_EQ(expert_gemms, 6 * 8);  // fc1, fc2 forward; their dgrad and wgrad; 8 layers
+  EXPECT_GT(other_gemms, 0);
+}
+
 TEST(ExpertParallel, FoldedExpertsDispatchOverTheTensorRanksWithoutTensorCollectives) {
   // etp 1, ep 4 over tp 2 x dp 2: each rank routes its s/tp tokens to the 4 ranks of its stage and runs whole
   // experts (f columns) on the copies it receives: no expert tensor-parallel gather or scatter.
@@ -1000,17 +1024,17 @@ TEST(TrainingFeatures, AnUnpaddedOddVocabularyMakesTheOutputHeadForwardUnaligned
   EXPECT_EQ(unaligned_ops(build_workload(s.model, s.parallelism, s.training)), (std::set<std::string>{"logits"}));
 }
 
-/// "name/pass" of the ops of rank 0 with `flag` set (Op::deterministic, Op::dropout).
-std::multiset<std::string> flagged_ops(const Workload& workload, bool Op::*flag) {
+/// "name/pass" of the ops of rank 0 for which `flag` is true (Op::deterministic, Op::dropout: bit-fields).
+std::multiset<std::string> flagged_ops(const Workload& workload, bool (*flag)(const Op&)) {
   std::multiset<std::string> names;
   for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
-    if (rank == 0 && op.*flag) names.insert(std::string(workload.name(op)) + "/" + std::string(to_string(op.pass)));
+    if (rank == 0 && flag(op)) names.insert(std::string(workload.name(op)) + "/" + std::string(to_string(op.pass)));
   });
   return names;
 }
 
 std::multiset<std::string> deterministic_ops(const Workload& workload) {
-  return flagged_ops(workload, &Op::deterministic);
+  return flagged_ops(workload, [](const Op& op) { return static_cast<bool>(op.deterministic); });
 }
 
 TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingElse) {
@@ -1042,7 +1066,9 @@ TEST(TrainingFeatures, DeterministicModeFlagsEveryAttentionBackwardAndNothingEls
 TEST(TrainingFeatures, AttentionDropoutFlagsEveryFusedAttentionKernel) {
   RunSetup s = setup("dropout", 1, 1, 1, 2);
   s.training.recompute = RecomputePolicy::full;
-  const auto flagged = [](const Workload& workload) { return flagged_ops(workload, &Op::dropout); };
+  const auto flagged = [](const Workload& workload) {
+    return flagged_ops(workload, [](const Op& op) { return static_cast<bool>(op.dropout); });
+  };
   EXPECT_TRUE(flagged(build_workload(s.model, s.parallelism, s.training)).empty());  // Llama-like: no dropout
   s.model.dropout = true;
   const std::multiset<std::string> names = flagged(build_workload(s.model, s.parallelism, s.training));

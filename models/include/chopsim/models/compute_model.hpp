@@ -28,6 +28,10 @@ struct KernelWork {
   /// A copy from host memory over PCIe (the copy engine, not the SMs): bytes / host_to_device_bytes_per_s, whatever
   /// the clock or the kernel class.
   bool host_to_device = false;
+  /// Independent, equal GEMMs that one grouped kernel runs (a mixture of experts' local experts, Transformer
+  /// Engine's GroupedLinear): each is only as efficient as a GEMM of flops / problems, whose size is what the
+  /// efficiency's half_efficiency_flops term sees. 1 for a plain kernel.
+  double problems = 1.0;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

@@ -50,13 +50,15 @@ struct Op {
   GroupRole group = GroupRole::world;                      ///< kind == collective: whose group
   std::int8_t peer_offset = 0;  ///< send/recv: +1 next pipeline stage, -1 previous (modulo pp)
   /// compute GEMM: its result has a feature dimension that is not a multiple of 16 bytes (KernelWork::unaligned).
-  bool unaligned = false;
+  bool unaligned : 1 = false;
   /// compute attention backward under training.deterministic (KernelWork::deterministic).
-  bool deterministic = false;
+  bool deterministic : 1 = false;
   /// compute attention with dropout on its probabilities (KernelWork::dropout).
-  bool dropout = false;
+  bool dropout : 1 = false;
   /// compute: a copy from host memory over PCIe (KernelWork::host_to_device).
-  bool host_to_device = false;
+  bool host_to_device : 1 = false;
+  /// compute GEMM: the equal GEMMs one grouped kernel runs (KernelWork::problems), e.g. the local experts.
+  std::uint16_t gemm_problems = 1;
   std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
   std::uint32_t name = 0;   ///< index into Workload::names
   std::int32_t layer = -1;  ///< global transformer layer, -1 for none
@@ -78,8 +80,9 @@ static_assert(sizeof(Op) == 64, "Op grew: reorder its fields or mind the workloa
 
 /// What the compute model needs of a compute op.
 [[nodiscard]] inline KernelWork kernel_work(const Op& op) {
-  return KernelWork{op.kernel_class, op.precision,     op.flops,   op.bytes,
-                    op.unaligned,    op.deterministic, op.dropout, op.host_to_device};
+  return KernelWork{op.kernel_class, op.precision,      op.flops,
+                    op.bytes,        op.unaligned,      op.deterministic,
+                    op.dropout,      op.host_to_device, static_cast<double>(op.gemm_problems)};
 }
 
 struct Stream {
