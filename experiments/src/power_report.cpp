@@ -99,9 +99,10 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
         // positive F is convex, and no maximum lies there unless another candidate at the same t bends it down
         // (that one is evaluated, with the same value). The first point has no previous power: always evaluated.
         if (next > popped_ && f.coefficients[q] * (p.power_w - point(next - 1).power_w) > 0.0) continue;
+        // E(t - o_q) is E at this breakpoint, known without a lookup.
         double value = 0.0;
         for (std::size_t j = 0; j < n; ++j)
-          value += f.coefficients[j] * energy_at(t - f.offsets[j], f.cursors[q * n + j]);
+          value += f.coefficients[j] * (j == q ? p.energy_j : energy_at(t - f.offsets[j], f.cursors[q * n + j]));
         f.best = std::max(f.best, value / f.scale);
       }
     }

@@ -491,8 +491,14 @@ void StageGenerator::moe_forward() {
   (void)gemm("router", {.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false});
   (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
                     KernelClass::reduction);
-  (void)compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
-                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  const OpRef permute = compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
+                                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  // NCCL's all-to-all takes its split sizes on the host: Megatron-Core's all-to-all dispatcher copies the router's
+  // token counts to the host and synchronises before the dispatch (cuda_sync_point "before_ep_alltoall" when
+  // dropless, "before_permutation_1" with a capacity factor; MoEAlltoAllTokenDispatcher.preprocess), so the host
+  // waits for the GPU in every MoE layer's forward and the GPU then waits for the host's next launches. The
+  // backward reuses the splits. (DeepEP/HybridEP's flex dispatcher keeps them on the GPU: not modelled.)
+  builder_.set_host_issue(permute, 1, true);
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));

@@ -846,6 +846,27 @@ TEST(ExpertParallel, ExpertGemmsAreGroupedKernelsOfTheLocalExperts) {
   EXPECT_GT(other_gemms, 0);
 }
 
+TEST(ExpertParallel, TheHostWaitsForTheTokenCountsBeforeEachForwardDispatch) {
+  // Megatron-Core's all-to-all dispatcher needs the split sizes on the host: one host wait per MoE layer forward, at
+  // the permutation before the dispatch; none in the backward.
+  RunSetup s = setup("ep2", 2, 1, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 2;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Program& program = workload.program(0);
+  int forward_waits = 0, other_waits = 0;
+  for (const IssueStep& step : program.issue_order) {
+    if (!step.host_waits) continue;
+    const Op& op = program.streams[step.stream].ops[step.op];
+    if (workload.name(op) == "moe_permute" && op.pass == Pass::forward)
+      ++forward_waits;
+    else if (workload.name(op) == "moe_permute")
+      ++other_waits;
+  }
+  EXPECT_EQ(forward_waits, 8);  // 8 layers, one micro-batch
+  EXPECT_EQ(other_waits, 0);
+}
+
 TEST(ExpertParallel, FoldedExpertsDispatchOverTheTensorRanksWithoutTensorCollectives) {
   // etp 1, ep 4 over tp 2 x dp 2: each rank routes its s/tp tokens to the 4 ranks of its stage and runs whole
   // experts (f columns) on the copies it receives: no expert tensor-parallel gather or scatter.
