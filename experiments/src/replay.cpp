@@ -97,15 +97,9 @@ class ClockedGpu {
  public:
   ClockedGpu(const HardwareSpec& hardware, const ModelRegistries& registries)
       : compute_(registries.compute.create("roofline", compute_params_for(hardware, ""))),
-        power_(registries.power.create("cv2f", power_params_for(hardware))) {
-    limits_.cap_w = hardware.tdp_w;
-    limits_.floor_hz = std::min(hardware.min_clock_hz, hardware.compute.boost_clock_hz);
-    limits_.ceiling_hz = hardware.compute.boost_clock_hz;
-    limits_.step_hz = hardware.governor.clock_step_hz;
-    // A die at its power limit in its usual chassis's front slot, in steady state (leakage).
-    limits_.temperature_c =
-        registries.thermal.create("rc", hardware.thermal)->steady_state_c(hardware.cooling.ambient_c, hardware.tdp_w);
-  }
+        power_(registries.power.create("cv2f", power_params_for(hardware))),
+        // A die at its power limit in its usual chassis's front slot, in steady state (leakage).
+        limits_(sustained_clock_limits(hardware, *registries.thermal.create("rc", hardware.thermal))) {}
   /// `work`'s timing at the clock this GPU holds while running it.
   [[nodiscard]] KernelTiming timing(const KernelWork& work) const {
     return compute_->timing(work, sustained_clock_hz(*compute_, *power_, work, limits_));

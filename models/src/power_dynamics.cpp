@@ -294,6 +294,16 @@ bool PowerDomain::computing() const {
   return std::any_of(dies_.begin(), dies_.end(), [](const DieState& d) { return !d.kernels.empty(); });
 }
 
+SustainedClockLimits sustained_clock_limits(const HardwareSpec& hardware, const ThermalModel& thermal) {
+  SustainedClockLimits limits;
+  limits.cap_w = hardware.tdp_w;
+  limits.floor_hz = std::min(hardware.min_clock_hz, hardware.compute.boost_clock_hz);
+  limits.ceiling_hz = hardware.compute.boost_clock_hz;
+  limits.step_hz = hardware.governor.clock_step_hz;
+  limits.temperature_c = thermal.steady_state_c(hardware.cooling.ambient_c, hardware.tdp_w);
+  return limits;
+}
+
 double sustained_clock_hz(const ComputeModel& compute, const PowerModel& power, const KernelWork& work,
                           const SustainedClockLimits& limits) {
   if (!(limits.ceiling_hz > 0.0) || !(limits.step_hz > 0.0))

@@ -68,11 +68,7 @@ TEST_P(AmdMaxAchievableFlops, TheDenseGemmHoldsTheMeasuredClockUnderThePowerLimi
   const double flops_per_s = gemm.flops / (compute->timing(gemm, clock_hz).duration_s - hw.compute.launch_overhead_s);
   EXPECT_NEAR(flops_per_s / 1e12, fact.tflops, 0.05 * fact.tflops) << fact.hardware;
 
-  SustainedClockLimits limits;
-  limits.cap_w = hw.tdp_w;
-  limits.floor_hz = hw.min_clock_hz;
-  limits.ceiling_hz = hw.compute.boost_clock_hz;
-  limits.step_hz = hw.governor.clock_step_hz;
+  SustainedClockLimits limits = sustained_clock_limits(hw, *thermal);
   limits.temperature_c = domain.temperature_c(0);
   EXPECT_NEAR(sustained_clock_hz(*compute, *power, gemm, limits), clock_hz, 2.0 * limits.step_hz) << fact.hardware;
 }

@@ -258,12 +258,7 @@ TEST_F(ReplayTest, ComputeBoundGemmsScaleWithThePeakAndMemoryBoundKernelsWithBan
   auto held_clock = [&](const HardwareSpec& hw, const KernelWork& work) {
     const auto compute = registries_.compute.create("roofline", compute_params_for(hw, ""));
     const auto power = registries_.power.create("cv2f", power_params_for(hw));
-    SustainedClockLimits limits;
-    limits.cap_w = hw.tdp_w;
-    limits.floor_hz = hw.min_clock_hz;
-    limits.ceiling_hz = hw.compute.boost_clock_hz;
-    limits.step_hz = hw.governor.clock_step_hz;
-    limits.temperature_c = registries_.thermal.create("rc", hw.thermal)->steady_state_c(hw.cooling.ambient_c, hw.tdp_w);
+    const SustainedClockLimits limits = sustained_clock_limits(hw, *registries_.thermal.create("rc", hw.thermal));
     const double f = sustained_clock_hz(*compute, *power, work, limits);
     // The cap binds: the clock holds it, one step up would exceed it.
     auto watts = [&](double clock_hz) {

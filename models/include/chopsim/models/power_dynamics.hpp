@@ -19,6 +19,7 @@
 
 #include "chopsim/models/compute_model.hpp"
 #include "chopsim/models/governor.hpp"
+#include "chopsim/models/hardware.hpp"
 #include "chopsim/models/power.hpp"
 #include "chopsim/models/thermal.hpp"
 
@@ -199,6 +200,10 @@ struct SustainedClockLimits {
   double step_hz = 15e6;       ///< clock steps (governor.clock_step_mhz)
   double temperature_c = 0.0;  ///< die temperature while it runs (°C; leakage)
 };
+
+/// The limits of one of `hardware`'s dies at its TDP in its usual chassis (a front slot, cooling.ambient_c), with
+/// the steady temperature `thermal` gives at the TDP (W, Hz, °C).
+[[nodiscard]] SustainedClockLimits sustained_clock_limits(const HardwareSpec& hardware, const ThermalModel& thermal);
 
 /// The clock a die holds while it runs `work` alone for long: the highest clock step at which `power`, for the
 /// load of that one kernel at that clock (busy 1, its compute and HBM utilisation from `compute`), stays within
