@@ -130,7 +130,7 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
   fit.compute = fit.defaults.compute;
   fit.half_efficiency_flops = fit.defaults.half_efficiency_flops;
   fit.memory = fit.defaults.memory;
-  const bool held = options.held_clock && !(options.clock_hz > 0.0);
+  const bool held = options.uses_held_clock();
   const double clock = options.clock_hz > 0.0 ? options.clock_hz : hardware.rated_clock_hz;
   const double bandwidth = hardware.hbm_bandwidth_bytes_per_s;
   const bool compute_class = is_compute_class(kernel_class);

@@ -250,9 +250,8 @@ std::string render_fit_report(const CalibrationResult& result) {
       any_note = true;
       out << "* [" << i + 1 << "] " << note << "\n";
     }
-  const bool held = result.kernel_options.held_clock && !(result.kernel_options.clock_hz > 0.0);
   out << "\n## Roofline constants\n\n";
-  if (held)
+  if (result.kernel_options.uses_held_clock())
     out << "Each kernel is taken at the clock the hardware file's power model holds for its measured load under the "
         << num(hw.tdp_w) << " W TDP (`--clock-mhz held`; each class's clocks are in its notes). ";
   out << "Peaks (dense) at the measurement clock " << num(clock / units::kMega) << " MHz (rated "

@@ -37,6 +37,12 @@ bool uses_tensor_cores(const KernelWork& work) {
          work.precision != Precision::fp32;
 }
 
+/// What a kernel of `work`, timed `timing`, adds to its die's activity when it holds `share` of the die.
+void add_kernel_activity(DieActivity& activity, const KernelWork& work, const KernelTiming& timing, double share) {
+  (uses_tensor_cores(work) ? activity.tensor : activity.vector) += share * std::min(timing.compute_utilization, 1.0);
+  activity.hbm += share * std::min(timing.memory_utilization, 1.0);
+}
+
 }  // namespace
 
 PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, const ThermalModel& thermal,
@@ -83,11 +89,7 @@ DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
   const double busy = 1.0 - settings_.comm_compute_slowdown * a.communication;
   const double share = busy / static_cast<double>(die.kernels.size());
   a.busy = busy;
-  for (const Kernel& k : die.kernels) {
-    const KernelTiming& t = timing_at(k, clock_hz, die.clock_hz);
-    (uses_tensor_cores(k.work) ? a.tensor : a.vector) += share * std::min(t.compute_utilization, 1.0);
-    a.hbm += share * std::min(t.memory_utilization, 1.0);
-  }
+  for (const Kernel& k : die.kernels) add_kernel_activity(a, k.work, timing_at(k, clock_hz, die.clock_hz), share);
   return a;
 }
 
@@ -308,13 +310,10 @@ double sustained_clock_hz(const ComputeModel& compute, const PowerModel& power, 
                           const SustainedClockLimits& limits) {
   if (!(limits.ceiling_hz > 0.0) || !(limits.step_hz > 0.0))
     throw ModelError("sustained clock: the ceiling clock and the clock step must be positive");
-  const bool tensor = uses_tensor_cores(work);
   return highest_clock_within(limits.floor_hz, limits.ceiling_hz, limits.step_hz, limits.cap_w, [&](double clock_hz) {
-    const KernelTiming t = compute.timing(work, clock_hz);
     DieActivity a;
     a.busy = 1.0;
-    (tensor ? a.tensor : a.vector) = std::min(t.compute_utilization, 1.0);
-    a.hbm = std::min(t.memory_utilization, 1.0);
+    add_kernel_activity(a, work, compute.timing(work, clock_hz), 1.0);
     return power.power_w(a, clock_hz, limits.temperature_c);
   });
 }

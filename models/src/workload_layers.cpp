@@ -78,9 +78,9 @@ double StageGenerator::deterministic_workspace_bytes(double keys) const {
 // GroupedLinear; or one kernel per expert in SequentialMLP): each expert's GEMM has only the tokens routed to it,
 // and its efficiency is that of a GEMM of its own size, not of the group's total (the roofline's size term, with
 // the tokens spread evenly over the experts).
-OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precision precision, double flops, double bytes,
+OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precision precision, double bytes,
                                   bool unaligned) {
-  Op op = compute_op(name, KernelClass::gemm, precision, flops, bytes, unaligned);
+  Op op = compute_op(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned);
   op.gemm_problems = static_cast<std::uint16_t>(std::clamp(g.weights, 1.0, 65535.0));
   return append_to_compute_stream(op);
 }
@@ -96,7 +96,7 @@ OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
   if (g.transformer_engine) fill_output(name, output_bytes);
   const double operand_bytes = bytes_per_element(precision);
   const double bytes = (g.m * g.k + g.weights * g.k * g.n) * operand_bytes + output_bytes;
-  return gemm_kernel(name, g, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.n));
+  return gemm_kernel(name, g, precision, bytes, unaligned(g.n));
 }
 
 OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
@@ -107,27 +107,26 @@ OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
   if (g.transformer_engine) fill_output(name, output_bytes);
   const double operand_bytes = bytes_per_element(precision);
   const double bytes = (g.m * g.n + g.weights * g.k * g.n) * operand_bytes + output_bytes;
-  return gemm_kernel(name, g, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned(g.k));  // rows of k
+  return gemm_kernel(name, g, precision, bytes, unaligned(g.k));  // rows of k
 }
 
 OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
   // dW[n x k] = dY^T * X, in the weight's layout (PyTorch's [out, in]); in fp8 from the casts' transposed copies.
   const Sizes& s = sizes_;
   const Precision precision = precision_of(g);
-  const double flops = 2.0 * g.m * g.n * g.k;
   const double inputs = (g.m * g.k + g.m * g.n) * bytes_per_element(precision);
   const double weights = g.weights * g.k * g.n;
   const bool unaligned_result = unaligned(g.k);  // rows of k
   if (training_.gradient_accumulation_fusion || parallelism_.zero_stage == 3) {
     // Accumulated into the gradient buffer in the GEMM's epilogue (read and written): Megatron's
     // gradient-accumulation fusion into the fp32 main_grad, or FSDP's unsharded gradient.
-    return gemm_kernel(name, g, precision, flops, inputs + 2.0 * weights * s.weight_grad_bytes, unaligned_result);
+    return gemm_kernel(name, g, precision, inputs + 2.0 * weights * s.weight_grad_bytes, unaligned_result);
   }
   // Megatron --no-gradient-accumulation-fusion: the GEMM writes a fresh gradient in the activation dtype and the
   // DDP backward hook adds it to the fp32 main_grad (param.main_grad.add_(param.grad)): a memory-bound kernel
   // that reads main_grad and the gradient and writes main_grad back (4 + 2 + 4 bytes per bf16 parameter).
   if (g.transformer_engine) fill_output(name, weights * s.activation_bytes);
-  (void)gemm_kernel(name, g, precision, flops, inputs + weights * s.activation_bytes, unaligned_result);
+  (void)gemm_kernel(name, g, precision, inputs + weights * s.activation_bytes, unaligned_result);
   return elementwise(std::string(name) + "_accumulate", weights, 1.0, 2.0 * s.weight_grad_bytes + s.activation_bytes);
 }
 

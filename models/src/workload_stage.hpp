@@ -119,9 +119,9 @@ class StageGenerator {
   void fp8_cast(const std::string& name, double elements);
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
-  /// The GEMM kernel of `shape` (its `weights` equal GEMMs grouped in one kernel: KernelWork::problems).
-  OpRef gemm_kernel(std::string_view name, const Gemm& shape, Precision precision, double flops, double bytes,
-                    bool unaligned);
+  /// The GEMM kernel of `shape`, 2 m n k FLOPs (its `weights` equal GEMMs grouped in one kernel:
+  /// KernelWork::problems).
+  OpRef gemm_kernel(std::string_view name, const Gemm& shape, Precision precision, double bytes, bool unaligned);
   /// A GEMM result's row length (a weight matrix's feature dimension) that is not a multiple of 16 bytes of result
   /// elements (see workload_layers.cpp).
   [[nodiscard]] bool unaligned(double features) const;

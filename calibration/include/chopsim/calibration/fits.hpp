@@ -37,6 +37,8 @@ struct KernelFitOptions {
   /// under the TDP (held_clock_hz()), not at the rated clock. For GPUs whose power limit binds far below the peak
   /// clock (MI300X: dense GEMMs at 1.2 of 2.1 GHz), where an efficiency at the rated clock would fold that loss in.
   bool held_clock = false;
+  /// Each kernel at its held clock: held_clock asked for and no clock given.
+  [[nodiscard]] bool uses_held_clock() const { return held_clock && !(clock_hz > 0.0); }
   /// Classes whose asymptote eta_max stays at the hardware file's value (F_half and eta_m are still fitted): where
   /// the data hold only small kernels and the file states the asymptote from a measurement of large ones, a free
   /// asymptote would be an extrapolation.
