@@ -159,6 +159,7 @@ inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},
                                                {"--gpus-per-node", Value::text},
                                                {"--node-links", Value::node_links},
                                                {"--keep-asymptote", Value::text},
+                                               {"--power-runs", Value::file},
                                                {"--quiet", Value::none}};
 /// calibrate's --node-links values.
 inline constexpr std::string_view kNodeLinkNames[] = {"nvswitch", "xgmi_mesh"};
@@ -256,7 +257,7 @@ inline constexpr std::string_view kIngestUsage =
 inline constexpr std::string_view kCalibrateUsage =
     "  calibrate INPUT... --hardware NAME -o PROFILE.yaml [--report REPORT.md] [--configs DIR]\n"
     "            [--clock-mhz F|held] [--min-kernel-us T] [--max-gap-us G] [--gpus-per-node N]\n"
-    "            [--node-links nvswitch|xgmi_mesh] [--keep-asymptote CLASS,...] [--quiet]\n"
+    "            [--node-links nvswitch|xgmi_mesh] [--keep-asymptote CLASS,...] [--power-runs RUNS.yaml] [--quiet]\n"
     "      Fit kernel efficiencies, launch overhead, collective alpha-beta and telemetry (power, thermal RC) to\n"
     "      kernel stores, TraceLens/Vidur tables or traces, and write a calibration profile (docs/calibration.md).\n"
     "      --hardware NAME  the GPU measured (configs/hardware/NAME.yaml, or a path): peaks and defaults\n"
@@ -269,6 +270,8 @@ inline constexpr std::string_view kCalibrateUsage =
     "      --node-links L   how a node's GPUs are joined (default: nvswitch for NVIDIA, xgmi_mesh for AMD)\n"
     "      --keep-asymptote CLASS,...  keep the hardware file's eta_max of these classes (e.g. gemm) and fit only\n"
     "                       F_half: for data of small kernels when the file states large kernels' efficiency\n"
+    "      --power-runs FILE  also fit the power model's voltage knee and activity weights to whole runs: each\n"
+    "                       run config of FILE simulated against the telemetry inputs over its window\n"
     "      example: chopsim calibrate store.h5 --hardware H100-SXM5-80GB -o h100.yaml --report fit.md\n";
 inline constexpr std::string_view kReplayUsage =
     "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"

@@ -1,11 +1,14 @@
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "chopsim/calibration/profile.hpp"
+#include "chopsim/common/atomic_output.hpp"
 #include "chopsim/common/kernel_class.hpp"
 #include "chopsim/common/units.hpp"
+#include "chopsim/experiments/power_fit.hpp"
 #include "cli.hpp"
 #include "progress.hpp"
 
@@ -81,6 +84,25 @@ int command_calibrate(const std::vector<std::string>& raw) {
     else
       throw argument_error("--node-links expects nvswitch or xgmi_mesh, found '" + *links + "'",
                            "write --node-links nvswitch (NVIDIA HGX/DGX) or xgmi_mesh (AMD MI300X)");
+  }
+
+  // --power-runs: read (and checked) before the inputs, fitted once the profile's other values are.
+  std::optional<PowerFitRuns> power_runs;
+  if (const auto file = args.option("--power-runs")) {
+    power_runs = load_power_fit_runs(*file);
+    // Never overwrite an input: the runs file and its run configs are inputs too.
+    std::vector<std::filesystem::path> read{power_runs->file};
+    for (const PowerFitRun& run : power_runs->runs) read.push_back(run.config);
+    check_output_file(options.output, "-o", read);
+    if (options.report) check_output_file(*options.report, "--report", read);
+  }
+  const ModelRegistries registries = ModelRegistries::with_builtins();
+  if (power_runs) {
+    options.refine = [&](CalibrationResult& result, const MeasurementSet& measurements) {
+      if (!args.has_switch("--quiet"))
+        std::cerr << "chopsim calibrate: fitting the power model to " << power_runs->runs.size() << " simulated runs\n";
+      fit_power_to_runs(result, measurements, *power_runs, registries, options.output.string());
+    };
   }
 
   Progress progress("chopsim calibrate", "inputs read", args.has_switch("--quiet"));

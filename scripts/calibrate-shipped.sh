@@ -68,10 +68,12 @@ smi=$data/power/mi300x_rocm_smi_inference
 # H200: the Kineto trace (record_shapes) of two eager PyTorch steps of the Llama-3.2-1B probe at micro-batch 4
 # (../shared/data/measured/h200_llama32_1b): FLOPs of its GEMM and attention kernels and bytes of its elementwise,
 # norm, reduction and copy kernels from the ops' shapes; and nvidia-smi's CSV of the same run, whose SM clock while
-# the traced kernels ran is the clock the compute efficiencies are fitted at (the GPU was at its 700 W limit).
+# the traced kernels ran is the clock the compute efficiencies are fitted at (the GPU was at its 700 W limit); and the
+# probe's four micro-batch phases as run configs with their windows on that log's clock, to which the power model's
+# voltage knee and activity weights are fitted (calibration/runs/h200-llama3.2-1b-eager.yaml).
 m=$data/measured/h200_llama32_1b
 "$chopsim" calibrate "$m/kineto_mb4.json.gz" "$m/nvidia-smi.csv" \
-  --hardware H200-SXM-141GB --configs configs \
+  --hardware H200-SXM-141GB --configs configs --power-runs calibration/runs/h200-llama3.2-1b-eager.yaml --quiet \
   -o "$profiles/h200.yaml" --report "$reports/h200.md"
 
 if [ $check -eq 1 ]; then

@@ -89,6 +89,63 @@ std::string line(int indent, const std::string& key, const std::string& value, c
   return text + "\n";
 }
 
+/// The report's section on the power model fitted to whole runs (`--power-runs`).
+void render_run_power(std::ostream& out, const CalibrationResult& result) {
+  const RunPowerFit& r = result.run_power;
+  const PowerModelReference& m = result.hardware.power_model;
+  out << "\n## Power from whole runs (the profile's `power_model` weights and knee, `governor.control_period_ms`)\n\n"
+      << "Each run of " << input_refs(r.inputs)
+      << " simulated with this profile's kernels, idle and dynamic power and the firmware governor at the GPU's "
+         "power limit; the voltage knee, the busy and tensor-core activity weights and the governor's control "
+         "period searched (a grid over the "
+         "plausible range, then a compass search from its best point; "
+      << r.evaluations
+      << " parameter sets) for the least squares of the relative errors of the mean power, the mean core clock and "
+         "the largest power reading against the telemetry over each run's window (mean and largest of every reading "
+         "of every GPU; the simulation's clock while kernels run, its energy over its time, and the largest reading "
+         "a sensor averaging 25 ms of every 100 ms gives of its last iteration's power over the window, the median "
+         "over the sensor's phase).\n\n"
+      << "| parameter | fitted | hardware file |\n|---|---|---|\n"
+      << "| voltage knee | " << num(r.knee_hz / units::kMega) << " MHz | " << num(m.voltage.knee_hz / units::kMega)
+      << " MHz |\n"
+      << "| busy activity | " << num(r.busy_activity) << " | " << num(m.busy_activity) << " |\n"
+      << "| tensor activity | " << num(r.tensor_activity) << " | " << num(m.tensor_activity) << " |\n"
+      << "| governor control period | " << num(r.control_period_s * 1e3) << " ms | "
+      << num(r.file_control_period_s * 1e3) << " ms |\n\n"
+      << "| run | readings | mean W measured | file | fitted | MHz measured | file | fitted | largest W measured | "
+         "file "
+         "| fitted |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto with_error = [](double predicted, double measured) {
+    char text[64];
+    std::snprintf(text, sizeof text, " (%+.1f %%)", (predicted - measured) / measured * 100.0);
+    return num(predicted) + text;
+  };
+  for (const RunPowerRow& row : r.runs) {
+    const double mhz = units::kMega;
+    out << "| " << row.label << " | " << row.measured.readings << " | " << num(row.measured.power_w) << " | "
+        << with_error(row.before_power_w, row.measured.power_w) << " | "
+        << with_error(row.after_power_w, row.measured.power_w) << " | " << num(row.measured.clock_hz / mhz) << " | "
+        << with_error(row.before_clock_hz / mhz, row.measured.clock_hz / mhz) << " | "
+        << with_error(row.after_clock_hz / mhz, row.measured.clock_hz / mhz) << " | "
+        << num(row.measured.largest_power_w) << " | " << with_error(row.before_largest_w, row.measured.largest_power_w)
+        << " | " << with_error(row.after_largest_w, row.measured.largest_power_w) << " |\n";
+  }
+  out << "\nNot fitted, a check: the lowest clock. Measured: the lowest reading in the window; simulated: the lowest "
+         "clock of the last iteration (the governor's clock at any instant, so at or below what readings every "
+         "50-100 ms would catch).\n\n"
+      << "| run | lowest MHz measured | file | fitted |\n|---|---|---|---|\n";
+  for (const RunPowerRow& row : r.runs)
+    out << "| " << row.label << " | " << num(row.measured.lowest_clock_hz / units::kMega) << " | "
+        << with_error(row.before_lowest_clock_hz / units::kMega, row.measured.lowest_clock_hz / units::kMega) << " | "
+        << with_error(row.after_lowest_clock_hz / units::kMega, row.measured.lowest_clock_hz / units::kMega) << " |\n";
+  out << "\nRMS of the relative errors: " << percent(r.rms_before) << " with the hardware file's values, "
+      << percent(r.rms_after)
+      << " fitted. Under the power limit the governor trades clock for power, so a run's mean clock says how much "
+         "power its load draws per unit of g(f): the fit learns how that differs between loads (the weights) and "
+         "how steeply g(f) rises (the knee); the largest reading says how far power overshoots the cap before the "
+         "governor answers (the weights' spread between kernels, the control period). P_dyn stays the trace's.\n";
+}
 }  // namespace
 
 CalibrationResult calibrate(const MeasurementSet& measurements, const HardwareReference& hardware,
@@ -116,10 +173,11 @@ std::string render_profile_yaml(const CalibrationResult& result) {
   for (std::size_t i = 0; i < result.inputs.size(); ++i)
     out << "#   [" << i + 1 << "] " << result.inputs[i].path << " (" << result.inputs[i].kind << ") "
         << result.inputs[i].sha256 << "\n";
-  out << "# `kernels`, `intra_node_link`, `nic`, `power_w` (idle only) and `power_model` override the keys of the "
-         "same\n"
-         "# name and unit in the hardware file (docs/configs.md); keys not written here keep the hardware file's "
-         "values.\n"
+  out << "# `kernels`, `intra_node_link`, `nic`, `power_w` (idle only), `power_model` and `governor` override the keys "
+         "of\n"
+         "# the same name and unit in the hardware file (docs/configs.md); keys not written here keep the hardware "
+         "file's\n"
+         "# values.\n"
          "# `collectives` holds run-level collective-model parameters (a run's `collectives:` section). "
          "`telemetry_fit`\n"
          "# is informational.\n";
@@ -188,11 +246,27 @@ std::string render_profile_yaml(const CalibrationResult& result) {
                   "median of " + std::to_string(t.idle_points) + " readings at activity <= 1 % " +
                       input_refs(t.inputs) + "; file: " + num(hw.idle_power_w));
     }
-    out << line(0, "power_model", "");
+  }
+  const RunPowerFit& runs = result.run_power;
+  if (p.fitted || runs.fitted) out << line(0, "power_model", "");
+  if (p.fitted)
     out << line(2, "dynamic_w", num(p.dynamic_w),
                 "the traced kernels' load draws the " + num(p.mean_power_w, 3) + " W read at " +
                     num(p.mean_clock_hz / units::kMega, 4) + " MHz, " + std::to_string(p.readings) + " readings " +
                     input_refs(p.inputs) + "; file: " + num(hw.power_model.dynamic_w));
+  if (runs.fitted) {
+    const std::string fit = "the " + std::to_string(runs.runs.size()) + " runs of " + input_refs(runs.inputs) +
+                            " simulated against their measured mean power, mean clock and largest reading (RMS error " +
+                            percent(runs.rms_before) + " with the file's, " + percent(runs.rms_after) + " fitted)";
+    out << line(2, "busy_activity", num(runs.busy_activity), fit + "; file: " + num(hw.power_model.busy_activity));
+    out << line(2, "tensor_activity", num(runs.tensor_activity),
+                "same fit; file: " + num(hw.power_model.tensor_activity));
+    out << line(2, "voltage", "");
+    out << line(4, "knee_mhz", num(runs.knee_hz / units::kMega),
+                "same fit; file: " + num(hw.power_model.voltage.knee_hz / units::kMega));
+    out << line(0, "governor", "");
+    out << line(2, "control_period_ms", num(runs.control_period_s * 1e3),
+                "same fit; file: " + num(runs.file_control_period_s * 1e3));
   }
   if (t.power_fitted || t.thermal_fitted || t.idle_points > 0) {
     out << line(
@@ -510,6 +584,7 @@ std::string render_fit_report(const CalibrationResult& result) {
         << "| HBM power | " << num(p.hbm_power_w) << " W | P_hbm " << num(m.hbm_w) << " W × u |\n"
         << "| **P_dyn** | **" << num(p.dynamic_w) << " W** | hardware file: " << num(m.dynamic_w) << " W |\n";
   }
+  if (result.run_power.fitted) render_run_power(out, result);
   return out.str();
 }
 
@@ -565,6 +640,7 @@ CalibrationResult run_calibration(const CalibrateOptions& options) {
   CalibrationResult result =
       calibrate(measurements, hardware, kernel_options, options.node_links.value_or(hardware.default_node_links()));
   if (options.report) result.report_label = options.report->string();
+  if (options.refine) options.refine(result, measurements);
   const std::string yaml = render_profile_yaml(result);
   const std::string report = options.report ? render_fit_report(result) : std::string();
   AtomicOutputSet outputs;

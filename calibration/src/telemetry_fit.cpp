@@ -317,3 +317,26 @@ DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const Hard
 }
 
 }  // namespace chopsim
+
+namespace chopsim {
+
+TelemetryWindowMean telemetry_window_mean(const MeasurementSet& measurements, double from_s, double to_s) {
+  TelemetryWindowMean mean;
+  for (const TelemetryReading& r : measurements.telemetry) {
+    if (r.time_s < from_s || r.time_s > to_s) continue;
+    if (!(std::isfinite(r.power_w) && r.power_w > 0.0) || !(std::isfinite(r.gfx_clock_hz) && r.gfx_clock_hz > 0.0))
+      continue;
+    mean.power_w += r.power_w;
+    mean.clock_hz += r.gfx_clock_hz;
+    mean.largest_power_w = std::max(mean.largest_power_w, r.power_w);
+    mean.lowest_clock_hz = mean.readings == 0 ? r.gfx_clock_hz : std::min(mean.lowest_clock_hz, r.gfx_clock_hz);
+    ++mean.readings;
+  }
+  if (mean.readings > 0) {
+    mean.power_w /= static_cast<double>(mean.readings);
+    mean.clock_hz /= static_cast<double>(mean.readings);
+  }
+  return mean;
+}
+
+}  // namespace chopsim

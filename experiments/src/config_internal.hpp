@@ -39,6 +39,9 @@ void decode_collectives(Mapping& c, CollectiveParams& params);
 /// the profile's collectives section. Keys are recorded in `locations` as "hardware.KEY" and "collectives.KEY".
 std::string apply_profile(const std::filesystem::path& file, const std::string& shown_reference, HardwareSpec* hardware,
                           CollectiveParams* collectives, KeyLocations* locations);
+/// The same for a profile already parsed (`shown` names it in messages).
+std::string apply_profile_root(const YAML::Node& root, const std::string& shown, const std::string& shown_reference,
+                               HardwareSpec* hardware, CollectiveParams* collectives, KeyLocations* locations);
 
 /// Resolves a run's `calibration:` text: an absolute path, or a path relative to the run's folder, a configs root
 /// or a configs root's parent (in that order). Fails at `owner.key` listing the places it looked.

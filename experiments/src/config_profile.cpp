@@ -8,6 +8,7 @@
 //   nic: {...}                      #   "
 //   power_w: {idle: ...}            #   "  (idle only: the TDP is the datasheet's)
 //   power_model: {...}              #   "
+//   governor: {...}                 #   "
 //   collectives: {...}              # the run's `collectives:` keys (the run's own section wins)
 //   telemetry_fit: {...}            # informational: checked, not applied
 //
@@ -30,9 +31,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kProfileKeys = {"profile_version", "hardware",    "kernels",
-                                                          "intra_node_link", "nic",         "power_w",
-                                                          "power_model",     "collectives", "telemetry_fit"};
+constexpr std::array<std::string_view, 10> kProfileKeys = {
+    "profile_version", "hardware",    "kernels",  "intra_node_link", "nic",
+    "power_w",         "power_model", "governor", "collectives",     "telemetry_fit"};
 
 /// Rejects top-level keys other than kProfileKeys before the hardware decoder sees the file (it would otherwise accept
 /// every hardware key, e.g. peak_tflops, which a profile may not change).
@@ -46,10 +47,11 @@ void reject_foreign_sections(const YAML::Node& root, const std::string& shown) {
     const std::string suggestion = closest_match(key, valid);
     throw InputError(location_of(entry.first, shown), key,
                      "unknown key '" + key + "' in a calibration profile; valid keys: " + join(valid),
-                     suggestion.empty() ? "a profile overrides only kernels, intra_node_link, nic, power_w.idle and "
-                                          "power_model of the hardware file and the run's collectives; put other "
-                                          "changes in the run's 'hardware:' mapping (docs/configs.md)"
-                                        : "did you mean '" + suggestion + "'?");
+                     suggestion.empty()
+                         ? "a profile overrides only kernels, intra_node_link, nic, power_w.idle, "
+                           "power_model and governor of the hardware file and the run's collectives; put other "
+                           "changes in the run's 'hardware:' mapping (docs/configs.md)"
+                         : "did you mean '" + suggestion + "'?");
   }
 }
 
@@ -67,8 +69,12 @@ void decode_telemetry_fit(Mapping& t) {
 
 std::string apply_profile(const fs::path& file, const std::string& shown_reference, HardwareSpec* hardware,
                           CollectiveParams* collectives, KeyLocations* locations) {
-  const std::string shown = display_path(file);
-  const YAML::Node root = load_yaml_file(file, "calibration profile");
+  return apply_profile_root(load_yaml_file(file, "calibration profile"), display_path(file), shown_reference, hardware,
+                            collectives, locations);
+}
+
+std::string apply_profile_root(const YAML::Node& root, const std::string& shown, const std::string& shown_reference,
+                               HardwareSpec* hardware, CollectiveParams* collectives, KeyLocations* locations) {
   Mapping top(root, Scope{shown, "", "hardware", locations});
   reject_foreign_sections(root, shown);
 
@@ -155,6 +161,22 @@ void apply_calibration_profile(RunSpec& run, const std::filesystem::path& profil
                 &locations);
   check_hardware(run.hardware, Locator(SourceLocation{display_path(profile)}, &locations), "hardware.");
   run.calibration = profile;
+}
+
+void apply_calibration_profile_text(RunSpec& run, const std::string& profile_yaml, const std::filesystem::path& shown) {
+  using namespace config_detail;
+  KeyLocations locations;
+  YAML::Node root;
+  try {
+    root = YAML::Load(profile_yaml);
+  } catch (const YAML::Exception& e) {
+    throw InputError({display_path(shown), e.mark.is_null() ? 0 : e.mark.line + 1}, "", "YAML syntax error: " + e.msg,
+                     "report this: chopsim wrote a profile it cannot read");
+  }
+  apply_profile_root(root, display_path(shown), run.source.empty() ? std::string() : display_path(run.source),
+                     &run.hardware, &run.collectives, &locations);
+  check_hardware(run.hardware, Locator(SourceLocation{display_path(shown)}, &locations), "hardware.");
+  run.calibration = shown;
 }
 
 std::string calibration_profile_hardware(const std::filesystem::path& profile) {

@@ -635,7 +635,8 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
          "parameters of `configs/hardware/` (power dynamics on: firmware governor at each GPU's power limit) and, "
          "where `calibration/profiles/` holds a calibration profile fitted on the case's GPU (matched by the "
          "profile's `hardware:`), again with that profile applied as the run key `calibration:` applies it "
-         "(docs/configs.md): its kernel efficiencies, launch overhead and link efficiencies over the hardware file's, "
+         "(docs/configs.md): its kernel efficiencies, launch overhead, link efficiencies, idle power, power model and "
+         "governor over the hardware file's, "
          "its collective step latency over the run's. Error = (predicted - measured) / measured. Sources are the "
          "public repositories named per row; the profiles name their inputs and fit reports.\n\n";
 

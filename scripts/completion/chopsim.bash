@@ -219,7 +219,7 @@ _chopsim() {
           mapfile -t COMPREPLY < <(compgen -d -- "$cur")
           return
           ;;
-        --out | -o | --report)
+        --out | -o | --report | --power-runs)
           mapfile -t COMPREPLY < <(compgen -f -- "$cur")
           return
           ;;
@@ -232,7 +232,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --keep-asymptote --quiet --help"
+      options="--hardware --configs --out -o --report --clock-mhz --min-kernel-us --max-gap-us --gpus-per-node --node-links --keep-asymptote --power-runs --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -220,8 +220,10 @@ TEST(RealData, H200DynamicPowerFromTheTraceAndItsTelemetry) {
   measurement_clock_from_telemetry(set, kernel_options);
   const DynamicPowerFit fit = fit_dynamic_power(set, hw, fit_telemetry(set), kernel_options.clock_hz);
   ASSERT_TRUE(fit.fitted) << fit.not_fitted_because;
-  // The probe ran at its 700 W limit (README of the folder: reason bit 4 from micro-batch 2 on).
-  EXPECT_NEAR(fit.mean_power_w, 690.0, 15.0);
+  // The probe ran at its 700 W limit (README of the folder: reason bit 4 from micro-batch 2 on); the 15 instant
+  // readings (power.draw.instant, 25 ms averages) taken while the traced kernels ran average 712 W, the cap plus
+  // the overshoots the firmware lets through.
+  EXPECT_NEAR(fit.mean_power_w, 700.0, 20.0);
   // The trace: GPU busy 98 % of the span (README), GEMM and attention 56 % of GPU time.
   EXPECT_GT(fit.busy, 0.85);
   EXPECT_LE(fit.busy, 1.0);

@@ -132,3 +132,29 @@ TEST(DynamicPowerFit, SaysWhyWhenNothingCanBeFitted) {
 
 }  // namespace
 }  // namespace chopsim
+
+namespace chopsim {
+namespace {
+
+// A power fit's measured side: the mean and the largest of the readings inside a run's window, edges included,
+// readings without a power or a clock (a separate temperature log) skipped.
+TEST(TelemetryWindow, MeanAndLargestOfTheReadingsInside) {
+  MeasurementSet set;
+  const double t0 = 1.8e9;
+  //                       input gpu      time       power  util gfx clock temp edge/junction
+  set.telemetry.push_back({0, "0", t0 - 0.05, 900.0, NAN, 1500e6, NAN, NAN});  // before the window
+  set.telemetry.push_back({0, "0", t0, 600.0, NAN, 1800e6, NAN, NAN});
+  set.telemetry.push_back({0, "0", t0 + 0.05, 700.0, NAN, 1700e6, NAN, NAN});
+  set.telemetry.push_back({1, "0", t0 + 0.06, NAN, NAN, NAN, 55.0, NAN});  // temperature only
+  set.telemetry.push_back({0, "0", t0 + 0.10, 800.0, NAN, 1600e6, NAN, NAN});
+  set.telemetry.push_back({0, "0", t0 + 0.15, 2000.0, NAN, 1000e6, NAN, NAN});  // after
+  const TelemetryWindowMean w = telemetry_window_mean(set, t0, t0 + 0.10);
+  EXPECT_EQ(w.readings, 3u);
+  EXPECT_DOUBLE_EQ(w.power_w, 700.0);
+  EXPECT_DOUBLE_EQ(w.clock_hz, 1700e6);
+  EXPECT_DOUBLE_EQ(w.largest_power_w, 800.0);
+  EXPECT_EQ(telemetry_window_mean(set, t0 + 1.0, t0 + 2.0).readings, 0u);
+}
+
+}  // namespace
+}  // namespace chopsim

@@ -156,9 +156,17 @@ TEST_F(CalibrationProfileTest, FittedPowerModelAndIdlePowerApply) {
   EXPECT_EQ(calibrated.hardware.power.dynamic_w, profile["power_model"]["dynamic_w"].as<double>());
   EXPECT_EQ(calibrated.hardware.idle_power_w, profile["power_w"]["idle"].as<double>());
   EXPECT_NE(calibrated.hardware.idle_power_w, plain.hardware.idle_power_w);  // measured 78.3 W, file 75 W
-  // The rest of the power model and the TDP stay the hardware file's.
+  // The knee, the busy and tensor weights and the governor's period fitted to the probe's runs (--power-runs).
+  EXPECT_EQ(calibrated.hardware.power.voltage.knee_hz,
+            profile["power_model"]["voltage"]["knee_mhz"].as<double>() * 1e6);
+  EXPECT_EQ(calibrated.hardware.power.tensor_activity, profile["power_model"]["tensor_activity"].as<double>());
+  EXPECT_EQ(calibrated.hardware.governor.control_period_s,
+            profile["governor"]["control_period_ms"].as<double>() * 1e-3);
+  // The rest of the power model and governor and the TDP stay the hardware file's.
   EXPECT_EQ(calibrated.hardware.power.hbm_w, plain.hardware.power.hbm_w);
-  EXPECT_EQ(calibrated.hardware.power.voltage.knee_hz, plain.hardware.power.voltage.knee_hz);
+  EXPECT_EQ(calibrated.hardware.power.voltage.max_ratio, plain.hardware.power.voltage.max_ratio);
+  EXPECT_EQ(calibrated.hardware.power.vector_activity, plain.hardware.power.vector_activity);
+  EXPECT_EQ(calibrated.hardware.governor.window_s, plain.hardware.governor.window_s);
   EXPECT_EQ(calibrated.hardware.tdp_w, plain.hardware.tdp_w);
 }
 

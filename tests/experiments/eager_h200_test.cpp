@@ -86,11 +86,13 @@ TEST(EagerH200, PeakAllocatedMemoryMatchesTheMeasuredPeaks) {
   EXPECT_FALSE(estimate_peak_memory(big.model, big.parallelism, big.training, big.hardware).fits());
 }
 
-// The probe's four micro-batches against what was measured (steps.json, nvml.csv), with the hardware file alone and
-// with calibration/profiles/h200.yaml. Bounds per metric, (uncalibrated, calibrated): issue 20's targets where they
-// are met (step time 15 % / 5 %, mean power 5 %), and what holds today where they are not (mean SM clock: the
-// target is 3 %, met at micro-batch 2 and 4 only; largest 25 ms power against the largest NVML reading: the target is
-// 10 %, met at 1, 4 and 8).
+// The probe's four micro-batches, and the 60 s at micro-batch 4 after them, against what was measured (steps.json,
+// nvml.csv), with the hardware file alone and with calibration/profiles/h200.yaml, whose power model was fitted to the
+// four phases (calibration/runs/h200-llama3.2-1b-eager.yaml; the sustained phase is held out). Bounds per metric,
+// (uncalibrated, calibrated): issue 20's targets (step time 15 % / 5 %, mean power 5 %, mean SM clock 3 % calibrated,
+// largest power reading 10 % calibrated), except the mean SM clock at micro-batch 1, 5.6 % low with the profile: that
+// load draws less power per clock cycle on the GPU than in the model, and the fit cannot lower it without worsening
+// the other runs (docs/calibration.md, "Power from whole runs").
 TEST(EagerH200, StepTimePowerClockAndPeaksWithAndWithoutTheProfile) {
   CHOPSIM_REQUIRE_SHARED_DATA(kFolder + "steps.json");
   const auto registries = ModelRegistries::with_builtins();
@@ -100,13 +102,13 @@ TEST(EagerH200, StepTimePowerClockAndPeaksWithAndWithoutTheProfile) {
   };
   const Bound bounds[] = {{ValidationMetric::iteration_time_s, 0.15, 0.05},
                           {ValidationMetric::average_power_w, 0.05, 0.05},
-                          {ValidationMetric::mean_clock_hz, 0.06, 0.06},
-                          {ValidationMetric::peak_power_w, 0.20, 0.20}};
+                          {ValidationMetric::mean_clock_hz, 0.06, 0.03},
+                          {ValidationMetric::peak_power_w, 0.15, 0.10}};
   std::vector<ValidationCase> chosen;
   for (ValidationCase& c : load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries,
                                                  test::source_dir() / "calibration" / "profiles"))
     if (c.group == "h200_eager" && c.metric != ValidationMetric::peak_memory_bytes) chosen.push_back(std::move(c));
-  ASSERT_EQ(chosen.size(), 16u);
+  ASSERT_EQ(chosen.size(), 20u);
   int checked = 0;
   for (const ValidationResult& r : run_validation(chosen, registries, 2)) {
     SCOPED_TRACE(r.validation_case.id);
@@ -115,11 +117,13 @@ TEST(EagerH200, StepTimePowerClockAndPeaksWithAndWithoutTheProfile) {
     for (const Bound& b : bounds) {
       if (b.metric != r.validation_case.metric) continue;
       EXPECT_LT(std::abs(r.uncalibrated.relative_error), b.uncalibrated);
-      EXPECT_LT(std::abs(r.calibrated.relative_error), b.calibrated);
+      const bool host_bound_clock = b.metric == ValidationMetric::mean_clock_hz &&
+                                    r.validation_case.id.find("micro-batch 1,") != std::string::npos;
+      EXPECT_LT(std::abs(r.calibrated.relative_error), host_bound_clock ? 0.06 : b.calibrated);
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(checked, 20);
 }
 
 TEST(EagerH200, ModelParallelismIsRejectedWithTheFix) {

@@ -3,10 +3,13 @@
 // 155,156,150,140,100,101,203,204,252.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/traces/timestamps.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "traces_test_support.hpp"
 
@@ -104,6 +107,41 @@ TEST(Telemetry, NvidiaSmiQueryGpuCsvWithUnits) {
   ASSERT_EQ(nounits.sink.telemetry.size(), 2U);
   EXPECT_DOUBLE_EQ(nounits.sink.telemetry[1].gfx_clock_hz, 1755e6);
   EXPECT_NEAR(nounits.sink.telemetry[1].time_s, 0.5, 1e-9);
+}
+
+// Hopper's power.draw is the average of the last second and lags a phase that starts; when the log also has
+// power.draw.instant, that is the power read (the H200 probe's nvidia-smi.csv has both, instant second).
+TEST(Telemetry, NvidiaSmiPrefersTheInstantPower) {
+  const std::string file = "measured/h200_llama32_1b/nvidia-smi.csv";
+  CHOPSIM_REQUIRE_SHARED_DATA(file);
+  const auto r = test::read_trace(test::shared_data_dir() / file, "nvidia-smi");
+  std::ifstream in(test::shared_data_dir() / file);
+  std::string line;
+  std::getline(in, line);  // header: timestamp, index, name, power.draw [W], power.draw.instant [W], ...
+  std::size_t i = 0, differ = 0;
+  while (std::getline(in, line) && i < r.sink.telemetry.size()) {
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+    ASSERT_GE(fields.size(), 5U);
+    const double average = std::stod(fields[3]), instant = std::stod(fields[4]);
+    EXPECT_DOUBLE_EQ(r.sink.telemetry[i].power_w, instant) << "row " << i + 2;
+    differ += std::fabs(average - instant) > 50.0;
+    ++i;
+  }
+  EXPECT_EQ(i, r.sink.telemetry.size());
+  EXPECT_GT(differ, 100U);  // the choice matters: the two columns differ by over 50 W in many rows
+}
+
+TEST(Telemetry, TimestampsAsToolsWriteThem) {
+  // 2024-05-22 17:15:22 UTC = 1716398122 s since the epoch (date -u -d '2024-05-22 17:15:22' +%s).
+  EXPECT_EQ(parse_timestamp_ns("2024/05/22 17:15:22.123"), 1716398122123000000);
+  EXPECT_EQ(parse_timestamp_ns("2024-05-22 17:15:22.123"), 1716398122123000000);
+  EXPECT_EQ(parse_timestamp_ns("2024-05-22T17:15:22.123Z"), 1716398122123000000);
+  EXPECT_EQ(parse_timestamp_ns(" 1716398122.5 "), 1716398122500000000);
+  EXPECT_FALSE(parse_timestamp_ns("yesterday"));
+  EXPECT_FALSE(parse_timestamp_ns("2024-13-22 17:15:22"));
+  EXPECT_FALSE(parse_timestamp_ns("2262-01-01 00:00:00"));  // past what int64 nanoseconds hold
 }
 
 TEST(Telemetry, DcgmDmon) {

@@ -10,6 +10,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
+#include "chopsim/traces/timestamps.hpp"
 #include "csv.hpp"
 #include "reader_util.hpp"
 
@@ -23,62 +24,9 @@ struct Metric {
   std::string_view name;  ///< column name (without unit), lower-case
   Field field;
   double scale;  ///< to SI, for the unit the tool documents for this column
+  /// When two columns give one field, the higher preference wins (else the first column).
+  int preference = 0;
 };
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, "chrono-compatible low-level date algorithms").
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-/// Parses "SSSS[.fff]" into nanoseconds exactly (no double rounding of epoch times).
-std::optional<std::int64_t> seconds_to_ns(std::string_view text) {
-  text = trim(text);
-  std::size_t i = 0;
-  std::int64_t whole = 0;
-  // int64 nanoseconds hold 9.22e9 s (until the year 2262): more is not a time in seconds (milliseconds, a corrupt
-  // field), and would overflow.
-  constexpr std::int64_t kLargestSeconds = 9'000'000'000;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    whole = whole * 10 + (text[i++] - '0');
-    if (whole > kLargestSeconds) return std::nullopt;
-  }
-  if (i == 0) return std::nullopt;
-  std::int64_t fraction = 0, scale = 100'000'000;
-  if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, scale /= 10)
-      fraction += (text[i] - '0') * scale;
-  }
-  if (i != text.size()) return std::nullopt;
-  return whole * 1'000'000'000 + fraction;
-}
-
-/// Nanoseconds since the Unix epoch of "2024/05/22 17:15:22.123" (nvidia-smi), "2024-05-22 17:15:22",
-/// "2024-05-22T17:15:22.5" or a plain number of seconds. Times without a zone are read as UTC.
-std::optional<std::int64_t> parse_time_ns(std::string_view text) {
-  text = trim(text);
-  if (!text.empty() && text.back() == 'Z') text.remove_suffix(1);
-  if (text.find(':') == std::string_view::npos) return seconds_to_ns(text);
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, consumed = 0;
-  char s1 = 0, s2 = 0;
-  const std::string copy(text);
-  if (std::sscanf(copy.c_str(), "%d%c%d%c%d%*[ T]%d:%d:%n", &year, &s1, &month, &s2, &day, &hour, &minute, &consumed) <
-          7 ||
-      consumed == 0)
-    return std::nullopt;
-  const auto seconds = seconds_to_ns(text.substr(static_cast<std::size_t>(consumed)));
-  if (!seconds) return std::nullopt;
-  // Dates int64 nanoseconds since the epoch can hold (1678-2262), fields in their ranges.
-  if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-      minute < 0 || minute > 59 || *seconds >= std::int64_t{61'000'000'000})
-    return std::nullopt;
-  const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  return (days * 86400 + hour * 3600 + minute * 60) * std::int64_t{1'000'000'000} + *seconds;
-}
 
 /// The tools' words for a reading they do not have: nvidia-smi "[N/A]", "[Not Supported]", "[Unknown Error]"; DCGM
 /// "N/A"; rocm-smi/amd-smi "N/A" or an empty field.
@@ -154,10 +102,14 @@ class CsvTelemetry {
         if (metric.name != name) continue;
         Metric m = metric;
         if (units_in_header) m.scale = unit_scale(unit, metric.scale);
-        // The first column wins when aliases repeat (power.draw before power.draw.average).
-        const bool taken = std::any_of(c.metrics.begin(), c.metrics.end(),
-                                       [&](const auto& entry) { return entry.second.field == m.field; });
-        if (!taken) c.metrics.emplace_back(index, m);
+        // When aliases repeat, the first column wins (power.draw before power.draw.average) unless a later one is
+        // preferred (power.draw.instant).
+        const auto taken = std::find_if(c.metrics.begin(), c.metrics.end(),
+                                        [&](const auto& entry) { return entry.second.field == m.field; });
+        if (taken == c.metrics.end())
+          c.metrics.emplace_back(index, m);
+        else if (m.preference > taken->second.preference)
+          *taken = {index, m};
       }
     }
     if (c.metrics.empty())
@@ -188,7 +140,7 @@ class CsvTelemetry {
       }
       std::int64_t time = row * std::int64_t{1'000'000'000};  // no time column: one row per second
       if (c.time >= 0) {
-        const auto t = parse_time_ns(field(c.time));
+        const auto t = parse_timestamp_ns(field(c.time));
         if (!t)
           throw InputError({file, lines.line_number()}, header[static_cast<std::size_t>(c.time)],
                            "'" + std::string(field(c.time)) + "' is not a time",
@@ -225,7 +177,9 @@ class CsvTelemetry {
 // nvidia-smi --query-gpu field names (nvidia-smi --help-query-gpu); the unit comes from the header.
 const std::vector<Metric> kNvidiaSmiMetrics = {
     {"power.draw", &TelemetrySample::power_w, 1.0},
-    {"power.draw.instant", &TelemetrySample::power_w, 1.0},
+    // Hopper and later: power.draw is the average of the last second, power.draw.instant the power now; a transient
+    // (a phase starting, a power spike) shows only in the instant reading (nvidia-smi --help-query-gpu).
+    {"power.draw.instant", &TelemetrySample::power_w, 1.0, 1},
     {"power.draw.average", &TelemetrySample::power_w, 1.0},
     {"power.limit", &TelemetrySample::power_limit_w, 1.0},
     {"enforced.power.limit", &TelemetrySample::power_limit_w, 1.0},

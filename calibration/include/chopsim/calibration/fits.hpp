@@ -320,4 +320,53 @@ struct DynamicPowerFit {
 [[nodiscard]] DynamicPowerFit fit_dynamic_power(const MeasurementSet& measurements, const HardwareReference& hardware,
                                                 const TelemetryFit& telemetry, double measurement_clock_hz);
 
+// ---------------------------------------------------------------------------------------------------------------
+// Power from whole runs (`chopsim calibrate --power-runs`): the experiments layer simulates the runs, this layer
+// holds what was measured and what was fitted.
+
+/// What the telemetry read over one measured run's window: the mean of every reading of every GPU in it, and the
+/// largest power reading.
+struct TelemetryWindowMean {
+  std::size_t readings = 0;  ///< readings with a power and a clock
+  double power_w = 0.0;
+  double clock_hz = 0.0;
+  double largest_power_w = 0.0;
+  double lowest_clock_hz = 0.0;
+};
+
+/// Mean power and core clock, the largest power and the lowest clock, of the telemetry readings taken in [from_s, to_s]
+/// (seconds since the Unix epoch, the clock of nvidia-smi and amd-smi logs). Readings without a power or a clock are
+/// skipped.
+[[nodiscard]] TelemetryWindowMean telemetry_window_mean(const MeasurementSet& measurements, double from_s, double to_s);
+
+/// One measured run of a power fit: what was measured and what the power model predicts before and after the fit.
+struct RunPowerRow {
+  std::string label;   ///< the run's name in the runs file
+  std::string config;  ///< the run config, as the runs file names it
+  TelemetryWindowMean measured;
+  double from_s = 0.0, to_s = 0.0;  ///< the window (Unix epoch)
+  /// Simulated with the hardware file's power model: mean power, mean clock while kernels run, and the largest
+  /// reading a power sensor would give over the window (experiments/src/power_sensor.hpp).
+  double before_power_w = 0.0, before_clock_hz = 0.0, before_largest_w = 0.0, before_lowest_clock_hz = 0.0;
+  /// The same with the fitted parameters.
+  double after_power_w = 0.0, after_clock_hz = 0.0, after_largest_w = 0.0, after_lowest_clock_hz = 0.0;
+};
+
+/// The power model's voltage knee and activity weights, and the firmware governor's control period, fitted so that
+/// simulated runs draw the measured mean power at the measured mean clock with the measured largest power reading
+/// (the governor holds the cap: the clock's fall with load is the knee and the weights; how far 25 ms of power
+/// overshoot the cap is the weights' spread and how soon the governor answers).
+struct RunPowerFit {
+  bool fitted = false;
+  std::string runs_file;            ///< as given
+  std::vector<std::size_t> inputs;  ///< the runs file and the run configs, in CalibrationResult::inputs
+  std::vector<RunPowerRow> runs;
+  double knee_hz = 0.0, busy_activity = 0.0, tensor_activity = 0.0;                 ///< fitted
+  double control_period_s = 0.0;                                                    ///< fitted
+  double file_knee_hz = 0.0, file_busy_activity = 0.0, file_tensor_activity = 0.0;  ///< the start: hardware file
+  double file_control_period_s = 0.0;
+  std::size_t evaluations = 0;               ///< parameter sets simulated
+  double rms_before = 0.0, rms_after = 0.0;  ///< root mean square of the relative errors (power, clock, largest)
+};
+
 }  // namespace chopsim

@@ -27,6 +27,7 @@ struct CalibrationResult {
   CollectiveCalibration collectives;
   TelemetryFit telemetry;
   DynamicPowerFit power_model;
+  RunPowerFit run_power;     ///< `--power-runs`: filled by the caller's CalibrateOptions::refine
   std::string report_label;  ///< where the report is written, as named in the profile's header ("" = none)
 };
 
@@ -61,6 +62,9 @@ struct CalibrateOptions {
   std::optional<NodeLinks> node_links;  ///< default: HardwareReference::default_node_links()
   /// Told after each input is read (LoadOptions::on_input).
   std::function<void(std::size_t done, std::size_t total, const std::filesystem::path& input)> on_input;
+  /// Called with the fitted result and the measurements it was fitted from before anything is written: a layer
+  /// above may refine the result (the app fits the power model to whole simulated runs, `--power-runs`).
+  std::function<void(CalibrationResult& result, const MeasurementSet& measurements)> refine;
 };
 
 /// Loads, fits and writes the profile (and report) through temporary files renamed together at the end: on any

@@ -57,6 +57,9 @@ struct ConfigOverride {
 /// checked and not used; records the file in run.calibration. Throws InputError when the file is missing or
 /// malformed, has an unknown key or another profile_version, or was fitted on hardware other than run.hardware.name.
 void apply_calibration_profile(RunSpec& run, const std::filesystem::path& profile);
+/// The same for a profile's text (what `chopsim calibrate` is about to write), named `shown` in messages and in
+/// run.calibration.
+void apply_calibration_profile_text(RunSpec& run, const std::string& profile_yaml, const std::filesystem::path& shown);
 
 /// The `hardware:` a calibration profile was fitted on (the whole file is checked as apply_calibration_profile does).
 [[nodiscard]] std::string calibration_profile_hardware(const std::filesystem::path& profile);
