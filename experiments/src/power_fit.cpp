@@ -37,10 +37,12 @@ struct PowerKnobs {
   auto operator<=>(const PowerKnobs&) const = default;
 };
 
-/// Simulated mean power, clock and largest sensor reading of each run for one parameter set.
+/// Simulated mean power, mean clock, largest sensor reading and lowest clock of each run for one parameter set.
 struct Prediction {
   std::vector<double> power_w, clock_hz, largest_w, lowest_clock_hz;
-  double cost = 0.0;  ///< mean over runs of the summed squared relative errors of the three
+  /// Mean over runs of the summed squared relative errors of the first three. The lowest clock is reported, not
+  /// fitted: with it in the cost the fit gives up the clock's fall with load (docs/calibration.md).
+  double cost = 0.0;
 };
 
 /// GPU 0's power over the run ((time, power from then on)): what a power sensor would read of it.
