@@ -11,13 +11,13 @@
 #                                          code change alters the coverage feedback and so the inputs reached.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]  exploratory: each target for SECONDS (default 60), seed 1. New findings
 #                                          go to build-fuzz/findings/; fix them and add the input to the corpus.
-# Targets: kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study
+# Targets: kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study power_runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Executions per target in --ci mode: measured as ~30 s per target on the CI machine (2 cores), 2026-11-26.
 declare -A ci_runs=(
   [kineto]=4000 [rocprof_csv]=20000 [rocprof_json]=4000 [telemetry]=25000 [nsys]=25000
-  [store]=1300 [run_config]=30000 [sweep]=100000 [study]=75000
+  [store]=1300 [run_config]=30000 [sweep]=100000 [study]=75000 [power_runs]=75000
 )
 ci=0
 seconds=60
@@ -29,7 +29,7 @@ elif [ $# -gt 0 ]; then
   shift
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study)
+[ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study power_runs)
 
 bash scripts/setup-debian.sh
 bash scripts/apt-install.sh fuzz clang libfuzzer-14-dev

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <set>
@@ -66,6 +68,17 @@ class PowerTrace final : public SimulationObserver {
   }
   std::vector<std::pair<double, double>> power, clock;
 };
+
+/// "2026-11-26 03:20:25.317 UTC" for seconds since the Unix epoch (messages).
+std::string utc_text(double unix_s) {
+  const auto whole = static_cast<std::time_t>(std::floor(unix_s));
+  std::tm utc{};
+  gmtime_r(&whole, &utc);
+  char text[64];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02d %02d:%02d:%06.3f UTC", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec + (unix_s - std::floor(unix_s)));
+  return text;
+}
 
 double read_time(Mapping& m, std::string_view key) {
   const YAML::Node value = m.value(key);
@@ -141,13 +154,12 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
     row.to_s = run.to_s;
     row.measured = telemetry_window_mean(measurements, run.from_s, run.to_s);
     if (row.measured.readings == 0)
-      throw InputError(
-          run.where, run.key + ".from",
-          "no telemetry reading with a power and a clock between from and to" +
-              (measurements.telemetry.empty() ? std::string(" (no telemetry among the inputs)")
-                                              : " (the telemetry inputs span " + std::to_string(first_reading) +
-                                                    " to " + std::to_string(last_reading) + " s since the Unix epoch)"),
-          "give the telemetry of the runs as inputs and each run's window in UTC on its clock");
+      throw InputError(run.where, run.key + ".from",
+                       "no telemetry reading with a power and a clock between from and to" +
+                           (measurements.telemetry.empty() ? std::string(" (no telemetry among the inputs)")
+                                                           : " (the telemetry inputs span " + utc_text(first_reading) +
+                                                                 " to " + utc_text(last_reading) + ")"),
+                       "give the telemetry of the runs as inputs and each run's window in UTC on its clock");
     RunSpec spec = load_run_config(run.config, default_search_path(run.config), registries);
     if (!spec.calibration.empty())
       throw InputError(run.where, run.key + ".config",

@@ -194,6 +194,28 @@ case("study/no_candidates.yaml", STUDY_HEAD + "candidates: []\n", STUDY, 2, "can
 case("study/swept_key_set.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB, training.micro_batch: 4}}\n",
      STUDY, 2, "axis of the study's sweep")
 
+# Power-fit runs files (calibrate --power-runs; issue 20): read and checked before any input is read, the windows
+# against the telemetry inputs before any run is simulated.
+POWER_RUNS = ("calibrate {src}/tests/traces/fixtures/nvidia_smi.csv --hardware H200-SXM-141GB --configs {src}/configs "
+              "-o {out}/p.yaml --power-runs {in}")
+MB1 = "../../../../configs/validation/h200-llama3.2-1b-eager-mb1.yaml"
+FIXTURE_WINDOW = 'from: "2024-05-22 17:15:22", to: "2024-05-22 17:15:25"'
+case("power_runs/unknown_key.yaml", "runs:\n  - {name: a, config: %s, %s, window: 3}\n" % (MB1, FIXTURE_WINDOW),
+     POWER_RUNS, 2, "window")
+case("power_runs/bad_time.yaml", "runs:\n  - {name: a, config: %s, from: noon, to: 1716398125}\n" % MB1, POWER_RUNS, 2,
+     "is not a time")
+case("power_runs/reversed_window.yaml", "runs:\n  - {name: a, config: %s, from: 1716398125, to: 1716398122}\n" % MB1,
+     POWER_RUNS, 2, "ends before it starts")
+case("power_runs/missing_config.yaml", "runs:\n  - {name: a, config: no_such_run.yaml, %s}\n" % FIXTURE_WINDOW,
+     POWER_RUNS, 2, "no run config at")
+case("power_runs/no_runs.yaml", "runs: []\n", POWER_RUNS, 2, "non-empty list")
+case("power_runs/outside_telemetry.yaml",
+     "runs:\n  - {name: a, config: %s, from: \"2020-01-01 00:00:00\", to: \"2020-01-01 00:00:01\"}\n" % MB1,
+     POWER_RUNS, 2, "no telemetry reading")
+case("power_runs/other_gpu.yaml",
+     "runs:\n  - {name: a, config: ../../../../configs/llama3-8b-fsdp.yaml, %s}\n" % FIXTURE_WINDOW, POWER_RUNS, 2,
+     "uses hardware MI300X")
+
 
 def kineto(name, text, word, code=2):
     case("kineto/" + name + ".json", text, INGEST, code, word)

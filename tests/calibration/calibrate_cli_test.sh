@@ -48,6 +48,21 @@ grep -q "H100-SXM5-80GB" "$work/err.txt" || fail "unknown hardware: message does
 expect_exit 2 "no input" calibrate --hardware H100-SXM5-80GB -o "$work/out/p.yaml"
 expect_exit 2 "no output" calibrate "$gemm" --hardware H100-SXM5-80GB --configs "$configs"
 expect_exit 2 "bad option" calibrate "$gemm" --hardware H100-SXM5-80GB -o "$work/out/p.yaml" --node-links ring
+# --power-runs: a window the telemetry inputs do not cover, and a runs file given as the output.
+smi=$data/measured/h200_llama32_1b/nvidia-smi.csv
+if [ -f "$smi" ]; then
+  mkdir -p "$work/runs"
+  cp "$configs/validation/h200-llama3.2-1b-eager-mb1.yaml" "$work/runs/mb1.yaml"
+  printf 'runs:\n  - {name: mb1, config: mb1.yaml, from: "2020-01-01 00:00:00", to: "2020-01-01 00:00:01"}\n' \
+    >"$work/runs/runs.yaml"
+  expect_exit 2 "power runs outside the telemetry" calibrate "$smi" --hardware H200-SXM-141GB --configs "$configs" \
+    -o "$work/out/p.yaml" --report "$work/out/p.md" --power-runs "$work/runs/runs.yaml"
+  grep -q "runs\[0\].from" "$work/err.txt" || fail "power runs: message does not name runs[0].from"
+  grep -q "no telemetry reading" "$work/err.txt" || fail "power runs: message does not say what is missing"
+  expect_exit 2 "power runs as the output" calibrate "$smi" --hardware H200-SXM-141GB --configs "$configs" \
+    -o "$work/runs/runs.yaml" --power-runs "$work/runs/runs.yaml"
+  grep -q "^runs:" "$work/runs/runs.yaml" || fail "power runs: the runs file was overwritten"
+fi
 if [ -n "$(ls -A "$work/out")" ]; then
   fail "files left behind after failed calibrations: $(ls -A "$work/out")"
 fi
