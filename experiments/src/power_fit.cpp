@@ -178,6 +178,12 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
     fit.runs.push_back(row);
   }
 
+  if (specs.size() < 2)
+    throw InputError(runs.runs.front().where, "runs",
+                     "a power fit needs at least two runs: one run's power and clock cannot tell the voltage knee from "
+                     "the activity weights",
+                     "list runs of different loads (micro-batch sizes, models) measured on this GPU");
+
   // The runs file and the run configs are inputs of the profile (its header lists them with their SHA-256).
   const auto add_input = [&](const fs::path& path, const std::string& as_given, const std::string& kind) {
     InputFile input;

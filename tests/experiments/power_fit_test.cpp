@@ -76,5 +76,19 @@ TEST_F(PowerFitRunsFile, AWindowWithoutTelemetryIsRefusedBeforeAnySimulation) {
   EXPECT_FALSE(result.run_power.fitted);
 }
 
+TEST_F(PowerFitRunsFile, OneRunCannotFitTheKneeAndTheWeights) {
+  const PowerFitRuns runs =
+      load_power_fit_runs(runs_file("  - {name: a, config: mb1.yaml, from: 1795663254, to: 1795663255}\n"));
+  CalibrationResult result;
+  result.hardware = load_hardware_reference("H200-SXM-141GB", test::configs_dir());
+  MeasurementSet measurements;  // one reading inside the window
+  measurements.telemetry.push_back({0, "0", 1795663254.5, 690.0, 1.0, 1700e6, 55.0, 60.0});
+  const auto registries = ModelRegistries::with_builtins();
+  const std::string message =
+      test::input_error([&] { fit_power_to_runs(result, measurements, runs, registries, "profile.yaml"); });
+  EXPECT_NE(message.find("at least two runs"), std::string::npos) << message;
+  EXPECT_FALSE(result.run_power.fitted);
+}
+
 }  // namespace
 }  // namespace chopsim

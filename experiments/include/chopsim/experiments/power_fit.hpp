@@ -45,7 +45,7 @@ struct PowerFitRuns {
 /// the profile `result` renders (shown in messages as `profile_name`); its measured mean power and clock are the
 /// telemetry readings of `measurements` in its window. Throws InputError when a window holds no reading with a power
 /// and a clock, a run's GPU is not result's hardware, a run names a calibration profile of its own or simulates no
-/// power (power dynamics off).
+/// power (power dynamics off), or there are fewer than two runs.
 void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurements, const PowerFitRuns& runs,
                        const ModelRegistries& registries, const std::string& profile_name);
 
