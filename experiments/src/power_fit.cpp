@@ -33,7 +33,8 @@ using config_detail::Scope;
 
 namespace {
 
-/// The parameters searched: the voltage knee (MHz) and the busy and tensor activity weights.
+/// The parameters searched: the voltage knee (MHz), the busy and tensor activity weights and the governor's control
+/// period (ms).
 struct PowerKnobs {
   double knee_mhz = 0.0, busy = 0.0, tensor = 0.0, period_ms = 0.0;
   auto operator<=>(const PowerKnobs&) const = default;
@@ -243,11 +244,11 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
   };
 
   // The governor's clock steps make the cost a staircase, flat at small parameter changes: a local search from the
-  // file's values stalls. So first a coarse grid over the plausible range (knee every 200 MHz; busy weight 0-0.6 and
-  // tensor weight 0.4-2, where the files' are 0.3 and 0.7 for P_dyn of about 2x the TDP; control period 2.5-10 ms,
-  // NVIDIA publishing none), then a compass search from its best point: each parameter one step up and down, the
-  // best improvement taken, the steps halved when none improves. Whole-MHz knee steps, activity steps of 0.01 and
-  // period steps of 1/8 ms keep every value exactly what the profile writes.
+  // file's values stalls. So first a coarse grid over the plausible range (knee every 200 MHz; busy weight 0-0.5 and
+  // tensor weight 0.4-1.6, where the files' are 0.3 and 0.7 for P_dyn of about 2x the TDP; control period 2.5-10 ms,
+  // NVIDIA publishing none), then a compass search from the best few grid points: each parameter one step up and
+  // down, the best improvement taken, the steps halved when none improves. Whole-MHz knee steps, activity steps of
+  // 0.01 and period steps of 1/8 ms keep every value exactly what the profile writes.
   std::vector<std::pair<double, PowerKnobs>> grid{{predict(start).cost, start}};
   for (double knee = 200.0 * std::ceil(min_knee_mhz / 200.0); knee <= max_knee_mhz; knee += 200.0)
     for (const double busy : {0.0, 0.1, 0.2, 0.3, 0.4, 0.5})
