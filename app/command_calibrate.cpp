@@ -96,12 +96,11 @@ int command_calibrate(const std::vector<std::string>& raw) {
     check_output_file(options.output, "-o", read);
     if (options.report) check_output_file(*options.report, "--report", read);
   }
-  const ModelRegistries registries = ModelRegistries::with_builtins();
   if (power_runs) {
     options.refine = [&](CalibrationResult& result, const MeasurementSet& measurements) {
       if (!args.has_switch("--quiet"))
         std::cerr << "chopsim calibrate: fitting the power model to " << power_runs->runs.size() << " simulated runs\n";
-      fit_power_to_runs(result, measurements, *power_runs, registries, options.output.string());
+      fit_power_to_runs(result, measurements, *power_runs, ModelRegistries::with_builtins(), options.output.string());
     };
   }
 

@@ -115,8 +115,9 @@ PowerFitRuns load_power_fit_runs(const fs::path& file) {
     run.key = "runs[" + std::to_string(i) + "]";
     m.read("name", run.name, Need::required);
     if (!names.insert(run.name).second) m.fail("name", "two runs are named '" + run.name + "'", "rename one");
-    m.read("config", run.config_as_written, Need::required);
-    const fs::path given(run.config_as_written);
+    std::string config;
+    m.read("config", config, Need::required);
+    const fs::path given(config);
     run.config = given.is_relative() ? file.parent_path() / given : given;
     std::error_code error;
     if (!fs::is_regular_file(run.config, error))
@@ -137,7 +138,6 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
                        const ModelRegistries& registries, const std::string& profile_name) {
   RunPowerFit& fit = result.run_power;
   fit = RunPowerFit{};
-  fit.runs_file = runs.file.string();
 
   // What each run measured, and the runs as the profile being written makes them.
   double first_reading = std::numeric_limits<double>::infinity(), last_reading = -first_reading;
@@ -150,9 +150,6 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
   for (const PowerFitRun& run : runs.runs) {
     RunPowerRow row;
     row.label = run.name;
-    row.config = run.config_as_written;
-    row.from_s = run.from_s;
-    row.to_s = run.to_s;
     row.measured = telemetry_window_mean(measurements, run.from_s, run.to_s);
     if (row.measured.readings == 0)
       throw InputError(run.where, run.key + ".from",
@@ -312,9 +309,6 @@ void fit_power_to_runs(CalibrationResult& result, const MeasurementSet& measurem
   fit.tensor_activity = best.tensor;
   fit.control_period_s = best.period_ms * 1e-3;
   fit.file_control_period_s = start.period_ms * 1e-3;
-  fit.file_knee_hz = start.knee_mhz * units::kMega;
-  fit.file_busy_activity = start.busy;
-  fit.file_tensor_activity = start.tensor;
   fit.evaluations = simulated.size();
   fit.rms_before = std::sqrt(before.cost / 3.0);
   fit.rms_after = std::sqrt(after.cost / 3.0);

@@ -341,10 +341,8 @@ struct TelemetryWindowMean {
 
 /// One measured run of a power fit: what was measured and what the power model predicts before and after the fit.
 struct RunPowerRow {
-  std::string label;   ///< the run's name in the runs file
-  std::string config;  ///< the run config, as the runs file names it
+  std::string label;  ///< the run's name in the runs file
   TelemetryWindowMean measured;
-  double from_s = 0.0, to_s = 0.0;  ///< the window (Unix epoch)
   /// Simulated with the hardware file's power model: mean power, mean clock while kernels run, and the largest
   /// reading a power sensor would give over the window (experiments/src/power_sensor.hpp).
   double before_power_w = 0.0, before_clock_hz = 0.0, before_largest_w = 0.0, before_lowest_clock_hz = 0.0;
@@ -358,12 +356,11 @@ struct RunPowerRow {
 /// overshoot the cap is the weights' spread and how soon the governor answers).
 struct RunPowerFit {
   bool fitted = false;
-  std::string runs_file;            ///< as given
   std::vector<std::size_t> inputs;  ///< the runs file and the run configs, in CalibrationResult::inputs
   std::vector<RunPowerRow> runs;
-  double knee_hz = 0.0, busy_activity = 0.0, tensor_activity = 0.0;                 ///< fitted
-  double control_period_s = 0.0;                                                    ///< fitted
-  double file_knee_hz = 0.0, file_busy_activity = 0.0, file_tensor_activity = 0.0;  ///< the start: hardware file
+  double knee_hz = 0.0, busy_activity = 0.0, tensor_activity = 0.0;  ///< fitted
+  double control_period_s = 0.0;                                     ///< fitted
+  /// The hardware file's control period (the file's knee and weights are in HardwareReference::power_model).
   double file_control_period_s = 0.0;
   std::size_t evaluations = 0;               ///< parameter sets simulated
   double rms_before = 0.0, rms_after = 0.0;  ///< root mean square of the relative errors (power, clock, largest)

@@ -20,7 +20,6 @@ namespace chopsim {
 struct PowerFitRun {
   std::string name;
   std::filesystem::path config;     ///< resolved against the runs file's folder
-  std::string config_as_written;    ///< as the runs file names it
   double from_s = 0.0, to_s = 0.0;  ///< seconds since the Unix epoch
   SourceLocation where;             ///< of the run's entry
   std::string key;                  ///< "runs[2]", its path in messages
