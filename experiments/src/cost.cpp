@@ -37,6 +37,7 @@ void decode_gpu_cost(Mapping& m, GpuCost& cost) {
   m.read("amortisation_years", cost.amortisation_years, 1.0, kPositiveReal, "years");
   m.read("node_overhead_w", cost.node_overhead_w, 1.0, kNonNegativeReal, "W");
   m.read("gpus_per_rack", cost.gpus_per_rack, kPositiveInt);
+  if (m.read("rack_power_kw", value, 1.0, kPositiveReal, "kW")) cost.rack_power_kw = value;
   m.read("source", cost.source);
   m.finish();
 }

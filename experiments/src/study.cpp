@@ -179,7 +179,8 @@ CandidateResult price_candidate(const std::string& name, const std::string& hard
   r.facility_power_w = it_peak_w * facility.pue;
   r.tokens_per_s_per_kw = r.facility_power_w > 0.0 ? f.tokens_per_s / (r.facility_power_w / 1e3) : 0.0;
   const int by_space = (gpus + cost.gpus_per_rack - 1) / cost.gpus_per_rack;
-  const int by_power = static_cast<int>(std::ceil(it_peak_w / 1e3 / facility.rack_power_kw - 1e-9));
+  const double rack_power_kw = cost.rack_power_kw.value_or(facility.rack_power_kw);
+  const int by_power = static_cast<int>(std::ceil(it_peak_w / 1e3 / rack_power_kw - 1e-9));
   r.racks = std::max(by_space, by_power);
   return r;
 }

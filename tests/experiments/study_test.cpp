@@ -47,6 +47,14 @@ TEST(StudyCost, RentalAndOwnershipByHand) {
   EXPECT_DOUBLE_EQ(r.tokens_per_s_per_kw, 50000.0 / 124.8);
   // Space: 64 / 32 = 2 racks; power: 83.2 kW of IT at peak / 40 kW = 3 racks.
   EXPECT_EQ(r.racks, 3);
+  // A system sold as whole racks with their own power (GB200 NVL72, ~120 kW) is not bound by the facility's 40 kW:
+  // 83.2 kW / 132 kW = 1 rack by power, 64 / 72 = 1 by space.
+  GpuCost rack_system = rented;
+  rack_system.gpus_per_rack = 72;
+  rack_system.rack_power_kw = 132.0;
+  EXPECT_EQ(price_candidate("r", "GB200", 64, 8, best, 1e11, rack_system, facility).racks, 1);
+  rack_system.rack_power_kw = 50.0;  // 83.2 / 50 -> 2 racks
+  EXPECT_EQ(price_candidate("r", "GB200", 64, 8, best, 1e11, rack_system, facility).racks, 2);
 
   GpuCost owned = rented;
   owned.gpu_hour_usd.reset();
@@ -155,6 +163,17 @@ TEST(ShippedStudies, LoadWithEveryCandidatePriced) {
       EXPECT_FALSE(c.cost->source.empty()) << c.name << ": every catalog price names its source";
     }
   }
+  // The shipped catalog prices the GPUs issue 17 names, each with a dated source (a year in its source text).
+  const StudySpec spec = load_study(test::configs_dir() / "studies" / "scaleup-vs-scaleout.yaml");
+  for (const char* gpu : {"H100-SXM5-80GB", "H200-SXM-141GB", "A100-SXM4-80GB", "B200", "GB200", "MI300X", "MI325X"}) {
+    const auto it = spec.catalog.gpus.find(gpu);
+    ASSERT_NE(it, spec.catalog.gpus.end()) << gpu;
+    EXPECT_TRUE(it->second.gpu_hour_usd || it->second.capex_usd_per_gpu) << gpu;
+    EXPECT_NE(it->second.source.find("202"), std::string::npos) << gpu << ": " << it->second.source;
+    EXPECT_TRUE(std::filesystem::exists(test::configs_dir() / "hardware" / (std::string(gpu) + ".yaml"))) << gpu;
+  }
+  // GB200 racks come with their own power (an NVL72 rack is ~120-132 kW, above an air-cooled facility's limit).
+  EXPECT_GT(spec.catalog.gpus.at("GB200").rack_power_kw.value_or(0.0), spec.catalog.facility.rack_power_kw);
 }
 
 }  // namespace

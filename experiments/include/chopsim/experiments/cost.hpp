@@ -15,7 +15,10 @@ struct GpuCost {
   double amortisation_years = 4.0;
   double node_overhead_w = 0.0;  ///< a node's power beyond its GPUs (CPUs, NICs, fans, drives) at full load (W)
   int gpus_per_rack = 32;        ///< GPUs one rack holds (space)
-  std::string source;            ///< where the numbers come from, with dates
+  /// IT power one rack of this system can be given (kW), for systems sold as whole racks with their own power
+  /// shelves and liquid cooling (GB200 NVL72); unset: the facility's rack_power_kw.
+  std::optional<double> rack_power_kw;
+  std::string source;  ///< where the numbers come from, with dates
 };
 
 /// The data centre around the GPUs.
