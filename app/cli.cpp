@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 
 namespace chopsim::cli {
 

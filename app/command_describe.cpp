@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "cli.hpp"
 
 namespace chopsim::cli {

@@ -2,9 +2,9 @@
 #include <iostream>
 
 #include "chopsim/common/atomic_output.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/import.hpp"
-#include "chopsim/experiments/registries.hpp"
 #include "cli.hpp"
 
 namespace chopsim::cli {

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "chopsim/common/units.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/replay.hpp"
 #include "cli.hpp"
 

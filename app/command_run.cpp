@@ -2,8 +2,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"

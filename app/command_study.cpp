@@ -4,8 +4,8 @@
 #include <string>
 #include <thread>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"

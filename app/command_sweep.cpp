@@ -3,8 +3,8 @@
 #include <thread>
 #include <tuple>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim/report/report.hpp"
 #include "cli.hpp"

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "chopsim/common/atomic_output.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "cli.hpp"
 #include "progress.hpp"

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/import.hpp"
-#include "chopsim/experiments/registries.hpp"
 #include "chopsim/experiments/sweep.hpp"
 #include "chopsim/traces/ingest.hpp"
 #include "cli.hpp"

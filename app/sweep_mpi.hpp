@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/sweep.hpp"
 
 namespace chopsim::cli {

@@ -11,8 +11,8 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/version.hpp"
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/study.hpp"
 #include "chopsim/experiments/sweep.hpp"

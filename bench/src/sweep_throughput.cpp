@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 
 int main(int argc, char** argv) {

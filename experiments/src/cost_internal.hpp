@@ -2,8 +2,8 @@
 // Decoding of cost keys (private to chopsim_experiments): a GPU's price (a catalog entry, a study candidate's or a
 // sweep's `cost:`) and the facility (`facility:`), read the same way wherever they appear.
 
+#include "chopsim/config/detail/decode.hpp"
 #include "chopsim/experiments/cost.hpp"
-#include "config_internal.hpp"
 
 namespace chopsim::config_detail {
 

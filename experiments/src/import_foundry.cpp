@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 #include "chopsim/experiments/import.hpp"
-#include "config_yaml.hpp"
 #include "import_internal.hpp"
 
 namespace chopsim {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 #include "chopsim/experiments/import.hpp"
-#include "config_yaml.hpp"
 
 namespace chopsim {
 

@@ -19,9 +19,9 @@
 
 #include "chopsim/common/config_files.hpp"
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 #include "chopsim/experiments/import.hpp"
-#include "config_yaml.hpp"
 #include "import_internal.hpp"
 
 namespace chopsim {

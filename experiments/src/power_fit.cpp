@@ -18,10 +18,10 @@
 
 #include "chopsim/calibration/measurements.hpp"
 #include "chopsim/common/units.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/decode.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/traces/timestamps.hpp"
-#include "config_internal.hpp"
 #include "power_sensor.hpp"
 
 namespace chopsim {

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
+#include "chopsim/config/run_spec.hpp"
 #include "chopsim/experiments/run.hpp"
-#include "chopsim/experiments/run_spec.hpp"
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/workload.hpp"
 #include "chopsim/sim/engine.hpp"

@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "chopsim/common/atomic_output.hpp"
-#include "config_internal.hpp"
+#include "chopsim/config/detail/decode.hpp"
 #include "cost_internal.hpp"
 #include "csv_text.hpp"
 

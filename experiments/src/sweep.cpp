@@ -9,7 +9,7 @@
 #include <cmath>
 #include <set>
 
-#include "config_yaml.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 #include "cost_internal.hpp"
 
 namespace chopsim {

@@ -15,7 +15,7 @@
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/models/workload.hpp"
 #include "power_sensor.hpp"

@@ -1,16 +1,38 @@
 #pragma once
-// Private to validation*.cpp: helpers the case builders (validation_cases.cpp), the runner and page (validation.cpp)
-// and the CSV (validation_csv.cpp) share.
+// Private to validation*.cpp: helpers the case builders (validation_cases.cpp, validation_power_cases.cpp), the
+// runner and page (validation.cpp) and the CSV (validation_csv.cpp) share.
+
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "chopsim/common/units.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/validation.hpp"
 
 namespace chopsim::validation_detail {
+
+/// A measured data file of ../shared/data (YAML or JSON, read as it is: these are not configs); InputError at the
+/// file's line for a malformed one.
+[[nodiscard]] YAML::Node load_yaml_data(const std::filesystem::path& path);
+
+// The power, DVFS and thermal cases (validation_power_cases.cpp), each appended to `cases`.
+/// The H200 Llama-3.2-1B eager measurement (../shared/data/measured/h200_llama32_1b).
+void add_h200_eager_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                          const ModelRegistries& registries, std::vector<ValidationCase>& cases);
+/// Perseus's per-stage time and energy on A100 (../shared/data/power).
+void add_perseus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                       std::vector<ValidationCase>& cases);
+/// Zeus's power-limit sweep and Merak's per-stage profile on A100 (../shared/data/power).
+void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                    std::vector<ValidationCase>& cases);
+/// The seed papers' findings, each checked for the reason the paper gives.
+void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
+                       std::vector<ValidationCase>& cases);
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 inline double median(std::vector<double> values) {

@@ -188,8 +188,8 @@ case("study/percent_line_in_flow.yaml", STUDY_HEAD + "note: {a\n%andidates:\n}\n
 case("study/no_goal.yaml", "sweep: ../../../../configs/studies/llama3-70b-search.yaml\n" + STUDY_ONE, STUDY, 2, "goal")
 case("study/missing_sweep.yaml", "sweep: no_such_sweep.yaml\ngoal: {tokens: 1.0e11}\n" + STUDY_ONE, STUDY, 2,
      "no_such_sweep.yaml")
-case("study/unpriced_gpu.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: GB200}}\n", STUDY, 2,
-     "does not price GB200")
+case("study/unpriced_gpu.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: MI355X}}\n", STUDY, 2,
+     "does not price MI355X")
 case("study/no_candidates.yaml", STUDY_HEAD + "candidates: []\n", STUDY, 2, "candidates")
 case("study/swept_key_set.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB, training.micro_batch: 4}}\n",
      STUDY, 2, "axis of the study's sweep")

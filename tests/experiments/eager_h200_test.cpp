@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "chopsim/models/memory.hpp"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim_test_paths.hpp"
 

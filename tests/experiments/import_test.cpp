@@ -11,7 +11,7 @@
 #include <iterator>
 #include <map>
 
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "chopsim_test_helpers.hpp"

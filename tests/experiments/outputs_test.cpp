@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 #include "chopsim/models/collective.hpp"
 #include "chopsim/models/hardware.hpp"
 #include "chopsim/models/power_dynamics.hpp"

@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim_test_paths.hpp"
 

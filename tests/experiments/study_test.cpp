@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 #include "chopsim/models/memory.hpp"
 #include "chopsim_test_paths.hpp"
 

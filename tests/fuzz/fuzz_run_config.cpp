@@ -6,8 +6,8 @@
 #include <exception>
 
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/models/memory.hpp"
 #include "fuzz_input.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 
 namespace chopsim {
 

@@ -12,7 +12,7 @@
 
 #include "chopsim/calibration/profile.hpp"
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 
 namespace chopsim {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "chopsim/common/kernel_class.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 
 namespace chopsim {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/registries.hpp"
-#include "chopsim/experiments/run_spec.hpp"
+#include "chopsim/config/registries.hpp"
+#include "chopsim/config/run_spec.hpp"
 #include "chopsim/models/memory.hpp"
 #include "chopsim/models/workload.hpp"
 #include "chopsim/sim/engine.hpp"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 #include "chopsim/experiments/cost.hpp"
 #include "chopsim/experiments/run.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/registries.hpp"
-#include "chopsim/experiments/run_spec.hpp"
+#include "chopsim/config/registries.hpp"
+#include "chopsim/config/run_spec.hpp"
 
 namespace chopsim {
 

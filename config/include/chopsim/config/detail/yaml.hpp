@@ -1,8 +1,8 @@
 #pragma once
-// Private to the config decoder (config*.cpp): strict reading of YAML mappings with positions.
-// Every read registers its key as valid for the mapping, so finish() can reject unknown keys and list
-// the valid ones; every error is an InputError at file:line:column with the full key path and a fix.
-// No YAML node leaves the config*.cpp files.
+// The one way chopsim reads YAML (config library; run configs here, sweep, study, import and runs files in
+// experiments/ through it): strict reading of YAML mappings with positions. Every read registers its key as valid
+// for the mapping, so finish() can reject unknown keys and list the valid ones; every error is an InputError at
+// file:line:column with the full key path and a fix. No YAML node reaches a model: decoders convert to typed specs.
 
 #include <yaml-cpp/yaml.h>
 
@@ -16,7 +16,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 
 namespace chopsim::config_detail {
 

@@ -14,8 +14,8 @@
 
 #include "chopsim/calibration/profile.hpp"
 #include "chopsim/common/error.hpp"
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/models/topology.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"

@@ -5,11 +5,9 @@
 //   cluster: {name: mi300x, nodes: 1}
 //   parallelism: {...}  training: {...}  iterations: N  models: {...}  collectives: {...}  simulation: {...}
 //
-// Components are decoded by config_components.cpp, the cross-field rules live in config_validate.cpp
-// and the strict YAML reading in config_yaml.cpp. Order: structure, types and ranges while decoding;
+// Components are decoded by components.cpp, the cross-field rules live in validate.cpp
+// and the strict YAML reading in yaml.cpp. Order: structure, types and ranges while decoding;
 // then registry names; then each component's consistency; then the cross-field rules.
-
-#include "chopsim/experiments/config.hpp"
 
 #include <dlfcn.h>
 
@@ -23,7 +21,8 @@
 
 #include "chopsim/common/config_files.hpp"
 #include "chopsim/common/units.hpp"
-#include "config_internal.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/decode.hpp"
 
 namespace chopsim {
 

@@ -1,4 +1,4 @@
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 
 namespace chopsim {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "chopsim/experiments/registries.hpp"
-#include "chopsim/experiments/run_spec.hpp"
+#include "chopsim/config/registries.hpp"
+#include "chopsim/config/run_spec.hpp"
 
 namespace chopsim {
 

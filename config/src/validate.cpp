@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "chopsim/experiments/config.hpp"
-#include "config_internal.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/decode.hpp"
 
 namespace chopsim {
 

@@ -7,8 +7,8 @@
 #include <ostream>
 #include <string>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim/models/hardware.hpp"
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim_test_paths.hpp"

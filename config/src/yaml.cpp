@@ -1,4 +1,4 @@
-#include "config_yaml.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "chopsim/common/units.hpp"
-#include "config_internal.hpp"
+#include "chopsim/config/detail/decode.hpp"
 
 namespace chopsim::config_detail {
 

@@ -1,12 +1,13 @@
 #pragma once
-// Private to the config decoder: the component decoders (hardware, model, cluster), their own
+// The config library's decoding parts, for its own sources and the decoders of sweeps, studies and imports that
+// build on them (detail: not an interface for users): the component decoders (hardware, model, cluster), their own
 // consistency checks, and the cross-field rules of a run with key locations.
 
 #include <string_view>
 
-#include "chopsim/experiments/config.hpp"
-#include "chopsim/experiments/run_spec.hpp"
-#include "config_yaml.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/yaml.hpp"
+#include "chopsim/config/run_spec.hpp"
 
 namespace chopsim::config_detail {
 
@@ -33,8 +34,8 @@ void validate_run_at(const RunSpec& run, const Locator& locate);
 /// The keys of a run's `collectives:` section (also a calibration profile's).
 void decode_collectives(Mapping& c, CollectiveParams& params);
 
-/// Decodes the calibration profile `file` (config_profile.cpp) and returns the hardware it was fitted on. With
-/// `hardware`, checks that it is that hardware (InputError naming both; `shown_reference` names the run in the
+/// Decodes the calibration profile `file` (config/src/calibration_profile.cpp) and returns the hardware it was fitted
+/// on. With `hardware`, checks that it is that hardware (InputError naming both; `shown_reference` names the run in the
 /// message) and applies the profile's kernels, intra_node_link and nic sections to it; with `collectives`, applies
 /// the profile's collectives section. Keys are recorded in `locations` as "hardware.KEY" and "collectives.KEY".
 std::string apply_profile(const std::filesystem::path& file, const std::string& shown_reference, HardwareSpec* hardware,

@@ -22,8 +22,8 @@
 #include <system_error>
 
 #include "chopsim/calibration/profile.hpp"
-#include "chopsim/experiments/config.hpp"
-#include "config_internal.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/decode.hpp"
 
 namespace chopsim::config_detail {
 

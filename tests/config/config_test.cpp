@@ -1,7 +1,7 @@
 // YAML configuration: every shipped file loads, SI conversion against datasheet values, the three ways of
 // naming a component agree, overrides, and one test per error kind asserting file, line, key and fix.
 
-#include "chopsim/experiments/config.hpp"
+#include "chopsim/config/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
-#include "chopsim/experiments/registries.hpp"
+#include "chopsim/config/registries.hpp"
 #include "chopsim_test_helpers.hpp"
 #include "chopsim_test_paths.hpp"
 
