@@ -5,7 +5,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,6 +35,16 @@ void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem
 /// The seed papers' findings, each checked for the reason the paper gives.
 void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
                        std::vector<ValidationCase>& cases);
+
+/// `value` with `decimals` decimals ("%.*f").
+inline std::string format(double value, int decimals) {
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), "%.*f", decimals, value);
+  return text.data();
+}
+
+/// A relative error as the tables show it: "+12.3 %".
+inline std::string percent(double fraction) { return (fraction >= 0 ? "+" : "") + format(100.0 * fraction, 1) + " %"; }
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 inline double median(std::vector<double> values) {
