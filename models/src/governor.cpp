@@ -41,7 +41,10 @@ void check(const GovernorParams& p) {
 /// The dies of a multi-die package share one clock for the power cap; each may be lower for its own temperature.
 class FirmwareGovernor final : public Governor {
  public:
-  explicit FirmwareGovernor(const GovernorParams& params) : params_(params) { check(params_); }
+  explicit FirmwareGovernor(const GovernorParams& params)
+      : params_(params), period_decay_(std::exp(-params.control_period_s / params.window_s)) {
+    check(params_);
+  }
 
   bool fixed_clock() const override { return false; }
   const GovernorParams& params() const override { return params_; }
@@ -149,7 +152,7 @@ class FirmwareGovernor final : public Governor {
           p += c.die_period_power_w(d, std::min(f, die_ceiling[static_cast<std::size_t>(d)]));
         return p;
       };
-      const double decay = std::exp(-params_.control_period_s / params_.window_s);
+      const double decay = period_decay_;
       const double target =
           steady ? c.cap_w() : std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
       const double common = highest_clock_within(c.floor_hz(), top, params_.clock_step_hz, target, domain_power);
@@ -224,6 +227,8 @@ class FirmwareGovernor final : public Governor {
   }
 
   GovernorParams params_;
+  /// exp(-control period / window): how much of the averaged power one control period keeps (the same every period).
+  double period_decay_;
 };
 
 /// The ceiling clock, always (an idealised clock lock that ignores power and temperature).
