@@ -266,6 +266,15 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
 
 }  // namespace
 
+YAML::Node load_data_file(const fs::path& path, std::string_view fix) {
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& error) {
+    throw InputError(SourceLocation{path.string(), error.mark.line + 1, error.mark.column + 1}, "", error.msg,
+                     std::string(fix));
+  }
+}
+
 YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   const std::string shown = display_path(path);
   std::error_code error;

@@ -17,6 +17,7 @@
 #include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
 #include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/yaml.hpp"
 #include "chopsim/experiments/run.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "chopsim/models/memory.hpp"
@@ -26,12 +27,7 @@
 namespace chopsim {
 
 YAML::Node validation_detail::load_yaml_data(const std::filesystem::path& path) {
-  try {
-    return YAML::LoadFile(path.string());
-  } catch (const YAML::Exception& error) {
-    throw InputError(SourceLocation{path.string(), error.mark.line + 1, error.mark.column + 1}, "", error.msg,
-                     "the measured data file is malformed; restore it from ../shared/data");
-  }
+  return config_detail::load_data_file(path, "the measured data file is malformed; restore it from ../shared/data");
 }
 
 namespace {

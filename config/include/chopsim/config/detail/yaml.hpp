@@ -49,6 +49,10 @@ class Locator {
 /// ("run config", "hardware file"). Throws InputError when the file is missing (saying where it looked),
 /// unreadable, empty, has a syntax error (with its position) or holds several documents.
 [[nodiscard]] YAML::Node load_yaml_file(const std::filesystem::path& path, std::string_view what);
+/// A measured data file (YAML or JSON, such as ../shared/data's records and golden values): parsed as it is, without
+/// the limits and checks of a config (data files can be large). InputError at the file's line for a malformed one,
+/// with `fix` as the fix.
+[[nodiscard]] YAML::Node load_data_file(const std::filesystem::path& path, std::string_view fix);
 
 /// A copy of `root` (a run config read from `shown`) with every override's key set to its value parsed as YAML,
 /// creating the mappings on its path. InputError naming the override's origin for a value that is not YAML, or a
