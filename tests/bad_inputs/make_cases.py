@@ -190,6 +190,9 @@ case("study/missing_sweep.yaml", "sweep: no_such_sweep.yaml\ngoal: {tokens: 1.0e
      "no_such_sweep.yaml")
 case("study/unpriced_gpu.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: MI355X}}\n", STUDY, 2,
      "does not price MI355X")
+case("study/rack_power_zero.yaml",
+     STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB}, cost: {rack_power_kw: 0}}\n", STUDY, 2,
+     "rack_power_kw")
 case("study/no_candidates.yaml", STUDY_HEAD + "candidates: []\n", STUDY, 2, "candidates")
 case("study/swept_key_set.yaml", STUDY_HEAD + "candidates:\n  - {name: a, set: {hardware: H100-SXM5-80GB, training.micro_batch: 4}}\n",
      STUDY, 2, "axis of the study's sweep")
