@@ -22,7 +22,8 @@
 //   edge-disjoint Hamiltonian cycles (Walecki's construction, see hamiltonian_cycles()), each used in both directions,
 //   so nearly every link carries traffic, as RCCL's many channels do on MI300X. Partial meshes (MI250X): a Hamiltonian
 //   cycle of the direct links and its reverse.
-// * Otherwise (one NVSwitch: every GPU one non-blocking port) one ring in group order.
+// * Otherwise (one NVSwitch: every GPU one non-blocking port) one ring that alternates the node's front and rear
+//   slots (switch_ring: every order loads the ports alike; this one lets the fast engine fold peers by slot kind).
 //
 // Pipelined rings (CollectiveParams::pipelined_rings): the k = (n-1) or 2(n-1) synchronised steps of a ring become one
 // step in which every member sends k*S/(n*C) to its successor on each channel; the flows then run concurrently as the
@@ -257,8 +258,31 @@ std::vector<Order> ring_orders(const Context& ctx, const Order& subset) {
   return multi_node_orders(ctx, nodes);
 }
 
+/// The ring of members that share one switch (NVSwitch): any order loads every GPU's port with one flow in and one out,
+/// so the order is free. It alternates the members in the node's front half of slots with those in its rear half
+/// (each in group order) when there are as many of each: the slots a front-to-back cooled node warms alike then sit
+/// two ring steps apart, and moving every member two steps on keeps each kind among its own, which lets the fast
+/// engine fold the peers of each kind (sim/src/symmetry.cpp). Otherwise the group order.
+Order switch_ring(const Context& ctx, const Order& subset) {
+  const int nodes = std::max(ctx.topology.node_count(), 1);
+  const int per_node = ctx.topology.gpu_count() / nodes;
+  Order front, rear;
+  for (const int member : subset) {
+    const int gpu = ctx.gpu(member);
+    const int slot = gpu - ctx.topology.node_of_gpu(gpu) * per_node;
+    (2 * slot < per_node ? front : rear).push_back(member);
+  }
+  if (front.empty() || front.size() != rear.size()) return subset;
+  Order ring;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    ring.push_back(front[i]);
+    ring.push_back(rear[i]);
+  }
+  return ring;
+}
+
 /// Rings over members of one node: Hamiltonian cycles of a (full or partial) direct-link mesh in both directions,
-/// else one ring in group order.
+/// else one ring that alternates the node's front and rear slots (switch_ring).
 std::vector<Order> single_node_orders(const Context& ctx, const Order& subset) {
   const int m = static_cast<int>(subset.size());
   if (m <= 2 || m > kMaxSearchMembers) return {subset};
@@ -282,7 +306,7 @@ std::vector<Order> single_node_orders(const Context& ctx, const Order& subset) {
     Order cycle = find_hamiltonian_cycle(adjacent);
     if (!cycle.empty()) cycles.push_back(std::move(cycle));
   }
-  if (cycles.empty()) return {subset};
+  if (cycles.empty()) return {switch_ring(ctx, subset)};
   std::vector<Order> orders;
   for (const Order& cycle : cycles) {
     Order forward;

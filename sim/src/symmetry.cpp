@@ -1,6 +1,7 @@
 #include "symmetry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <set>
@@ -44,11 +45,35 @@ int coordinate_of(const RankLayout& layout, int rank, RankAxis axis) {
   return coordinate(c, axis);
 }
 
-/// sigma_{axis,k}: `rank` with its `axis` coordinate moved on by k (mod the axis' extent).
-int shifted(const RankLayout& layout, int rank, RankAxis axis, int k) {
+/// The order in which each axis' coordinates are shifted: position -> coordinate and back, per axis (dp, tp, cp); an
+/// empty order is the coordinates' own. RankClasses::of picks, per axis, the coordinates' own order or the order of
+/// the axis group's ring (ring_order()), whichever folds more: along the ring a shift by k moves each member to the
+/// one k ring steps on, whose plan is its own with the peers moved alike.
+struct AxisOrders {
+  std::array<std::vector<int>, 3> order;     ///< per axis: position -> coordinate
+  std::array<std::vector<int>, 3> position;  ///< per axis: coordinate -> position
+  [[nodiscard]] static std::size_t index(RankAxis axis) { return static_cast<std::size_t>(axis); }
+  [[nodiscard]] int position_of(RankAxis axis, int x) const {
+    const auto& p = position[index(axis)];
+    return p.empty() ? x : p[static_cast<std::size_t>(x)];
+  }
+  [[nodiscard]] int coordinate_at(RankAxis axis, int p) const {
+    const auto& o = order[index(axis)];
+    return o.empty() ? p : o[static_cast<std::size_t>(p)];
+  }
+};
+
+/// `rank`'s position along `axis` (its coordinate in the axis' shift order).
+int position_of(const RankLayout& layout, const AxisOrders& orders, int rank, RankAxis axis) {
+  RankCoordinates c = layout.coordinates(rank);
+  return orders.position_of(axis, coordinate(c, axis));
+}
+
+/// sigma_{axis,k}: `rank` with its `axis` position moved on by k (mod the axis' extent).
+int shifted(const RankLayout& layout, const AxisOrders& orders, int rank, RankAxis axis, int k) {
   RankCoordinates c = layout.coordinates(rank);
   int& x = coordinate(c, axis);
-  x = (x + k) % extent(layout, axis);
+  x = orders.coordinate_at(axis, (orders.position_of(axis, x) + k) % extent(layout, axis));
   return layout.rank_of(c);
 }
 
@@ -97,12 +122,13 @@ Signatures collective_signatures(const Workload& workload) {
 }
 
 /// Why sigma_{axis,k} does not leave `input` (whose collectives are `signatures`) invariant, or "" if it does.
-std::string breaks_symmetry(const SimulationInput& input, const Signatures& signatures, RankAxis axis, int k) {
+std::string breaks_symmetry(const SimulationInput& input, const Signatures& signatures, const AxisOrders& orders,
+                            RankAxis axis, int k) {
   const Workload& workload = *input.workload;
   const RankLayout& layout = workload.layout;
   const int world = layout.world_size();
   for (int r = 0; r < world; ++r) {
-    const int image = shifted(layout, r, axis, k);
+    const int image = shifted(layout, orders, r, axis, k);
     if (workload.program_of_rank[static_cast<std::size_t>(r)] !=
         workload.program_of_rank[static_cast<std::size_t>(image)])
       return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " run different programs";
@@ -111,13 +137,14 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
       if (power->inlet_c[a] != power->inlet_c[b] || power->initial_c[a] != power->initial_c[b])
         return "ranks " + std::to_string(r) + " and " + std::to_string(image) + " have different inlet temperatures";
       const int per = power->dies_per_package;
-      if (image % per != r % per || shifted(layout, r - r % per, axis, k) / per != image / per)
+      if (image % per != r % per || shifted(layout, orders, r - r % per, axis, k) / per != image / per)
         return "the shift splits power packages";
-      // Representatives have their coordinate below k on every shifted axis: a package is wholly on one side on
+      // Representatives have their position below k on every shifted axis: a package is wholly on one side on
       // each axis, hence also of their conjunction.
-      const bool representative = coordinate_of(layout, r, axis) < k;
+      const bool representative = position_of(layout, orders, r, axis) < k;
       for (int die = r - r % per; die < r - r % per + per && die < world; ++die)
-        if ((coordinate_of(layout, die, axis) < k) != representative) return "a power package spans several classes";
+        if ((position_of(layout, orders, die, axis) < k) != representative)
+          return "a power package spans several classes";
     }
   }
   // Groups map onto groups of the same role: member by member, or (a group of one class, such as the data-parallel
@@ -131,7 +158,7 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
       seen[static_cast<std::size_t>(id)] = 1;
       const std::vector<int> members = layout.group(r, role);
       std::vector<int> images(members.size());
-      for (std::size_t i = 0; i < members.size(); ++i) images[i] = shifted(layout, members[i], axis, k);
+      for (std::size_t i = 0; i < members.size(); ++i) images[i] = shifted(layout, orders, members[i], axis, k);
       const std::vector<int> image_group = layout.group(images.front(), role);
       if (image_group == images) continue;
       std::vector<int> sorted_members = members, sorted_images = images;
@@ -155,6 +182,58 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
     }
   }
   return "";
+}
+
+GroupRole role_of(RankAxis axis) {
+  switch (axis) {
+    case RankAxis::tp:
+      return GroupRole::tp;
+    case RankAxis::cp:
+      return GroupRole::cp;
+    case RankAxis::dp:
+      break;
+  }
+  return GroupRole::dp;
+}
+
+/// The ring of `axis`' groups: if every collective of those groups is planned as a ring whose members send their first
+/// transfer to the same successor, one cycle through all members, the order of their coordinates along it from 0
+/// (position -> coordinate); otherwise empty. The collective model may order a ring on one switch as it likes (every
+/// order loads each port alike) and alternates the halves of the group (collective.cpp, switch_ring): a node's front
+/// and rear slots alternate along a tensor-parallel ring, so a shift by two ring steps keeps them apart and the peers
+/// of each slot kind fold.
+std::vector<int> ring_order(const SimulationInput& input, const Signatures& signatures, RankAxis axis) {
+  const RankLayout& layout = input.workload->layout;
+  const auto calls = signatures.find(role_of(axis));
+  if (calls == signatures.end() || extent(layout, axis) < 3) return {};
+  const std::vector<int> members = layout.group(0, role_of(axis));
+  const auto n = members.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (coordinate_of(layout, members[i], axis) != static_cast<int>(i)) return {};
+  std::vector<int> successor;
+  for (const auto& [kind, bytes] : calls->second) {
+    const std::vector<CollectivePlan> plans =
+        input.collectives->plan_all(CollectiveCall{kind, bytes, members}, *input.topology);
+    if (plans.size() != n) return {};
+    std::vector<int> next(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (plans[i].steps.empty() || plans[i].steps.front().sends.empty()) return {};
+      next[i] = plans[i].steps.front().sends.front().peer;
+    }
+    if (successor.empty()) successor = next;
+    if (next != successor) return {};
+  }
+  std::vector<int> order{0};
+  std::vector<char> seen(n, 0);
+  seen[0] = 1;
+  while (order.size() < n) {
+    const int following = successor[static_cast<std::size_t>(order.back())];
+    if (following < 0 || following >= static_cast<int>(n) || seen[static_cast<std::size_t>(following)]) return {};
+    seen[static_cast<std::size_t>(following)] = 1;
+    order.push_back(following);
+  }
+  if (successor[static_cast<std::size_t>(order.back())] != 0) return {};
+  return order;
 }
 
 }  // namespace
@@ -188,27 +267,54 @@ RankClasses RankClasses::of(const SimulationInput& input) {
   // Each axis on its own: the smallest k dividing its extent whose shift leaves the input invariant. The shifts of
   // different axes commute, so the group they generate leaves it invariant too.
   const Signatures signatures = collective_signatures(workload);
+  AxisOrders orders;
   std::vector<std::string> limits;
   for (const RankAxis axis : {RankAxis::dp, RankAxis::tp, RankAxis::cp}) {
     const int n = extent(layout, axis);
     if (n < 2) continue;
-    std::string first_problem;
-    for (int k = 1; k < n; ++k) {
-      if (n % k != 0) continue;
-      std::string problem = breaks_symmetry(input, signatures, axis, k);
-      if (problem.empty()) {
-        classes.shifts_.push_back(AxisShift{axis, k, n / k});
-        break;
-      }
-      if (first_problem.empty()) first_problem = std::move(problem);
+    // The coordinates' own order first, then the ring's: the first that folds most (the smallest k) is kept.
+    std::vector<std::vector<int>> candidates{{}};
+    if (std::vector<int> ring = ring_order(input, signatures, axis); !ring.empty()) {
+      std::vector<int> identity(ring.size());
+      std::iota(identity.begin(), identity.end(), 0);
+      if (ring != identity) candidates.push_back(std::move(ring));
     }
-    if (!first_problem.empty()) limits.push_back(std::string(to_string(axis)) + ": " + first_problem);
+    std::string first_problem;
+    int best_k = 0;
+    AxisOrders best = orders;
+    for (const std::vector<int>& order : candidates) {
+      AxisOrders trial = orders;
+      trial.order[AxisOrders::index(axis)] = order;
+      trial.position[AxisOrders::index(axis)].clear();
+      if (!order.empty()) {
+        trial.position[AxisOrders::index(axis)].assign(order.size(), 0);
+        for (std::size_t p = 0; p < order.size(); ++p)
+          trial.position[AxisOrders::index(axis)][static_cast<std::size_t>(order[p])] = static_cast<int>(p);
+      }
+      for (int k = 1; k < n && (best_k == 0 || k < best_k); ++k) {
+        if (n % k != 0) continue;
+        std::string problem = breaks_symmetry(input, signatures, trial, axis, k);
+        if (problem.empty()) {
+          best_k = k;
+          best = trial;
+          break;
+        }
+        if (first_problem.empty()) first_problem = std::move(problem);
+      }
+    }
+    if (best_k > 0) {
+      orders = best;
+      classes.shifts_.push_back(AxisShift{axis, best_k, n / best_k});
+    }
+    if (best_k != 1 && !first_problem.empty()) limits.push_back(std::string(to_string(axis)) + ": " + first_problem);
   }
   if (classes.shifts_.empty() && limits.empty()) limits.emplace_back("no data, tensor or context parallelism");
   for (const std::string& limit : limits) classes.limit_ += (classes.limit_.empty() ? "" : "; ") + limit;
   if (classes.shifts_.empty()) return classes;
 
   classes.layout_ = layout;
+  classes.order_ = orders.order;
+  classes.position_ = orders.position;
   classes.class_size_ = 1;
   for (const AxisShift& shift : classes.shifts_) classes.class_size_ *= shift.orbit;
   classes.representatives_.clear();
@@ -217,8 +323,9 @@ RankClasses RankClasses::of(const SimulationInput& input) {
     bool representative = true;
     for (const AxisShift& shift : classes.shifts_) {
       int& x = coordinate(c, shift.axis);
-      representative = representative && x < shift.step;
-      x %= shift.step;
+      const int p = orders.position_of(shift.axis, x);
+      representative = representative && p < shift.step;
+      x = orders.coordinate_at(shift.axis, p % shift.step);
     }
     if (representative) classes.representatives_.push_back(r);
     classes.representative_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(layout.rank_of(c));
@@ -229,9 +336,11 @@ RankClasses RankClasses::of(const SimulationInput& input) {
 int RankClasses::image(int rank, int times) const {
   if (shifts_.empty() || times == 0) return rank;
   RankCoordinates c = layout_.coordinates(rank);
+  const AxisOrders orders{order_, position_};
   for (const AxisShift& shift : shifts_) {
     int& x = coordinate(c, shift.axis);
-    x = (x + shift.step * (times % shift.orbit)) % (shift.step * shift.orbit);
+    const int p = orders.position_of(shift.axis, x);
+    x = orders.coordinate_at(shift.axis, (p + shift.step * (times % shift.orbit)) % (shift.step * shift.orbit));
     times /= shift.orbit;
   }
   return layout_.rank_of(c);

@@ -18,6 +18,7 @@
 // coordinate on every shifted axis is below that axis' k; rank r stands in the class of the rank with each of those
 // coordinates taken mod k.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -67,6 +68,9 @@ class RankClasses {
     int orbit;
   };
   RankLayout layout_;
+  /// Per axis (dp, tp, cp): the order its coordinates are shifted in (position -> coordinate) and back; empty: their
+  /// own order.
+  std::array<std::vector<int>, 3> order_, position_;
   std::vector<AxisShift> shifts_;  ///< empty: no classes
   int class_size_ = 1;
   std::string limit_;

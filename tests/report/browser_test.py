@@ -163,15 +163,18 @@ SORT_BY_THROUGHPUT = """
 """
 
 
-# The GPU picker: pick a GPU that is not among the ones drawn; the power, clock and temperature charts must then show
-# that GPU alone (its dataset first and visible, the drawn GPUs hidden), and the first option must bring them back.
+# The GPU picker: pick a GPU that is not among the ones drawn (or, when all are, the first); the power, clock and
+# temperature charts must then show that GPU alone (its dataset first and visible, the drawn GPUs hidden), and the
+# first option must bring them back.
 PICK_A_GPU = """
 (() => {
   const picker = document.getElementById('gpu-picker');
   if (!picker) return 'no picker';
   const drawn = new Set(Chart.getChart('clock').data.datasets.filter(d => d.gpu !== undefined).map(d => d.label));
-  const option = Array.from(picker.options).find(o => o.value !== '' && !drawn.has(o.value));
-  if (!option) return 'every GPU is drawn';
+  // A GPU not drawn if there is one; when every simulated GPU is drawn (few symmetry classes), the first of them.
+  const option = Array.from(picker.options).find(o => o.value !== '' && !drawn.has(o.value)) ||
+      Array.from(picker.options).find(o => o.value !== '');
+  if (!option) return 'no GPU to pick';
   picker.value = option.value;
   picker.dispatchEvent(new Event('change'));
   for (const id of ['power', 'clock', 'temperature']) {

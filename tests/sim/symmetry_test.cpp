@@ -71,15 +71,19 @@ TEST(Symmetry, TensorParallelPeersFoldWithTheReplicas) {
 }
 
 TEST(Symmetry, HotterRearSlotsKeepFrontAndRearApart) {
-  // 4 GPUs per node, slots 2 and 3 warmer: shifting dp by 1 (2 ranks) moves front GPUs to the rear; by 2 it does not.
-  // The two tp ranks of a replica share a slot temperature, so they fold.
+  // One node of 8 slots, the rear half (4-7) warmer: replicas 0 and 1 sit in front, 2 and 3 at the rear. The
+  // data-parallel ring on the switch alternates front and rear slots (dp 0, 2, 1, 3), so moving every replica two
+  // ring steps on keeps front and rear apart: two classes of replicas; the two tp ranks of a replica share a slot
+  // temperature, so they fold.
   Case s{grid(2, 4, GroupRole::dp), uniform_star(8, 1e10, 1e-6)};
-  s.power.inlet_c = {25, 25, 30, 30, 25, 25, 30, 30};
+  s.power.inlet_c = {25, 25, 25, 25, 30, 30, 30, 30};
   s.power.initial_c = s.power.inlet_c;
   const RankClasses classes = RankClasses::of(s.input());
   EXPECT_EQ(classes.class_size(), 4);
-  EXPECT_EQ(classes.representatives(), (std::vector<int>{0, 2}));
-  EXPECT_NE(classes.limit().find("dp: ranks 0 and 2 have different inlet"), std::string::npos) << classes.limit();
+  EXPECT_EQ(classes.representatives(), (std::vector<int>{0, 4}));  // replica 0 (front) and replica 2 (rear)
+  EXPECT_EQ(classes.representative(2), 0u);                        // replica 1 stands with replica 0
+  EXPECT_EQ(classes.representative(7), 4u);                        // replica 3 with replica 2
+  EXPECT_NE(classes.limit().find("different inlet"), std::string::npos) << classes.limit();
 }
 
 TEST(Symmetry, ATreeRootedAtOneMemberBreaksIt) {
