@@ -1,7 +1,6 @@
 #include "symmetry.hpp"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <numeric>
 #include <set>
@@ -44,24 +43,6 @@ int coordinate_of(const RankLayout& layout, int rank, RankAxis axis) {
   RankCoordinates c = layout.coordinates(rank);
   return coordinate(c, axis);
 }
-
-/// The order in which each axis' coordinates are shifted: position -> coordinate and back, per axis (dp, tp, cp); an
-/// empty order is the coordinates' own. RankClasses::of picks, per axis, the coordinates' own order or the order of
-/// the axis group's ring (ring_order()), whichever folds more: along the ring a shift by k moves each member to the
-/// one k ring steps on, whose plan is its own with the peers moved alike.
-struct AxisOrders {
-  std::array<std::vector<int>, 3> order;     ///< per axis: position -> coordinate
-  std::array<std::vector<int>, 3> position;  ///< per axis: coordinate -> position
-  [[nodiscard]] static std::size_t index(RankAxis axis) { return static_cast<std::size_t>(axis); }
-  [[nodiscard]] int position_of(RankAxis axis, int x) const {
-    const auto& p = position[index(axis)];
-    return p.empty() ? x : p[static_cast<std::size_t>(x)];
-  }
-  [[nodiscard]] int coordinate_at(RankAxis axis, int p) const {
-    const auto& o = order[index(axis)];
-    return o.empty() ? p : o[static_cast<std::size_t>(p)];
-  }
-};
 
 /// `rank`'s position along `axis` (its coordinate in the axis' shift order).
 int position_of(const RankLayout& layout, const AxisOrders& orders, int rank, RankAxis axis) {
@@ -199,9 +180,8 @@ GroupRole role_of(RankAxis axis) {
 /// The ring of `axis`' groups: if every collective of those groups is planned as a ring whose members send their first
 /// transfer to the same successor, one cycle through all members, the order of their coordinates along it from 0
 /// (position -> coordinate); otherwise empty. The collective model may order a ring on one switch as it likes (every
-/// order loads each port alike) and alternates the halves of the group (collective.cpp, switch_ring): a node's front
-/// and rear slots alternate along a tensor-parallel ring, so a shift by two ring steps keeps them apart and the peers
-/// of each slot kind fold.
+/// order loads each port alike) and alternates the node's front and rear slots (collective.cpp, switch_ring), so a
+/// shift by two ring steps keeps them apart and the peers of each slot kind fold.
 std::vector<int> ring_order(const SimulationInput& input, const Signatures& signatures, RankAxis axis) {
   const RankLayout& layout = input.workload->layout;
   const auto calls = signatures.find(role_of(axis));
@@ -313,8 +293,7 @@ RankClasses RankClasses::of(const SimulationInput& input) {
   if (classes.shifts_.empty()) return classes;
 
   classes.layout_ = layout;
-  classes.order_ = orders.order;
-  classes.position_ = orders.position;
+  classes.orders_ = orders;
   classes.class_size_ = 1;
   for (const AxisShift& shift : classes.shifts_) classes.class_size_ *= shift.orbit;
   classes.representatives_.clear();
@@ -336,11 +315,10 @@ RankClasses RankClasses::of(const SimulationInput& input) {
 int RankClasses::image(int rank, int times) const {
   if (shifts_.empty() || times == 0) return rank;
   RankCoordinates c = layout_.coordinates(rank);
-  const AxisOrders orders{order_, position_};
   for (const AxisShift& shift : shifts_) {
     int& x = coordinate(c, shift.axis);
-    const int p = orders.position_of(shift.axis, x);
-    x = orders.coordinate_at(shift.axis, (p + shift.step * (times % shift.orbit)) % (shift.step * shift.orbit));
+    const int p = orders_.position_of(shift.axis, x);
+    x = orders_.coordinate_at(shift.axis, (p + shift.step * (times % shift.orbit)) % (shift.step * shift.orbit));
     times /= shift.orbit;
   }
   return layout_.rank_of(c);

@@ -33,6 +33,24 @@ namespace chopsim::sim_detail {
 enum class RankAxis { dp, tp, cp };
 [[nodiscard]] std::string_view to_string(RankAxis axis);
 
+/// The order in which each axis' coordinates are shifted: position -> coordinate and back, per axis (dp, tp, cp); an
+/// empty order is the coordinates' own. RankClasses::of picks, per axis, the coordinates' own order or the order of
+/// the axis group's ring, whichever folds more: along the ring a shift by k moves each member to the one k ring steps
+/// on, whose plan is its own with the peers moved alike.
+struct AxisOrders {
+  std::array<std::vector<int>, 3> order;     ///< per axis: position -> coordinate
+  std::array<std::vector<int>, 3> position;  ///< per axis: coordinate -> position
+  [[nodiscard]] static std::size_t index(RankAxis axis) { return static_cast<std::size_t>(axis); }
+  [[nodiscard]] int position_of(RankAxis axis, int x) const {
+    const auto& p = position[index(axis)];
+    return p.empty() ? x : p[static_cast<std::size_t>(x)];
+  }
+  [[nodiscard]] int coordinate_at(RankAxis axis, int p) const {
+    const auto& o = order[index(axis)];
+    return o.empty() ? p : o[static_cast<std::size_t>(p)];
+  }
+};
+
 class RankClasses {
  public:
   /// Every rank its own class.
@@ -68,9 +86,7 @@ class RankClasses {
     int orbit;
   };
   RankLayout layout_;
-  /// Per axis (dp, tp, cp): the order its coordinates are shifted in (position -> coordinate) and back; empty: their
-  /// own order.
-  std::array<std::vector<int>, 3> order_, position_;
+  AxisOrders orders_;              ///< the order each shifted axis is shifted in
   std::vector<AxisShift> shifts_;  ///< empty: no classes
   int class_size_ = 1;
   std::string limit_;
