@@ -59,17 +59,17 @@ PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registrie
 // ---- windowed extremes ---------------------------------------------------------------------------------------
 
 std::size_t WindowedExtremes::track(std::vector<double> offsets, std::vector<double> coefficients, double scale) {
-  if (started_ || offsets.empty() || offsets.size() != coefficients.size())
-    throw ModelError("windowed extremes: track() needs matching offsets and coefficients, before the first point");
+  if (started_ || offsets.empty() || offsets.size() > kMaxOffsets || offsets.size() != coefficients.size())
+    throw ModelError(
+        "windowed extremes: track() needs 1 to 3 matching offsets and coefficients, before the first point");
   Functional f;
+  f.count = offsets.size();
+  std::copy(offsets.begin(), offsets.end(), f.offsets.begin());
+  std::copy(coefficients.begin(), coefficients.end(), f.coefficients.begin());
   f.span = *std::max_element(offsets.begin(), offsets.end());
   f.scale = scale;
-  f.next_candidate.assign(offsets.size(), 0);
-  f.cursors.assign(offsets.size() * offsets.size(), 0);
-  f.offsets = std::move(offsets);
-  f.coefficients = std::move(coefficients);
   span_ = std::max(span_, f.span);
-  functionals_.push_back(std::move(f));
+  functionals_.push_back(f);
   return functionals_.size() - 1;
 }
 
@@ -87,7 +87,7 @@ double WindowedExtremes::energy_at(double time_s, std::size_t& cursor) const {
 void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
   const std::size_t end = end_index();
   for (Functional& f : functionals_) {
-    const std::size_t n = f.offsets.size();
+    const std::size_t n = f.count;
     for (std::size_t q = 0; q < n; ++q) {
       std::size_t& next = f.next_candidate[q];
       for (; next < end; ++next) {

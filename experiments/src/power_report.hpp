@@ -2,6 +2,7 @@
 // Power dynamics of a run on the experiments side (private to chopsim_experiments): the models and engine input
 // built from a RunSpec, and the observer that turns telemetry into the PowerReport.
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -51,16 +52,20 @@ class WindowedExtremes {
     double energy_j;  ///< E at time_s
     double power_w;   ///< from time_s to the next point
   };
+  /// At most three offsets (an average has two, a rise three): fixed arrays keep a candidate's evaluation free of
+  /// pointer chasing (it runs for every power breakpoint of every simulated GPU).
+  static constexpr std::size_t kMaxOffsets = 3;
   struct Functional {
-    std::vector<double> offsets, coefficients;
+    std::size_t count = 0;  ///< offsets in use
+    std::array<double, kMaxOffsets> offsets{}, coefficients{};
     double scale = 1.0, span = 0.0;
     double best = -std::numeric_limits<double>::infinity();
     /// Per offset q: the absolute index of the first point whose candidate t_i + o_q is not evaluated yet.
-    std::vector<std::size_t> next_candidate;
+    std::array<std::size_t, kMaxOffsets> next_candidate{};
     /// Per (offset q, offset j): the absolute index of the point the last lookup of E(t - o_j) for a candidate of
     /// offset q found. Those times only grow: amortised O(1) per lookup instead of a binary search (the 100 ms
     /// window holds thousands of points).
-    std::vector<std::size_t> cursors;
+    std::array<std::size_t, kMaxOffsets * kMaxOffsets> cursors{};
   };
   [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
   [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
