@@ -291,7 +291,20 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("sliding_window", model.sliding_window, kPositiveInt);
   m.read("full_attention_every", model.full_attention_every, kPositiveInt);
   m.read("mtp_layers", model.mtp_layers, IntRule{0, 8, "an integer from 0 to 8 (DeepSeek-V3: 1)"});
-  m.read_choice<MlpKind>("mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}}, need);
+  m.read_choice<MlpKind>(
+      "mlp", model.mlp, {{"swiglu", MlpKind::swiglu}, {"gelu", MlpKind::gelu}, {"squared_relu", MlpKind::squared_relu}},
+      need);
+  m.read("hybrid_pattern", model.hybrid_pattern);
+  if (m.has("mamba")) {
+    Mapping mamba = m.child("mamba");
+    mamba.read("heads", model.mamba_heads, kPositiveInt, Need::required);
+    mamba.read("head_dim", model.mamba_head_dim, kPositiveInt);
+    mamba.read("state_dim", model.mamba_state_dim, kPositiveInt);
+    mamba.read("groups", model.mamba_groups, kPositiveInt);
+    mamba.read("conv_kernel", model.mamba_conv_kernel, IntRule{1, 64, "an integer from 1 to 64 (Mamba-2: 4)"});
+    mamba.read("chunk_size", model.mamba_chunk_size, kPositiveInt);
+    mamba.finish();
+  }
   m.read_choice<NormKind>("norm", model.norm, {{"rmsnorm", NormKind::rmsnorm}, {"layernorm", NormKind::layernorm}},
                           need);
   m.read("tied_embeddings", model.tied_embeddings, need);
@@ -346,6 +359,41 @@ void check_model(const TransformerSpec& model, const Locator& locate, std::strin
   if (model.sliding_window > 0 && !model.causal)
     fail_at(locate, p + "sliding_window", "a sliding window is modelled for causal attention only",
             "remove sliding_window, or set causal: true");
+  if (model.is_hybrid()) {
+    const std::size_t bad = model.hybrid_pattern.find_first_not_of("M*-E");
+    if (bad != std::string::npos)
+      fail_at(locate, p + "hybrid_pattern",
+              "symbol '" + model.hybrid_pattern.substr(bad, 1) + "' at position " + std::to_string(bad + 1) +
+                  " is not a layer kind",
+              "use M (Mamba-2), * (attention), - (dense MLP) and E (mixture of experts), one per layer");
+    if (static_cast<int>(model.hybrid_pattern.size()) != model.layers)
+      fail_at(locate, p + "hybrid_pattern",
+              "the pattern has " + std::to_string(model.hybrid_pattern.size()) + " symbols but layers is " +
+                  std::to_string(model.layers),
+              "give one symbol per layer (layers: " + std::to_string(model.hybrid_pattern.size()) + ")");
+    const bool has_mamba = model.hybrid_pattern.find('M') != std::string::npos;
+    if (has_mamba && model.mamba_heads == 0)
+      fail_at(locate, p + "mamba", "the pattern has Mamba layers (M) but no mamba: {heads: ...}",
+              "add mamba: {heads, head_dim, state_dim, groups} (Nemotron 3 Nano: 64, 64, 128, 8)");
+    if (has_mamba && model.mamba_heads % model.mamba_groups != 0)
+      fail_at(locate, p + "mamba.groups",
+              "mamba heads (" + std::to_string(model.mamba_heads) + ") is not a multiple of groups (" +
+                  std::to_string(model.mamba_groups) + ")",
+              "use a group count that divides the heads");
+    if ((model.hybrid_pattern.find('E') != std::string::npos) != model.is_moe())
+      fail_at(locate, p + "hybrid_pattern",
+              model.is_moe() ? "experts > 1 but the pattern has no mixture-of-experts layer (E)"
+                             : "the pattern has mixture-of-experts layers (E) but experts is 1",
+              model.is_moe() ? "add E layers, or set experts: 1" : "set experts and top_k");
+    for (const auto& [key, set] :
+         {std::pair<const char*, bool>{"dense_layers", model.dense_layers > 0}, {"mtp_layers", model.mtp_layers > 0}})
+      if (set)
+        fail_at(locate, p + key, std::string(key) + " is not modelled for a hybrid model (hybrid_pattern)",
+                "remove it: the pattern says which layers are dense (-)");
+  } else if (model.mamba_heads > 0) {
+    fail_at(locate, p + "mamba", "mamba describes the Mamba-2 layers of a hybrid model, but there is no hybrid_pattern",
+            "add hybrid_pattern (M for each Mamba layer), or remove mamba");
+  }
   if (model.dense_layers >= model.layers && model.is_moe())
     fail_at(locate, p + "dense_layers",
             "dense_layers (" + std::to_string(model.dense_layers) + ") leaves no MoE layer of " +

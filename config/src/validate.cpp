@@ -125,6 +125,17 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "model.kv_heads (" + str(model.kv_heads) + ") is not divisible by parallelism.tp (" + str(par.tp) +
                    "); each TP rank needs whole KV heads",
                "use a tp that divides kv_heads: " + divisors_text(model.kv_heads));
+  // Megatron-Core's MambaMixer splits the Mamba heads and the B/C groups over tp.
+  const bool mamba_layers = model.is_hybrid() && model.hybrid_pattern.find('M') != std::string::npos;
+  if (mamba_layers && (model.mamba_heads % par.tp != 0 || model.mamba_groups % par.tp != 0))
+    rules.fail("parallelism.tp",
+               "the Mamba-2 heads (" + str(model.mamba_heads) + ") and groups (" + str(model.mamba_groups) +
+                   ") are split over tp, but tp is " + str(par.tp),
+               "use a tp that divides both: " + divisors_text(std::gcd(model.mamba_heads, model.mamba_groups)));
+  if (mamba_layers && par.cp > 1)
+    rules.fail("parallelism.cp",
+               "context parallelism is not modelled for Mamba-2 layers (its scan carries state across the sequence)",
+               "set cp: 1");
   if (par.sequence_parallel && par.tp == 1)
     rules.fail("parallelism.sequence_parallel", "sequence_parallel splits activations across the TP group, but tp is 1",
                "set sequence_parallel: false, or tp > 1");
@@ -308,6 +319,10 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
       rules.fail("training.framework",
                  "pytorch-eager does not model mixture-of-experts layers (model '" + run.model.name + "' has " +
                      str(run.model.experts) + " experts)",
+                 "use framework: megatron-te");
+    if (run.model.is_hybrid())
+      rules.fail("training.framework",
+                 "pytorch-eager models Hugging Face's Llama-family modules, not a hybrid model's Mamba-2 layers",
                  "use framework: megatron-te");
     if (run.model.mtp_layers > 0)
       rules.fail("training.framework",

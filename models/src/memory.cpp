@@ -41,7 +41,8 @@ struct LayerActivations {
 };
 
 LayerActivations layer_activations(const TransformerSpec& model, const ParallelismSpec& parallelism,
-                                   const TrainingSpec& training, const detail::LocalParameters& local, bool moe_layer) {
+                                   const TrainingSpec& training, const detail::LocalParameters& local,
+                                   const LayerKind& kind) {
   const double element = detail::storage_bytes_per_element(training.precision);
   const double tp = parallelism.tp;
   const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
@@ -54,8 +55,10 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
 
   // Per token, outside the tp regions: the inputs of both norms, the norms' outputs that feed the QKV GEMM
   // and the MLP (or the MoE router), and with dropout the two 1-byte masks after attention and the MLP.
-  // (Attention dropout runs inside the flash kernel from its RNG state: no mask is stored.)
-  const double replicated = (2.0 + 1.0 + 1.0) * h * element + (model.dropout ? 2.0 * h : 0.0);
+  // (Attention dropout runs inside the flash kernel from its RNG state: no mask is stored.) A hybrid model's layer
+  // has one sublayer: one norm's input and output, one mask.
+  const double sublayers = kind.norms();
+  const double replicated = sublayers * 2.0 * h * element + (model.dropout ? sublayers * h : 0.0);
   // Inside attention: Q, K, V (flash attention's saved inputs), the output O (the output projection's
   // input) and the fp32 log-sum-exp.
   double attention = (local.query_heads + 2.0 * local.kv_heads) * d * element + local.query_heads * d * element +
@@ -73,8 +76,19 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   const double mlp_intermediates = (swiglu ? 3.0 : 2.0) * f_local * element;
 
   LayerActivations result;
-  double bytes = replicated_tokens * (replicated + latents) + tokens * attention;
-  if (moe_layer) {
+  double bytes =
+      replicated_tokens * replicated + (kind.attention ? replicated_tokens * latents + tokens * attention : 0.0);
+  if (kind.mamba) {
+    // A Mamba-2 mixer on the memory-efficient path (mamba_split_conv1d_scan_combined saves in_proj's output zxbcdt,
+    // the scan's output before the gated norm and the norm's fp32 rstd per group; the convolution and the scan's
+    // states are recomputed in the backward), and out_proj's input: the rank's heads and groups (split over tp).
+    const double heads = model.mamba_heads / tp;
+    const double groups = model.mamba_groups / tp;
+    const double inner = heads * model.mamba_head_dim;
+    const double in_width = 2.0 * inner + 2.0 * groups * model.mamba_state_dim + heads;
+    bytes += tokens * ((in_width + 2.0 * inner) * element + 4.0 * groups);
+  }
+  if (kind.moe) {
     const double copies = model.top_k * training.moe_capacity_factor;
     // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel
     // all-gather (whole hidden width), and the experts' intermediates (f / etp wide).
@@ -86,12 +100,12 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
     bytes += expert_rows * (h * element + expert_intermediates);
     // The shared experts: a dense MLP's intermediates at their width.
     bytes += tokens * (swiglu ? 3.0 : 2.0) * (model.shared_expert_ffn_hidden / tp) * element;
-  } else {
+  } else if (kind.mlp) {
     bytes += tokens * mlp_intermediates;
   }
   result.stored_bytes = bytes;
   result.input_bytes = replicated_tokens * h * element;
-  if (training.attention == kEagerAttention) {
+  if (kind.attention && training.attention == kEagerAttention) {
     // The probabilities P of every (query, key) pair of the rank's heads, with dropout also its 1-byte mask and
     // the dropped-out P: 2 or 5 bytes per score (Korthikanti et al. 2022, 5 a s^2 b).
     const double scores = tokens * training.seq_len * local.query_heads;
@@ -222,8 +236,6 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   // recomputation keeps every layer's activations but the s x s attention tensors, of which one layer's are live
   // (flash attention never stores them; eager attention recomputes them layer by layer).
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
-  const LayerActivations moe_layer = layer_activations(model, parallelism, training, local, true);
-  const LayerActivations dense_layer = layer_activations(model, parallelism, training, local, false);
   const std::vector<int> chunk_layers = parallelism.virtual_stage_layers(model.layers);
   double largest_chunk = 0.0;
   double live_again = 0.0;  // one layer's activations live besides the chunks' (recomputed or its scores)
@@ -232,7 +244,8 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     const int recomputed = training.recomputed_layers(chunk_layers[v]);
     double chunk = 0.0;
     for (int i = 0; i < chunk_layers[v]; ++i) {
-      const LayerActivations& layer = model.is_moe_layer(static_cast<int>(first) + i) ? moe_layer : dense_layer;
+      const LayerActivations layer =
+          layer_activations(model, parallelism, training, local, model.layer_kind(static_cast<int>(first) + i));
       if (i < recomputed) {
         chunk += layer.input_bytes;
         live_again = std::max(live_again, layer.stored_bytes + layer.attention_scores_bytes);
@@ -247,7 +260,9 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     // (of the model's last kind, not recomputed) and its inputs: the embedding, the two norms' outputs and their
     // concatenation, the projection's output (6 hidden-wide tensors).
     if (v + 1 == chunk_layers.size() && model.mtp_layers > 0) {
-      const LayerActivations& layer = model.is_moe() ? moe_layer : dense_layer;
+      const LayerActivations layer =
+          layer_activations(model, parallelism, training, local,
+                            LayerKind{.attention = true, .mlp = !model.is_moe(), .moe = model.is_moe()});
       chunk += model.mtp_layers * (layer.stored_bytes + layer.attention_scores_bytes + 6.0 * layer.input_bytes);
     }
     largest_chunk = std::max(largest_chunk, chunk);

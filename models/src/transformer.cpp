@@ -46,6 +46,22 @@ void require_valid(const TransformerSpec& model) {
   if (model.mtp_layers < 0) throw ModelError("transformer '" + model.name + "': mtp_layers cannot be negative");
   if (model.dense_layers >= model.layers)
     throw ModelError("transformer '" + model.name + "': dense_layers must leave at least one MoE layer");
+  if (model.is_hybrid()) {
+    if (static_cast<int>(model.hybrid_pattern.size()) != model.layers)
+      throw ModelError("transformer '" + model.name + "': hybrid_pattern must have one symbol per layer");
+    if (model.hybrid_pattern.find_first_not_of("M*-E") != std::string::npos)
+      throw ModelError("transformer '" + model.name + "': hybrid_pattern symbols are M, *, - and E");
+    const bool has_mamba = model.hybrid_pattern.find('M') != std::string::npos;
+    if (has_mamba && (model.mamba_heads <= 0 || model.mamba_head_dim <= 0 || model.mamba_state_dim <= 0 ||
+                      model.mamba_groups <= 0 || model.mamba_conv_kernel <= 0 || model.mamba_chunk_size <= 0))
+      throw ModelError("transformer '" + model.name + "': Mamba layers need positive mamba dimensions");
+    if (has_mamba && model.mamba_heads % model.mamba_groups != 0)
+      throw ModelError("transformer '" + model.name + "': mamba heads must be a multiple of mamba groups");
+    if ((model.hybrid_pattern.find('E') != std::string::npos) != model.is_moe())
+      throw ModelError("transformer '" + model.name + "': 'E' layers need experts > 1, and experts > 1 needs them");
+    if (model.dense_layers > 0 || model.mtp_layers > 0)
+      throw ModelError("transformer '" + model.name + "': a hybrid model has no dense_layers or mtp_layers");
+  }
 }
 
 }  // namespace
@@ -75,7 +91,7 @@ ParameterCount count_parameters(const TransformerSpec& model) {
                                 kv_lora * heads * (model.head_dim() + model.v_dim()) + model.attention_width() * h;
   }
   // SwiGLU has gate, up and down matrices (Shazeer 2020), the GELU MLP up and down.
-  const double matrices = model.mlp == MlpKind::swiglu ? 3.0 : 2.0;
+  const double matrices = model.mlp == MlpKind::swiglu ? 3.0 : 2.0;  // GELU and squared ReLU: up and down
   const double one_mlp = matrices * h * f;
   count.shared_mlp_per_layer = matrices * h * model.shared_expert_ffn_hidden;
   count.mlp_per_layer = experts * one_mlp + count.shared_mlp_per_layer;
@@ -86,28 +102,58 @@ ParameterCount count_parameters(const TransformerSpec& model) {
   const double one_norm = (model.norm == NormKind::rmsnorm ? 1.0 : 2.0) * h;
   // Multi-latent attention also normalises its query and key-value latents.
   count.norms_per_layer = 2.0 * one_norm + (model.is_mla() ? model.q_lora_rank + model.kv_lora_rank : 0.0);
+  count.norm = one_norm;
   count.final_norm = one_norm;
+  if (model.is_hybrid()) {
+    // Megatron-Core MambaMixer: in_proj (h x (2 d_inner + 2 G N + heads), no bias), the depthwise convolution's
+    // weights and biases (conv_kernel + 1 per channel), dt_bias, A_log and D (one per head), the gated RMSNorm's
+    // weight (d_inner) and out_proj (d_inner x h).
+    const double inner = model.mamba_inner();
+    const double channels = model.mamba_conv_channels();
+    count.mamba_per_layer = h * model.mamba_in_proj_width() + channels * (model.mamba_conv_kernel + 1.0) +
+                            3.0 * model.mamba_heads + inner + inner * h;
+  }
   count.embedding = vocab * h;
   count.output_head = model.tied_embeddings ? 0.0 : vocab * h;
 
   count.per_layer = count.attention_per_layer + count.mlp_per_layer + count.router_per_layer + count.norms_per_layer;
   count.dense_layer = count.attention_per_layer + count.dense_mlp_per_layer + count.norms_per_layer;
-  const double moe_layers = model.moe_layers();
-  const double dense_layers = model.layers - moe_layers;
   // A multi-token prediction module (DeepSeek-V3 report, Sec. 2.2): the projection M (h x 2h), RMSNorms of the hidden
   // state and of the embedding and the module's final norm, and one layer of the model's last kind.
   const bool moe_model = model.is_moe();
   count.mtp_module = 2.0 * h * h + 3.0 * one_norm + (moe_model ? count.per_layer : count.dense_layer);
-  count.total = moe_layers * count.per_layer + dense_layers * count.dense_layer + count.embedding + count.output_head +
-                count.final_norm + model.mtp_layers * count.mtp_module;
+  count.total = count.embedding + count.output_head + count.final_norm + model.mtp_layers * count.mtp_module;
   // The embedding lookup is a gather, not a matmul; the output head is a matmul whether or not it shares the
   // embedding's matrix, so it is counted once either way.
-  count.active_matmul = moe_layers * (count.attention_per_layer + count.mlp_active_per_layer + count.router_per_layer) +
-                        dense_layers * (count.attention_per_layer + count.dense_mlp_per_layer) + vocab * h;
+  count.active_matmul = vocab * h;
+  for (int layer = 0; layer < model.layers; ++layer) {
+    const LayerKind kind = model.layer_kind(layer);
+    count.total += layer_parameters(model, count, layer);
+    count.active_matmul += (kind.attention ? count.attention_per_layer : 0.0) +
+                           (kind.mamba ? h * model.mamba_in_proj_width() + model.mamba_inner() * h : 0.0) +
+                           (kind.moe ? count.mlp_active_per_layer + count.router_per_layer : 0.0) +
+                           (kind.mlp ? count.dense_mlp_per_layer : 0.0);
+  }
   count.mtp_active_matmul =
       2.0 * h * h + count.attention_per_layer + vocab * h +
       (moe_model ? count.mlp_active_per_layer + count.router_per_layer : count.dense_mlp_per_layer);
   return count;
+}
+
+double layer_parameters(const TransformerSpec& model, const ParameterCount& count, int layer) {
+  const LayerKind kind = model.layer_kind(layer);
+  // A transformer layer's norms include MLA's latent norms; a hybrid layer has one pre-norm.
+  const double norms = model.is_hybrid() ? kind.norms() * count.norm : count.norms_per_layer;
+  return norms + (kind.attention ? count.attention_per_layer : 0.0) + (kind.mamba ? count.mamba_per_layer : 0.0) +
+         (kind.moe ? count.mlp_per_layer + count.router_per_layer : 0.0) + (kind.mlp ? count.dense_mlp_per_layer : 0.0);
+}
+
+double mamba_scan_flops_per_token(const TransformerSpec& model) {
+  const double chunk = model.mamba_chunk_size;
+  const double state = model.mamba_state_dim;
+  const double head_dim = model.mamba_head_dim;
+  const double heads = model.mamba_heads;
+  return 2.0 * chunk * state * model.mamba_groups + 2.0 * chunk * head_dim * heads + 4.0 * state * head_dim * heads;
 }
 
 double model_training_flops_per_token(const TransformerSpec& model, int seq_len) {
@@ -121,10 +167,15 @@ double model_training_flops_per_token(const TransformerSpec& model, int seq_len)
   double attended = 0.0;
   // The MTP modules' layers attend as the last layer does (DeepSeek-V3's are full-attention layers).
   for (int layer = 0; layer < model.layers + model.mtp_layers; ++layer)
-    attended += model.attended_keys(std::min(layer, model.layers - 1), seq_len);
+    if (model.layer_kind(std::min(layer, model.layers - 1)).attention)
+      attended += model.attended_keys(std::min(layer, model.layers - 1), seq_len);
+  // Hybrid models: each Mamba-2 mixer's scan, forward and backward (3x forward), as its matmuls are counted.
+  double scans = 0.0;
+  for (int layer = 0; layer < model.layers; ++layer)
+    if (model.layer_kind(layer).mamba) scans += 3.0 * mamba_scan_flops_per_token(model);
   // Per (query, key) pair and head: 2 * qk FLOPs for the score, 2 * v for the weighted value, three times.
   return 6.0 * (count.active_matmul + model.mtp_layers * count.mtp_active_matmul) +
-         6.0 * model.heads * static_cast<double>(model.qk_head_dim() + model.v_dim()) * attended;
+         6.0 * model.heads * static_cast<double>(model.qk_head_dim() + model.v_dim()) * attended + scans;
 }
 
 }  // namespace chopsim

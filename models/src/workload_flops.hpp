@@ -11,6 +11,7 @@ inline constexpr double kLayerNormFlops = 7.0;     // mean, centre, square, sum,
 inline constexpr double kRotaryFlops = 3.0;        // x*cos + rotate(x)*sin
 inline constexpr double kSwigluFlops = 6.0;        // silu(gate) = gate*sigmoid(gate) (4) times up (1), rounding up
 inline constexpr double kGeluFlops = 8.0;          // tanh approximation
+inline constexpr double kSquaredReluFlops = 2.0;   // max(x, 0), squared
 inline constexpr double kSoftmaxFlops = 5.0;       // max, subtract, exp, sum, scale
 inline constexpr double kBackwardFlopRatio = 2.0;  // elementwise backward reads more and does about twice the work
 

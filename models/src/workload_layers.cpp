@@ -215,31 +215,43 @@ void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::str
   gradient_ready(gradient_elements, false, wgrad);
 }
 
-// --- a transformer layer ------------------------------------------------------------------------------
+// --- a layer ----------------------------------------------------------------------------------------------
+// A transformer layer runs its attention and its MLP (or MoE) sublayers, each behind a pre-norm with a residual add
+// after it; a hybrid model's layer runs one sublayer (LayerKind). The norms of a transformer layer are "input_norm"
+// and "post_attention_norm"; a hybrid layer's one norm is "input_norm".
 
 void StageGenerator::layer_forward(int layer) {
   layer_ = layer;
+  const LayerKind kind = model_.layer_kind(layer);
   const Sizes& s = sizes_;
   const double residual_elements = s.norm_tokens * s.hidden;
   // Megatron's fused bias-dropout-add: reads the branch output and the residual, writes the sum and,
   // with dropout, the 1-byte mask kept for backward.
   const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);
-  (void)norm("input_norm", false);
-  if (model_.is_mla()) {
-    mla_projections_forward();
-  } else {
-    await(gather_for_column_parallel());
-    (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
-    if (model_.position_embedding == PositionEmbedding::rope)
-      (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                        2.0 * s.activation_bytes);
+  if (kind.mamba) {
+    (void)norm("input_norm", false);
+    mamba_forward();
+    (void)elementwise("mamba_residual", residual_elements, 1.0, residual_bytes);
   }
-  attention_forward();
-  (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
-  await(reduce_after_row_parallel());
-  (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
-  (void)norm("post_attention_norm", false);
-  if (model_.is_moe_layer(layer)) {
+  if (kind.attention) {
+    (void)norm("input_norm", false);
+    if (model_.is_mla()) {
+      mla_projections_forward();
+    } else {
+      await(gather_for_column_parallel());
+      (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
+      if (model_.position_embedding == PositionEmbedding::rope)
+        (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                          2.0 * s.activation_bytes);
+    }
+    attention_forward();
+    (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
+    await(reduce_after_row_parallel());
+    (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
+  }
+  if (!kind.mlp && !kind.moe) return;
+  (void)norm(kind.attention ? "post_attention_norm" : "input_norm", false);
+  if (kind.moe) {
     moe_forward();
     // Megatron-Core's MoELayer adds the shared experts' output (a dense MLP on every token) to the routed one.
     if (model_.shared_expert_ffn_hidden > 0) {
@@ -254,38 +266,49 @@ void StageGenerator::layer_forward(int layer) {
 
 void StageGenerator::layer_backward(int layer) {
   layer_ = layer;
+  const LayerKind kind = model_.layer_kind(layer);
   const Sizes& s = sizes_;
   const double residual_elements = s.norm_tokens * s.hidden;
   const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);  // reads the mask
+  // A transformer layer's two norms share local_.norms (with MLA's latent norms); a hybrid layer has one.
+  const double one_norm = model_.is_hybrid() ? local_.norm : local_.norms / 2.0;
   // MLP branch, then the residual's gradient is added to the branch's input gradient.
-  if (model_.is_moe_layer(layer)) {
-    if (model_.shared_expert_ffn_hidden > 0) {
-      mlp_backward("shared_expert", s.shared_ffn_local);
-      (void)elementwise("shared_expert_add_bwd", residual_elements, 1.0, 3.0 * s.activation_bytes);
+  if (kind.mlp || kind.moe) {
+    if (kind.moe) {
+      if (model_.shared_expert_ffn_hidden > 0) {
+        mlp_backward("shared_expert", s.shared_ffn_local);
+        (void)elementwise("shared_expert_add_bwd", residual_elements, 1.0, 3.0 * s.activation_bytes);
+      }
+      moe_backward();
+    } else {
+      mlp_backward("mlp", s.ffn_local);
     }
-    moe_backward();
-  } else {
-    mlp_backward("mlp", s.ffn_local);
+    gradient_ready(one_norm, false, norm(kind.attention ? "post_attention_norm_bwd" : "input_norm_bwd", true));
+    (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
   }
-  gradient_ready(local_.norms / 2.0, false, norm("post_attention_norm_bwd", true));
-  (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
-  // Attention branch.
-  bias_gradient("out_proj_bias_grad", residual_elements);
-  row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.v_dim},
-                        s.query_heads * s.v_dim * s.hidden);
-  attention_backward();
-  if (model_.is_mla()) {
-    mla_projections_backward();
-  } else {
-    if (model_.position_embedding == PositionEmbedding::rope)
-      (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
-                        2.0 * s.activation_bytes);
-    const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
-    column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden}, qkv_width * s.hidden,
-                             false);
+  if (kind.attention) {
+    bias_gradient("out_proj_bias_grad", residual_elements);
+    row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.v_dim},
+                          s.query_heads * s.v_dim * s.hidden);
+    attention_backward();
+    if (model_.is_mla()) {
+      mla_projections_backward();
+    } else {
+      if (model_.position_embedding == PositionEmbedding::rope)
+        (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
+                          2.0 * s.activation_bytes);
+      const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
+      column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden},
+                               qkv_width * s.hidden, false);
+    }
+    gradient_ready(one_norm, false, norm("input_norm_bwd", true));
+    (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
   }
-  gradient_ready(local_.norms / 2.0, false, norm("input_norm_bwd", true));
-  (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
+  if (kind.mamba) {
+    mamba_backward();
+    gradient_ready(one_norm, false, norm("input_norm_bwd", true));
+    (void)elementwise("mamba_residual_bwd", residual_elements, 1.0, residual_bytes);
+  }
 }
 
 // --- attention --------------------------------------------------------------------------------------
@@ -432,19 +455,43 @@ void StageGenerator::eager_attention_backward() {
 
 // --- dense MLP ------------------------------------------------------------------------------------------
 
+std::string StageGenerator::activation_name() const {
+  switch (model_.mlp) {
+    case MlpKind::swiglu:
+      return "swiglu";
+    case MlpKind::gelu:
+      return "gelu";
+    case MlpKind::squared_relu:
+      return "squared_relu";
+  }
+  return "activation";
+}
+
+double StageGenerator::activation_flops() const {
+  switch (model_.mlp) {
+    case MlpKind::swiglu:
+      return kSwigluFlops;
+    case MlpKind::gelu:
+      return kGeluFlops;
+    case MlpKind::squared_relu:
+      return kSquaredReluFlops;
+  }
+  return kGeluFlops;
+}
+
 void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   const Sizes& s = sizes_;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
   const std::string prefix(name);
   // The dense MLP's activation kernels keep their plain names (swiglu, gelu); the shared experts' are prefixed.
-  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + (swiglu ? "swiglu" : "gelu");
+  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
   await(gather_for_column_parallel());
   // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
   (void)gemm(prefix + "_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden});
   if (swiglu) {
     (void)elementwise(activation, s.tokens * ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
-    (void)elementwise(activation, s.tokens * ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+    (void)elementwise(activation, s.tokens * ffn_local, activation_flops(), 2.0 * s.activation_bytes);
   }
   (void)gemm(prefix + "_fc2", {s.tokens, s.hidden, ffn_local});
   await(reduce_after_row_parallel());
@@ -454,7 +501,7 @@ void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
   const Sizes& s = sizes_;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
   const std::string prefix(name);
-  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + (swiglu ? "swiglu" : "gelu");
+  const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
   bias_gradient(prefix + "_fc2_bias_grad", s.norm_tokens * s.hidden);
   row_parallel_backward(prefix + "_fc2_dgrad", prefix + "_fc2_wgrad", {s.tokens, s.hidden, ffn_local},
                         ffn_local * s.hidden);
@@ -463,7 +510,7 @@ void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
     (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * kSwigluFlops,
                       5.0 * s.activation_bytes);
   } else {
-    (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * kGeluFlops,
+    (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * activation_flops(),
                       3.0 * s.activation_bytes);
   }
   const double fc1_width = (swiglu ? 2.0 : 1.0) * ffn_local;
@@ -509,7 +556,8 @@ void StageGenerator::moe_forward() {
   if (swiglu) {
     (void)elementwise("expert_swiglu", s.expert_tokens * s.expert_ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
-    (void)elementwise("expert_gelu", s.expert_tokens * s.expert_ffn_local, kGeluFlops, 2.0 * s.activation_bytes);
+    (void)elementwise("expert_" + activation_name(), s.expert_tokens * s.expert_ffn_local, activation_flops(),
+                      2.0 * s.activation_bytes);
   }
   (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
   if (parallelism_.sequence_parallel) {
@@ -553,8 +601,8 @@ void StageGenerator::moe_backward() {
     (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kSwigluFlops,
                       5.0 * s.activation_bytes);
   } else {
-    (void)elementwise("expert_gelu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kGeluFlops,
-                      3.0 * s.activation_bytes);
+    (void)elementwise("expert_" + activation_name() + "_bwd", s.expert_tokens * s.expert_ffn_local,
+                      kBackwardFlopRatio * activation_flops(), 3.0 * s.activation_bytes);
   }
   const double fc1_width = (swiglu ? 2.0 : 1.0) * s.expert_ffn_local;
   const Gemm fc1{s.expert_tokens, fc1_width, s.hidden, local_experts};

@@ -183,6 +183,8 @@ LocalParameters local_parameters(const TransformerSpec& model, const Parallelism
         kv_lora * local.query_heads * (model.head_dim() + model.v_dim()) + local.query_heads * model.v_dim() * h;
   }
   local.norms = count.norms_per_layer;
+  local.norm = count.norm;
+  local.mamba = count.mamba_per_layer / tp;
   local.router = count.router_per_layer;
   local.one_expert = (count.mlp_per_layer - count.shared_mlp_per_layer) / model.experts / parallelism.expert_tp();
   if (model.is_moe()) local.experts = static_cast<double>(model.experts / parallelism.ep) * local.one_expert;
@@ -209,23 +211,24 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   stage_params.layers = parallelism.layers_of_stage(model.layers, stage);
   // The stage's layers: virtual stages stage, stage + pp, ... in Megatron's order, each a run of layers.
   const std::vector<int> counts = parallelism.virtual_stage_layers(model.layers);
-  int moe_layers = 0;
-  for (std::size_t v = 0, first = 0; v < counts.size(); first += static_cast<std::size_t>(counts[v]), ++v)
-    if (static_cast<int>(v) % parallelism.pp == stage)
-      for (int layer = static_cast<int>(first); layer < static_cast<int>(first) + counts[v]; ++layer)
-        if (model.is_moe_layer(layer)) ++moe_layers;
-  const int dense_layers = stage_params.layers - moe_layers;
-  stage_params.dense = moe_layers * local.layer_dense(true) + dense_layers * local.layer_dense(false);
-  stage_params.expert = moe_layers * local.layer_experts(true);
-  // The largest FSDP unit among the stage's layers (an MoE layer with its experts, or a dense layer).
-  const auto consider_layer = [&](bool moe_layer) {
-    const double elements = local.layer_dense(moe_layer) + local.layer_experts(moe_layer);
-    if (elements <= stage_params.largest_unit) return;
-    stage_params.largest_unit = elements;
-    stage_params.largest_unit_expert = local.layer_experts(moe_layer);
-  };
-  if (moe_layers > 0) consider_layer(true);
-  if (dense_layers > 0) consider_layer(false);
+  int moe_layers = 0, mamba_layers = 0, transformer_layers = 0;
+  for (std::size_t v = 0, first = 0; v < counts.size(); first += static_cast<std::size_t>(counts[v]), ++v) {
+    if (static_cast<int>(v) % parallelism.pp != stage) continue;
+    for (int layer = static_cast<int>(first); layer < static_cast<int>(first) + counts[v]; ++layer) {
+      const LayerKind kind = model.layer_kind(layer);
+      moe_layers += kind.moe ? 1 : 0;
+      mamba_layers += kind.mamba ? 1 : 0;
+      transformer_layers += kind.attention && (kind.mlp || kind.moe) ? 1 : 0;
+      stage_params.dense += local.layer_dense(kind);
+      stage_params.expert += local.layer_experts(kind);
+      // The largest FSDP unit among the stage's layers (an MoE layer with its experts, or a dense one).
+      const double elements = local.layer_dense(kind) + local.layer_experts(kind);
+      if (elements > stage_params.largest_unit) {
+        stage_params.largest_unit = elements;
+        stage_params.largest_unit_expert = local.layer_experts(kind);
+      }
+    }
+  }
   const auto consider_unit = [&](double elements) {
     stage_params.dense += elements;
     if (elements > stage_params.largest_unit) {
@@ -240,7 +243,7 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   if (last_stage) {
     for (int depth = 0; depth < model.mtp_layers; ++depth) {
       const double dense = local.mtp_dense(model.is_moe());
-      const double expert = local.layer_experts(model.is_moe());
+      const double expert = local.layer_experts(LayerKind{.moe = model.is_moe()});
       stage_params.dense += dense;
       stage_params.expert += expert;
       if (dense + expert > stage_params.largest_unit) {
@@ -251,18 +254,31 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   }
 
   const double per_norm = model.norm == NormKind::layernorm ? 2.0 : 1.0;
-  const double bias = model.linear_bias ? 2.0 : 1.0;   // a weight, and a bias with linear_bias
-  double layer_tensors = 2.0 * per_norm + 2.0 * bias;  // norms, QKV, output projection
-  // MoE layers: the router, two per local expert and the shared experts' fc1 and fc2; dense layers: fc1, fc2.
-  const double moe_tensors = 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +
+  const double bias = model.linear_bias ? 2.0 : 1.0;       // a weight, and a bias with linear_bias
+  const double attention_tensors = per_norm + 2.0 * bias;  // its norm, QKV, output projection
+  const double mlp_tensors = per_norm + 2.0 * bias;        // its norm, fc1, fc2
+  // An MoE sublayer: its norm, the router, two per local expert and the shared experts' fc1 and fc2.
+  const double moe_tensors = per_norm + 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +
                              (model.shared_expert_ffn_hidden > 0 ? 2.0 : 0.0);
-  stage_params.tensors = moe_layers * (layer_tensors + moe_tensors) + dense_layers * (layer_tensors + 2.0 * bias);
+  // A Mamba-2 mixer: its norm, in_proj, the convolution's weight and bias, dt_bias, A_log, D, the gated norm's
+  // weight and out_proj.
+  const double mamba_tensors = per_norm + 8.0;
+  const int hybrid_attention = model.is_hybrid() ? stage_params.layers - moe_layers - mamba_layers : 0;
+  const int dense_layers = transformer_layers - moe_layers;
+  if (model.is_hybrid()) {
+    // The hybrid's single-sublayer layers: attention or a dense MLP (the same tensor count), Mamba and MoE.
+    stage_params.tensors =
+        hybrid_attention * attention_tensors + mamba_layers * mamba_tensors + moe_layers * moe_tensors;
+  } else {
+    stage_params.tensors =
+        moe_layers * (attention_tensors + moe_tensors) + dense_layers * (attention_tensors + mlp_tensors);
+  }
   if (stage == 0) stage_params.tensors += model.position_embedding == PositionEmbedding::learned ? 2.0 : 1.0;
   if (stage == parallelism.pp - 1) stage_params.tensors += per_norm + (local.output_head > 0.0 ? 1.0 : 0.0);
   // Each MTP module: its layer's tensors, the projection and three norms; the embedding copy.
   if (last_stage && model.mtp_layers > 0)
     stage_params.tensors +=
-        model.mtp_layers * (layer_tensors + (model.is_moe() ? moe_tensors : 2.0 * bias) + 1.0 + 3.0 * per_norm) +
+        model.mtp_layers * (attention_tensors + (model.is_moe() ? moe_tensors : mlp_tensors) + 1.0 + 3.0 * per_norm) +
         (local.mtp_embedding_copy > 0.0 ? 1.0 : 0.0);
   return stage_params;
 }

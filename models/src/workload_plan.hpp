@@ -69,8 +69,12 @@ struct PipelineAction {
 /// parallel layers, vocab-parallel embedding and head) and by ep for experts; norms and the MoE router are
 /// replicated across the tensor-parallel group.
 struct LocalParameters {
-  double attention = 0.0;    ///< one layer's QKV + output projection on this rank
-  double norms = 0.0;        ///< one layer's two norms
+  double attention = 0.0;  ///< one layer's QKV + output projection on this rank
+  double norms = 0.0;      ///< one transformer layer's two norms (with MLA's latent norms)
+  double norm = 0.0;       ///< one norm (a hybrid model's layers have one each)
+  /// One Mamba-2 mixer on this rank: Megatron-Core's MambaMixer splits its heads and groups over tp (in_proj
+  /// column-parallel, out_proj row-parallel, the convolution, dt, A, D and the gated norm per local channel).
+  double mamba = 0.0;
   double dense_mlp = 0.0;    ///< a dense layer's MLP (/tp); MoE models: of their dense_layers
   double shared_mlp = 0.0;   ///< an MoE layer's shared experts (/tp)
   double router = 0.0;       ///< an MoE layer's router
@@ -89,14 +93,19 @@ struct LocalParameters {
   double kv_heads = 0.0;     ///< KV heads on this rank (replicated when tp > kv_heads)
   double query_heads = 0.0;  ///< query heads on this rank
 
-  /// Parameters of one layer reduced over the data group (everything except the routed experts).
-  [[nodiscard]] double layer_dense(bool moe_layer) const {
-    return attention + norms + (moe_layer ? router + shared_mlp : dense_mlp);
+  /// Parameters of a layer of `kind` reduced over the data group (everything except the routed experts).
+  [[nodiscard]] double layer_dense(const LayerKind& kind) const {
+    const bool transformer_layer = kind.attention && (kind.mlp || kind.moe);
+    return (transformer_layer ? norms : kind.norms() * norm) + (kind.attention ? attention : 0.0) +
+           (kind.mamba ? mamba : 0.0) + (kind.moe ? router + shared_mlp : 0.0) + (kind.mlp ? dense_mlp : 0.0);
   }
-  /// Parameters of one layer reduced over the expert-data group (the rank's routed experts).
-  [[nodiscard]] double layer_experts(bool moe_layer) const { return moe_layer ? experts : 0.0; }
-  /// A multi-token prediction module's parameters reduced over the data group (its layer is of the model's last kind).
-  [[nodiscard]] double mtp_dense(bool moe_model) const { return layer_dense(moe_model) + mtp_projection + mtp_norms; }
+  /// Parameters of a layer of `kind` reduced over the expert-data group (the rank's routed experts).
+  [[nodiscard]] double layer_experts(const LayerKind& kind) const { return kind.moe ? experts : 0.0; }
+  /// A multi-token prediction module's parameters reduced over the data group (its layer is a transformer layer of
+  /// the model's last kind).
+  [[nodiscard]] double mtp_dense(bool moe_model) const {
+    return layer_dense(LayerKind{.attention = true, .mlp = !moe_model, .moe = moe_model}) + mtp_projection + mtp_norms;
+  }
 };
 
 [[nodiscard]] LocalParameters local_parameters(const TransformerSpec& model, const ParallelismSpec& parallelism);

@@ -38,6 +38,12 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.routed_tokens = s.norm_tokens * copies;
   s.expert_tokens = s.routed_tokens * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
   s.expert_ffn_local = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
+  s.mamba_heads = model.mamba_heads / tp;
+  s.mamba_groups = model.mamba_groups / tp;
+  s.mamba_inner = s.mamba_heads * model.mamba_head_dim;
+  s.mamba_channels = s.mamba_inner + 2.0 * s.mamba_groups * model.mamba_state_dim;
+  s.mamba_in_width = s.mamba_inner + s.mamba_channels + s.mamba_heads;
+  s.mamba_states = s.mamba_inner * model.mamba_state_dim / model.mamba_chunk_size;
   s.activation_bytes = storage_bytes_per_element(training.precision);
   s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32,
                                                 training.grad_reduce_fp32);
@@ -305,13 +311,13 @@ double StageGenerator::unit_dense_parameters(int unit) const {
   if (unit == embedding_unit()) return local_.embedding;
   if (unit == head_unit()) return local_.output_head + local_.final_norm + local_.mtp_embedding_copy;
   if (is_mtp_unit(unit)) return local_.mtp_dense(model_.is_moe());
-  return local_.layer_dense(model_.is_moe_layer(unit - 1));
+  return local_.layer_dense(model_.layer_kind(unit - 1));
 }
 
 double StageGenerator::unit_expert_parameters(int unit) const {
   if (unit == embedding_unit() || unit == head_unit()) return 0.0;
-  if (is_mtp_unit(unit)) return local_.layer_experts(model_.is_moe());
-  return local_.layer_experts(model_.is_moe_layer(unit - 1));
+  if (is_mtp_unit(unit)) return local_.layer_experts(LayerKind{.moe = model_.is_moe()});
+  return local_.layer_experts(model_.layer_kind(unit - 1));
 }
 
 void StageGenerator::begin_unit(int unit, bool backward) {

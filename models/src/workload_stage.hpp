@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -69,6 +70,12 @@ class StageGenerator {
     /// gathered over the expert tensor-parallel group with SP (etp = tp: tokens * top_k * capacity).
     double expert_tokens = 0;
     double expert_ffn_local = 0;  ///< MoE: f / etp
+    double mamba_heads = 0;       ///< Mamba-2 heads / tp
+    double mamba_groups = 0;      ///< Mamba-2 B and C groups / tp
+    double mamba_inner = 0;       ///< the rank's scan width: mamba_heads x head_dim
+    double mamba_channels = 0;    ///< the convolution's channels: x, B and C
+    double mamba_in_width = 0;    ///< in_proj's output: z, x, B, C and dt
+    double mamba_states = 0;      ///< state elements per token (heads x head_dim x state_dim, one state per chunk)
     double activation_bytes = 2;  ///< bytes of a stored activation element
     double gradient_bytes = 2;    ///< bytes of a gradient element as kept, reduced and read by the optimizer
     /// Bytes of a weight-gradient element as the backward kernels write it: the gradient buffer's (fp32
@@ -171,6 +178,13 @@ class StageGenerator {
   /// sliding-window layer shorter than the sequence.
   [[nodiscard]] double window_share() const;
   void mlp_backward(std::string_view name, double ffn_local);
+  /// The MLP activation's kernel name ("swiglu", "gelu", "squared_relu") and vector FLOPs per element.
+  [[nodiscard]] std::string activation_name() const;
+  [[nodiscard]] double activation_flops() const;
+  /// A Mamba-2 mixer (workload_mamba.cpp): in_proj, the causal convolution, the chunked scan, the gated norm and
+  /// out_proj of the rank's heads.
+  void mamba_forward();
+  void mamba_backward();
   void moe_forward();
   void moe_backward();
   void embedding_forward();

@@ -128,6 +128,11 @@ config("dp_list", replaced("  dp: 8", "  dp: [8]"), "parallelism.dp")
 config("micro_batch_map", replaced("  micro_batch: 2", "  micro_batch: {a: 1}"), "micro_batch")
 config("nodes_text", replaced("  nodes: 1", "  nodes: one"), "nodes")
 config("seq_len_bool", replaced("  seq_len: 8192", "  seq_len: true"), "seq_len")
+# A hybrid model whose layer pattern does not describe every layer, and one with an unknown layer symbol.
+config("hybrid_pattern_short", replaced("model: llama3-8b", "model: {name: llama3-8b, hybrid_pattern: 'M*M*', "
+       "mamba: {heads: 32}}"), "the pattern has 4 symbols but layers is 32")
+config("hybrid_pattern_symbol", replaced("model: llama3-8b", "model: {name: llama3-8b, layers: 4, "
+       "hybrid_pattern: 'M*Q*', mamba: {heads: 32}}"), "symbol 'Q' at position 3")
 config("precision_number", replaced("  precision: bf16", "  precision: 16"), "precision")
 config("recompute_unknown", replaced("  recompute: selective", "  recompute: sometimes"), "sometimes")
 config("model_list", replaced("model: llama3-8b", "model: [llama3-8b]"), "model")

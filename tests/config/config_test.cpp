@@ -633,6 +633,38 @@ TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
   EXPECT_EQ(mi250x.nics_per_node, 4);
 }
 
+// A hybrid model file: the layer pattern and the Mamba-2 mixer decode; a pattern that does not describe every layer, a
+// symbol that is no layer kind, Mamba layers without a mixer, and a tp that splits the Mamba heads unevenly are
+// rejected at their keys.
+TEST_F(ConfigTest, HybridModelFileDecodesAndItsMistakesAreNamed) {
+  const TransformerSpec nano = load_model_config(test::configs_dir() / "models" / "nemotron-3-nano.yaml");
+  EXPECT_EQ(nano.hybrid_pattern.size(), 52U);
+  EXPECT_EQ(nano.mamba_heads, 64);
+  EXPECT_EQ(nano.mamba_groups, 8);
+  EXPECT_EQ(nano.mlp, MlpKind::squared_relu);
+  EXPECT_EQ(nano.moe_layers(), 23);
+  const std::string mixer = ", mamba: {heads: 8, head_dim: 16, state_dim: 16, groups: 2}";
+  const auto model = [&](const std::string& pattern, int layers, const std::string& rest) {
+    return "{name: llama3-8b, layers: " + std::to_string(layers) + ", hybrid_pattern: '" + pattern + "'" + rest + "}";
+  };
+  const auto run = [&](const std::string& file, const std::string& pattern, int layers, const std::string& rest,
+                       const std::string& parallelism) {
+    return write(file, small_run(model(pattern, layers, rest), parallelism, "  global_batch: 8\n"));
+  };
+  const fs::path short_pattern = run("short.yaml", "M*M", 4, mixer, "  dp: 8\n");
+  expect_contains(input_error([&] { (void)load(short_pattern); }),
+                  {"short.yaml:1:", "key 'model.hybrid_pattern': the pattern has 3 symbols but layers is 4"});
+  const fs::path bad_symbol = run("symbol.yaml", "M*X*", 4, mixer, "  dp: 8\n");
+  expect_contains(input_error([&] { (void)load(bad_symbol); }), {"symbol 'X' at position 3 is not a layer kind"});
+  const fs::path no_mixer = run("nomixer.yaml", "M*M*", 4, "", "  dp: 8\n");
+  expect_contains(input_error([&] { (void)load(no_mixer); }), {"key 'model.mamba'", "no mamba: {heads: ...}"});
+  const fs::path uneven = run("uneven.yaml", "M*M*", 4, mixer, "  tp: 4\n  dp: 2\n");
+  expect_contains(input_error([&] { (void)load(uneven); }),
+                  {"key 'parallelism.tp'", "Mamba-2 heads (8) and groups (2)"});
+  const fs::path ok = run("ok.yaml", "M*M*", 4, mixer, "  tp: 2\n  dp: 4\n");
+  EXPECT_TRUE(load(ok).model.layer_kind(2).mamba);
+}
+
 // --------------------------------------------------------------------- ways of naming a component
 
 TEST_F(ConfigTest, ByNameByPathAndInlineDecodeTheSame) {

@@ -213,6 +213,39 @@ TEST(Memory, MoeActivationsScaleWithTopK) {
   EXPECT_NEAR(two - one, 32.0 * 4096.0 * (4096.0 + 3.0 * 14336.0) * 2.0, 1.0);
 }
 
+// A hybrid model's Mamba-2 layer keeps its norm's input and output, in_proj's output (z, x, B, C, dt), the scan's
+// output before the gated norm, the norm's fp32 rstd per group and out_proj's input (mamba_split_conv1d_scan_combined
+// recomputes the convolution and the states); under tp 2 the mixer's share halves, the norm's tensors do not.
+TEST(Memory, MambaLayerKeepsInProjOutputScanOutputAndOutProjInput) {
+  TransformerSpec with;  // Nemotron 3 Nano's mixer and attention on 2688-wide tokens
+  with.name = "hybrid";
+  with.hidden = 2688;
+  with.head_dim_override = 128;
+  with.heads = 32;
+  with.kv_heads = 2;
+  with.ffn_hidden = 1856;
+  with.vocab = 131072;
+  with.mamba_heads = 64;
+  with.mamba_head_dim = 64;
+  with.mamba_state_dim = 128;
+  with.mamba_groups = 8;
+  with.layers = 3;
+  with.hybrid_pattern = "MM*";
+  TransformerSpec without = with;
+  without.layers = 2;
+  without.hybrid_pattern = "M*";
+  const TrainingSpec training = one_sequence_per_rank(1, 8192);
+  for (const int tp : {1, 2}) {
+    ParallelismSpec p;
+    p.tp = tp;
+    const double one_layer = estimate_stage_memory(with, p, training, gpu(1e13), 0).activations_bytes -
+                             estimate_stage_memory(without, p, training, gpu(1e13), 0).activations_bytes;
+    const double heads = 64.0 / tp, groups = 8.0 / tp, inner = heads * 64;
+    const double in_proj_output = 2.0 * inner + 2.0 * groups * 128 + heads;
+    EXPECT_NEAR(one_layer, 8192.0 * (2.0 * 2688 * 2 + (in_proj_output + 2.0 * inner) * 2 + 4.0 * groups), 1.0) << tp;
+  }
+}
+
 TEST(Memory, FoldedExpertsKeepWholeExpertsAndOnlyTheirOwnCopies) {
   // 8 experts on tp 2 x dp 4 (one stage). Default (etp = tp): ep 2 in the data group, each rank holds 4 experts
   // split in two. Folded (etp 1): ep 4 over the stage, each rank holds 2 whole experts. Either way a rank keeps

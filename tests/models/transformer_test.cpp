@@ -258,6 +258,80 @@ TEST(TransformerParameters, DeepSeekV3MatchesPublishedSizes) {
   EXPECT_DOUBLE_EQ(with.active_matmul, c.active_matmul);  // the 37B activated are the main model's
 }
 
+// Nemotron 3 Nano (30B-A3B), a hybrid of 23 Mamba-2, 23 MoE and 6 attention layers: Megatron-Bridge's
+// Nemotron3NanoProvider (configs/models/nemotron-3-nano.yaml gives the sources).
+TransformerSpec nemotron_3_nano() {
+  TransformerSpec m;
+  m.name = "nemotron-3-nano";
+  m.hybrid_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
+  m.layers = 52;
+  m.hidden = 2688;
+  m.head_dim_override = 128;
+  m.heads = 32;
+  m.kv_heads = 2;
+  m.ffn_hidden = 1856;
+  m.shared_expert_ffn_hidden = 3712;
+  m.experts = 128;
+  m.top_k = 6;
+  m.vocab = 131072;
+  m.mlp = MlpKind::squared_relu;
+  m.mamba_heads = 64;
+  m.mamba_head_dim = 64;
+  m.mamba_state_dim = 128;
+  m.mamba_groups = 8;
+  return m;
+}
+
+// NVIDIA's model card: 31.6B parameters in total, about 3.2B active per token (3.6B including embeddings). chopsim's
+// active count is the matmuls a token runs through, the output head included; adding the input embedding gives the
+// card's "including embeddings".
+TEST(TransformerParameters, NemotronHybridMatchesPublishedSizes) {
+  const TransformerSpec nano = nemotron_3_nano();
+  const ParameterCount c = count_parameters(nano);
+  // MambaMixer: in_proj h x (2 x 4096 + 2 x 8 x 128 + 64), the convolution over 6144 channels (4 taps and a bias),
+  // dt_bias, A_log, D, the gated norm's weight and out_proj 4096 x h.
+  EXPECT_DOUBLE_EQ(c.mamba_per_layer, 2688.0 * 10304 + 6144.0 * 5 + 3 * 64 + 4096 + 4096.0 * 2688);
+  EXPECT_NEAR(c.total, 31.6e9, 0.05e9);
+  EXPECT_NEAR(c.active_matmul, 3.2e9, 0.05e9);
+  EXPECT_NEAR(c.active_matmul + c.embedding, 3.6e9, 0.05e9);
+  EXPECT_EQ(nano.moe_layers(), 23);
+  EXPECT_EQ(nano.attention_layers(), 6);
+  EXPECT_TRUE(nano.layer_kind(0).mamba);
+  EXPECT_TRUE(nano.layer_kind(1).moe);
+  EXPECT_TRUE(nano.layer_kind(5).attention);
+  EXPECT_EQ(nano.layer_kind(5).norms(), 1);
+  // A transformer layer (no pattern) has attention and an MLP behind two norms.
+  EXPECT_EQ(llama3_8b().layer_kind(3).norms(), 2);
+}
+
+// Model FLOPs of a hybrid: 6 N for the matmuls, attention only in the '*' layers, and each Mamba-2 layer's chunked
+// scan three times (forward and backward) at 2 Q N G + 2 Q P H + 4 N P H per token (Dao and Gu 2024, Sec. 6).
+TEST(TransformerFlops, HybridCountsAttentionLayersAndTheScan) {
+  const TransformerSpec nano = nemotron_3_nano();
+  const ParameterCount c = count_parameters(nano);
+  const double scan = 2.0 * 128 * 128 * 8 + 2.0 * 128 * 64 * 64 + 4.0 * 128 * 64 * 64;
+  EXPECT_DOUBLE_EQ(mamba_scan_flops_per_token(nano), scan);
+  EXPECT_DOUBLE_EQ(model_training_flops_per_token(nano, 8192),
+                   6.0 * c.active_matmul + 6.0 * 32 * (128 + 128) * 8192.0 * 6 + 23 * 3.0 * scan);
+}
+
+TEST(TransformerParameters, HybridPatternMustDescribeEveryLayer) {
+  TransformerSpec bad = nemotron_3_nano();
+  bad.hybrid_pattern.pop_back();
+  EXPECT_THROW((void)count_parameters(bad), ModelError);
+  bad = nemotron_3_nano();
+  bad.hybrid_pattern[3] = 'X';
+  EXPECT_THROW((void)count_parameters(bad), ModelError);
+  bad = nemotron_3_nano();
+  bad.mamba_groups = 7;  // 64 heads in groups of 7
+  EXPECT_THROW((void)count_parameters(bad), ModelError);
+  bad = nemotron_3_nano();
+  bad.experts = 1;
+  bad.top_k = 1;
+  bad.shared_expert_ffn_hidden = 0;
+  EXPECT_THROW((void)count_parameters(bad), ModelError);  // 'E' layers without experts
+}
+
 TEST(TransformerParameters, ActiveMatmulCountsTheHeadOnceAndNoNorms) {
   const TransformerSpec model = llama3_8b();
   const ParameterCount count = count_parameters(model);

@@ -67,6 +67,28 @@ TransformerSpec tiny_moe_dense_first_shared() {
   return m;
 }
 
+/// A hybrid model in small (Nemotron 3's proportions): Mamba-2, attention, dense-MLP and MoE layers with a shared
+/// expert and squared-ReLU MLPs; the Mamba heads and groups split over tp 2.
+TransformerSpec tiny_hybrid() {
+  TransformerSpec m = tiny_moe();
+  m.name = "tiny-hybrid";
+  m.hybrid_pattern = "M*EM-ME*";
+  m.head_dim_override = 64;
+  m.shared_expert_ffn_hidden = 344;
+  m.mlp = MlpKind::squared_relu;
+  m.mamba_heads = 8;
+  m.mamba_head_dim = 16;
+  m.mamba_state_dim = 16;
+  m.mamba_groups = 2;
+  m.mamba_chunk_size = 64;
+  return m;
+}
+
+/// Whether `name` is one of a Mamba-2 mixer's scan kernels (GEMM-class kernels that are not the model's matmuls).
+bool is_mamba_scan(std::string_view name) {
+  return name.starts_with("mamba_") && !name.starts_with("mamba_in_proj") && !name.starts_with("mamba_out_proj");
+}
+
 struct RunSetup {
   std::string label;
   TransformerSpec model = tiny_dense();
@@ -96,10 +118,15 @@ void for_each_op(const Workload& workload,
   }
 }
 
-double summed_flops(const Workload& workload, KernelClass kernel_class, std::optional<Pass> pass = std::nullopt) {
+/// FLOPs of the compute ops of `kernel_class` (of `pass`); GEMMs without a Mamba-2 mixer's scan kernels unless
+/// `with_scans`.
+double summed_flops(const Workload& workload, KernelClass kernel_class, std::optional<Pass> pass = std::nullopt,
+                    bool with_scans = false) {
   double total = 0.0;
   for_each_op(workload, [&](int, const Program&, std::size_t, const Op& op) {
-    if (op.kind == OpKind::compute && op.kernel_class == kernel_class && (!pass || op.pass == *pass)) total += op.flops;
+    if (op.kind == OpKind::compute && op.kernel_class == kernel_class && (!pass || op.pass == *pass) &&
+        (with_scans || !is_mamba_scan(workload.name(op))))
+      total += op.flops;
   });
   return total;
 }
@@ -341,6 +368,22 @@ std::vector<RunSetup> parallelism_mixes() {
     s.parallelism.zero_stage = 1;
     mixes.push_back(s);
   }
+  {
+    // A hybrid model (Mamba-2, attention, MLP and MoE layers): tp 2 with SP over two stages with ep 2; FSDP.
+    RunSetup s = setup("hybrid_tp2_sp_pp2_ep2_zero1", 2, 2, 2, 4);
+    s.model = tiny_hybrid();
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 1;
+    mixes.push_back(s);
+    s.label = "hybrid_fsdp4_ep2";
+    s.parallelism = ParallelismSpec{};
+    s.parallelism.dp = 4;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 3;
+    s.training.global_batch = 8;
+    mixes.push_back(s);
+  }
   return mixes;
 }
 
@@ -425,7 +468,7 @@ TEST_P(ParallelismMix, AttentionFlopsAreTheCausalHalfWithFlashBackward) {
   const double per_pair = 2.0 * s.model.heads * (s.model.qk_head_dim() + s.model.v_dim());
   // The multi-token prediction modules' layers attend too (not recomputed).
   const double layer_forward = 0.5 * per_pair * s.training.seq_len * tokens;
-  const double forward = layer_forward * (s.model.layers + s.model.mtp_layers);
+  const double forward = layer_forward * (s.model.attention_layers() + s.model.mtp_layers);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::forward), forward, forward * 1e-12);
   EXPECT_NEAR(summed_flops(workload, KernelClass::attention, Pass::backward), 2.5 * forward, forward * 1e-12);
   const double recomputed = recomputed_share(s) * layer_forward * s.model.layers;
@@ -924,6 +967,40 @@ TEST(ExpertParallel, OverlappedTensorGatherWaitsForTheDispatchedTokens) {
     }
   EXPECT_EQ(checked, 8);
   EXPECT_NO_THROW(check_workload_completes(workload));
+}
+
+// A hybrid model's layers each run one sublayer; a Mamba-2 layer's scan kernels do the chunked scan's FLOPs
+// (mamba_scan_flops_per_token per token forward) and its projections the mixer's matmuls on the rank's heads.
+TEST(Hybrid, EachLayerRunsItsKindAndTheScanDoesItsFlops) {
+  RunSetup s = setup("hybrid_tp2", 1, 2, 1, 2);
+  s.model = tiny_hybrid();
+  s.parallelism.sequence_parallel = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Program& program = workload.program(0);
+  std::map<int, std::set<std::string>> names;  // forward compute ops by layer
+  for (const Op& op : program.streams[0].ops)
+    if (op.pass == Pass::forward && op.layer >= 0) names[op.layer].insert(std::string(workload.name(op)));
+  EXPECT_TRUE(names[0].count("mamba_in_proj") && names[0].count("mamba_chunk_scan") && !names[0].count("qkv_proj"));
+  EXPECT_TRUE(names[1].count("attention") && !names[1].count("mlp_fc1") && !names[1].count("expert_fc1"));
+  EXPECT_TRUE(names[2].count("expert_fc1") && names[2].count("shared_expert_fc1") && !names[2].count("attention"));
+  EXPECT_TRUE(names[2].count("expert_squared_relu"));
+  EXPECT_TRUE(names[4].count("mlp_fc1") && names[4].count("squared_relu") && !names[4].count("attention"));
+  EXPECT_FALSE(names[0].count("post_attention_norm") || names[1].count("post_attention_norm"));
+  // Forward scan FLOPs over the cluster (its GEMM-class kernels): tokens x the scan per token x the three Mamba layers.
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  double scan = 0.0;
+  for_each_op(workload, [&](int, const Program&, std::size_t, const Op& op) {
+    if (op.kind == OpKind::compute && op.pass == Pass::forward && op.kernel_class == KernelClass::gemm &&
+        is_mamba_scan(workload.name(op)))
+      scan += op.flops;
+  });
+  EXPECT_NEAR(scan, 3 * tokens * mamba_scan_flops_per_token(s.model), scan * 1e-12);
+  // in_proj on one rank: its tokens x h x (z, x, B, C, dt of 4 heads and 1 group) x 2.
+  const double in_width = 2.0 * 4 * 16 + 2.0 * 1 * 16 + 4;
+  double in_proj = 0.0;
+  for (const Op& op : program.streams[0].ops)
+    if (op.pass == Pass::forward && workload.name(op) == "mamba_in_proj") in_proj += op.flops;
+  EXPECT_DOUBLE_EQ(in_proj, 3 * s.training.global_batch * s.training.seq_len * 2.0 * s.model.hidden * in_width);
 }
 
 TEST(Workload, RecomputationIsMarkedAndSelectiveCostsNothingWithFlashAttention) {

@@ -5,12 +5,26 @@
 
 namespace chopsim {
 
-enum class MlpKind { swiglu, gelu };
+/// The MLP's activation: SwiGLU (gated: gate, up and down matrices; Llama, Mixtral), GELU (GPT, MPT) or squared ReLU
+/// (relu(x)^2, So et al. 2021; Megatron's squared_relu, Nemotron-H and Nemotron 3), both with up and down matrices.
+enum class MlpKind { swiglu, gelu, squared_relu };
 enum class NormKind { rmsnorm, layernorm };
 /// How token positions enter the model: rotary embeddings applied to Q and K in every layer (Llama, Mixtral), a
 /// learned absolute table added to the token embeddings (GPT-2/3, Megatron-LM's default learned_absolute, MPT's
 /// learned_pos_emb), or nothing the kernels see (ALiBi biases inside the attention kernel, NoPE).
 enum class PositionEmbedding { rope, learned, none };
+
+/// What one layer computes. A transformer layer holds self-attention and an MLP, dense or a mixture of experts, each
+/// behind its own pre-norm and residual add. A hybrid model (TransformerSpec::hybrid_pattern) stacks layers of one
+/// sublayer each instead: a Mamba-2 mixer, self-attention, a dense MLP or a mixture of experts.
+struct LayerKind {
+  bool attention = false;
+  bool mamba = false;
+  bool mlp = false;  ///< a dense MLP
+  bool moe = false;  ///< a mixture of experts: router, routed experts and the shared ones
+  /// Pre-norms: one per sublayer.
+  [[nodiscard]] int norms() const { return (attention || mamba ? 1 : 0) + (mlp || moe ? 1 : 0); }
+};
 
 struct TransformerSpec {
   std::string name;
@@ -73,6 +87,56 @@ struct TransformerSpec {
   /// norm, and predicts through the shared output head with a loss of its own (DeepSeek-V3 report, Sec. 2.2). It sits
   /// on the last pipeline stage, which then also keeps a copy of the embedding. 0 = none.
   int mtp_layers = 0;
+
+  /// A hybrid model's layers, one symbol each (Megatron-Core's hybrid_layer_pattern, megatron/core/ssm/
+  /// mamba_hybrid_layer_allocation.py): 'M' a Mamba-2 mixer, '*' self-attention, '-' a dense MLP, 'E' a mixture of
+  /// experts. Nemotron 3 Nano: "MEMEM*EMEMEM*..." (52 layers). Empty: every layer is a transformer layer.
+  std::string hybrid_pattern;
+  /// The Mamba-2 mixer of 'M' layers (Dao and Gu 2024, "Transformers are SSMs"; Megatron-Core MambaMixer):
+  /// in_proj maps h to z and x (heads x head_dim each), B and C (groups x state_dim each) and one dt per head; a
+  /// causal depthwise convolution of conv_kernel taps over x, B and C; the chunked state-space scan (SSD, chunks of
+  /// chunk_size tokens); the RMSNorm of the output gated by z; out_proj back to h.
+  int mamba_heads = 0;
+  int mamba_head_dim = 64;
+  int mamba_state_dim = 128;
+  int mamba_groups = 8;
+  int mamba_conv_kernel = 4;
+  int mamba_chunk_size = 128;
+  [[nodiscard]] bool is_hybrid() const { return !hybrid_pattern.empty(); }
+  /// Width of the scan's input and output: heads x head_dim (d_inner).
+  [[nodiscard]] double mamba_inner() const { return static_cast<double>(mamba_heads) * mamba_head_dim; }
+  /// Channels of the causal convolution: x, B and C.
+  [[nodiscard]] double mamba_conv_channels() const {
+    return mamba_inner() + 2.0 * static_cast<double>(mamba_groups) * mamba_state_dim;
+  }
+  /// Output width of in_proj: z, x, B, C and dt.
+  [[nodiscard]] double mamba_in_proj_width() const {
+    return mamba_inner() + mamba_conv_channels() + static_cast<double>(mamba_heads);
+  }
+  /// What layer `layer` (0-based) computes.
+  [[nodiscard]] LayerKind layer_kind(int layer) const {
+    LayerKind kind;
+    if (!is_hybrid()) {
+      kind.attention = true;
+      kind.moe = is_moe() && layer >= dense_layers;
+      kind.mlp = !kind.moe;
+      return kind;
+    }
+    const char symbol = layer >= 0 && layer < static_cast<int>(hybrid_pattern.size())
+                            ? hybrid_pattern[static_cast<std::size_t>(layer)]
+                            : '\0';
+    kind.mamba = symbol == 'M';
+    kind.attention = symbol == '*';
+    kind.mlp = symbol == '-';
+    kind.moe = symbol == 'E';
+    return kind;
+  }
+  /// Layers that attend (every layer of a transformer; the '*' layers of a hybrid model).
+  [[nodiscard]] int attention_layers() const {
+    int count = 0;
+    for (int layer = 0; layer < layers; ++layer) count += layer_kind(layer).attention ? 1 : 0;
+    return count;
+  }
   [[nodiscard]] int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
   [[nodiscard]] bool is_mla() const { return kv_lora_rank > 0; }
   /// Width of one head's query and key: head_dim, plus the rotary part under multi-latent attention.
@@ -99,9 +163,13 @@ struct TransformerSpec {
     return is_sliding_layer(layer) && sliding_window < seq_len ? sliding_window : seq_len;
   }
   /// Whether layer `layer` (0-based) routes its tokens to experts.
-  [[nodiscard]] bool is_moe_layer(int layer) const { return is_moe() && layer >= dense_layers; }
+  [[nodiscard]] bool is_moe_layer(int layer) const { return layer_kind(layer).moe; }
   /// Layers with experts (0 for a dense model).
-  [[nodiscard]] int moe_layers() const { return is_moe() ? layers - dense_layers : 0; }
+  [[nodiscard]] int moe_layers() const {
+    int count = 0;
+    for (int layer = 0; layer < layers; ++layer) count += is_moe_layer(layer) ? 1 : 0;
+    return count;
+  }
   /// MLP width of a dense layer: dense_ffn_hidden when set (MoE models), else ffn_hidden.
   [[nodiscard]] int dense_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
 };
@@ -116,7 +184,9 @@ struct ParameterCount {
   double shared_mlp_per_layer = 0;  ///< one MoE layer's shared experts (part of the two above)
   double dense_mlp_per_layer = 0;   ///< the MLP of a dense layer (dense models: every layer's, = mlp_per_layer)
   double router_per_layer = 0;      ///< MoE router h*E
-  double norms_per_layer = 0;
+  double norms_per_layer = 0;       ///< a transformer layer's two norms (and MLA's latent norms)
+  double norm = 0;                  ///< one norm
+  double mamba_per_layer = 0;       ///< a Mamba-2 mixer: in_proj, convolution, dt bias, A, D, gated norm, out_proj
   double final_norm = 0;
   double total = 0;        ///< every parameter
   double per_layer = 0;    ///< every parameter of one MoE layer (dense models: of one layer)
@@ -133,6 +203,14 @@ struct ParameterCount {
 };
 
 [[nodiscard]] ParameterCount count_parameters(const TransformerSpec& model);
+
+/// Parameters of layer `layer` (0-based), every expert counted.
+[[nodiscard]] double layer_parameters(const TransformerSpec& model, const ParameterCount& count, int layer);
+
+/// Forward FLOPs per token of one Mamba-2 mixer's state-space scan (SSD), chunk by chunk (Dao and Gu 2024, Sec. 6):
+/// within a chunk of Q tokens the scores C B^T (2 Q N per group) and their product with x (2 Q P per head); across
+/// chunks each chunk's state B^T x (2 N P per head) and its contribution to the outputs C h (2 N P per head).
+[[nodiscard]] double mamba_scan_flops_per_token(const TransformerSpec& model);
 
 /// Model FLOPs per token of one training step (forward + backward = 3x forward), in the convention of
 /// Megatron-LM (Narayanan et al., SC'21) and llm-foundry: 6*N_active plus attention 12*L*h*s,
