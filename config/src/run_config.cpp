@@ -226,6 +226,23 @@ void decode_training(Mapping& t, TrainingSpec& train) {
       "recompute", train.recompute,
       {{"none", RecomputePolicy::none}, {"selective", RecomputePolicy::selective}, {"full", RecomputePolicy::full}});
   t.read("recompute_layers", train.recompute_layers, kNonNegativeInt);
+  if (t.has("recompute_modules")) {
+    const YAML::Node list = t.value("recompute_modules");
+    const std::string fix =
+        "list Megatron's --recompute-modules names: core_attn, layernorm, mlp, moe, moe_act, shared_experts";
+    if (!list.IsSequence()) t.fail("recompute_modules", "expected a list of module names", fix);
+    RecomputeModules& m = train.recompute_modules;
+    const std::vector<std::pair<std::string, bool*>> names{
+        {"core_attn", &m.core_attn}, {"layernorm", &m.layernorm},          {"mlp", &m.mlp}, {"moe", &m.moe},
+        {"moe_act", &m.moe_act},     {"shared_experts", &m.shared_experts}};
+    for (const YAML::Node& entry : list) {
+      const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
+      const auto found =
+          std::find_if(names.begin(), names.end(), [&](const auto& known) { return known.first == name; });
+      if (found == names.end()) t.fail("recompute_modules", "'" + name + "' is not a module chopsim recomputes", fix);
+      *found->second = true;
+    }
+  }
   if (t.has("overlap")) {
     Mapping o = t.child("overlap");
     o.read("dp", train.overlap.dp);

@@ -309,6 +309,16 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "hardware '" + run.hardware.name + "' has no " + std::string(to_string(train.precision)) +
                    " units (peak_tflops." + std::string(to_string(train.precision)) + " is 0)",
                "use a precision the GPU supports (bf16 everywhere)");
+  if (train.recompute_modules.any() && train.recompute != RecomputePolicy::selective)
+    rules.fail("training.recompute_modules",
+               "recompute_modules lists what selective recomputation re-runs, but recompute is " +
+                   std::string(train.recompute == RecomputePolicy::full ? "full" : "none"),
+               "set recompute: selective (Megatron --recompute-granularity selective), or remove recompute_modules");
+  if (train.recompute_modules.any() &&
+      (train.attention == kEagerAttention || train.framework == Framework::pytorch_eager))
+    rules.fail("training.recompute_modules",
+               "recompute_modules is Megatron-Core's selective recomputation, modelled with a fused attention kernel",
+               "remove recompute_modules (recompute: selective alone recomputes eager attention's internals)");
   if (train.framework == Framework::pytorch_eager) {
     if (par.tp > 1 || par.pp > 1 || par.cp > 1 || par.ep > 1)
       rules.fail("training.framework",

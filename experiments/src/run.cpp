@@ -36,6 +36,19 @@ std::string_view recompute_name(RecomputePolicy policy) {
   return "none";
 }
 
+/// The modules selective recomputation re-runs (Megatron's --recompute-modules names), in a fixed order.
+std::vector<std::string> recompute_module_names(const RecomputeModules& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, set] : {std::pair<const char*, bool>{"core_attn", m.core_attn},
+                                  {"layernorm", m.layernorm},
+                                  {"mlp", m.mlp},
+                                  {"moe", m.moe},
+                                  {"moe_act", m.moe_act},
+                                  {"shared_experts", m.shared_experts}})
+    if (set) names.emplace_back(name);
+  return names;
+}
+
 /// "dp8 zero3", "tp8 sp pp4 (1f1b) dp2", ...
 std::string parallelism_label(const ParallelismSpec& p) {
   std::string label;
@@ -287,6 +300,11 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.field("seq_len", run.training.seq_len).field("precision", to_string(run.training.precision));
   json.field("recompute", recompute_name(run.training.recompute));
   if (run.training.recompute_layers > 0) json.field("recompute_layers", run.training.recompute_layers);
+  if (run.training.recompute_modules.any()) {  // only when listed: other runs keep their bytes
+    json.key("recompute_modules").begin_array();
+    for (const std::string& name : recompute_module_names(run.training.recompute_modules)) json.value(name);
+    json.end_array();
+  }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());
   json.end_object();
@@ -416,8 +434,14 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute)
       << (run.training.recompute_layers > 0
               ? " (" + std::to_string(run.training.recompute_layers) + " layers of each chunk)"
-              : std::string())
-      << (run.training.deterministic ? ", deterministic" : "") << "\n";
+              : std::string());
+  if (run.training.recompute_modules.any()) {
+    std::string names;
+    for (const std::string& name : recompute_module_names(run.training.recompute_modules))
+      names += (names.empty() ? "" : ", ") + name;
+    out << " (" << names << ")";
+  }
+  out << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
   out << "\n";
 

@@ -38,6 +38,9 @@ struct LayerActivations {
   double stored_bytes = 0.0;            ///< one layer, one micro-batch, no recomputation
   double input_bytes = 0.0;             ///< the layer's input alone (kept under full recomputation)
   double attention_scores_bytes = 0.0;  ///< eager attention's kept probabilities (0 with a fused kernel)
+  /// Selective recomputation by module: what the layer's recomputed modules did not keep (in stored_bytes' place);
+  /// live again while the layer's backward runs.
+  double recomputed_bytes = 0.0;
 };
 
 LayerActivations layer_activations(const TransformerSpec& model, const ParallelismSpec& parallelism,
@@ -76,8 +79,9 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   const double mlp_intermediates = (swiglu ? 3.0 : 2.0) * f_local * element;
 
   LayerActivations result;
+  // (A transformer layer's sum in the order it always had: outside the tp regions, then attention.)
   double bytes =
-      replicated_tokens * replicated + (kind.attention ? replicated_tokens * latents + tokens * attention : 0.0);
+      replicated_tokens * (replicated + (kind.attention ? latents : 0.0)) + (kind.attention ? tokens * attention : 0.0);
   if (kind.mamba) {
     // A Mamba-2 mixer on the memory-efficient path (mamba_split_conv1d_scan_combined saves in_proj's output zxbcdt,
     // the scan's output before the gated norm and the norm's fp32 rstd per group; the convolution and the scan's
@@ -88,21 +92,41 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
     const double in_width = 2.0 * inner + 2.0 * groups * model.mamba_state_dim + heads;
     bytes += tokens * ((in_width + 2.0 * inner) * element + 4.0 * groups);
   }
+  const RecomputeModules recomputed = training.recomputed_modules();
+  double dropped = 0.0;  // what the recomputed modules do not keep
   if (kind.moe) {
     const double copies = model.top_k * training.moe_capacity_factor;
     // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel
     // all-gather (whole hidden width), and the experts' intermediates (f / etp wide).
-    bytes += replicated_tokens * model.experts * 4.0;
+    const double router = replicated_tokens * model.experts * 4.0;
     const double expert_rows =
         replicated_tokens * copies * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
+    const double expert_width = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
     const double expert_intermediates =
         (swiglu ? 3.0 : 2.0) * static_cast<double>(model.ffn_hidden) / parallelism.expert_tp() * element;
-    bytes += expert_rows * (h * element + expert_intermediates);
+    const double experts = expert_rows * (h * element + expert_intermediates);
     // The shared experts: a dense MLP's intermediates at their width.
-    bytes += tokens * (swiglu ? 3.0 : 2.0) * (model.shared_expert_ffn_hidden / tp) * element;
+    const double shared = tokens * (swiglu ? 3.0 : 2.0) * (model.shared_expert_ffn_hidden / tp) * element;
+    bytes += router;
+    bytes += experts;
+    bytes += shared;
+    if (recomputed.moe) {
+      dropped += router + experts + shared;
+    } else {
+      // The activation's output (SwiGLU's product, GELU's output): one of the intermediates.
+      if (recomputed.moe_act) dropped += expert_rows * expert_width * element;
+      if (recomputed.shared_experts) dropped += shared;
+    }
   } else if (kind.mlp) {
     bytes += tokens * mlp_intermediates;
+    if (recomputed.mlp) dropped += tokens * mlp_intermediates;
   }
+  // The norms' outputs (the next GEMM's input, one per sublayer), and flash attention's log-sum-exp.
+  if (recomputed.layernorm) dropped += replicated_tokens * sublayers * h * element;
+  if (recomputed.core_attn && kind.attention && training.attention != kEagerAttention)
+    dropped += tokens * 4.0 * local.query_heads;
+  if (dropped > 0.0) bytes -= dropped;
+  result.recomputed_bytes = dropped;
   result.stored_bytes = bytes;
   result.input_bytes = replicated_tokens * h * element;
   if (kind.attention && training.attention == kEagerAttention) {
@@ -251,7 +275,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
         live_again = std::max(live_again, layer.stored_bytes + layer.attention_scores_bytes);
       } else if (training.recompute == RecomputePolicy::selective) {
         chunk += layer.stored_bytes;
-        live_again = std::max(live_again, layer.attention_scores_bytes);
+        live_again = std::max(live_again, layer.attention_scores_bytes + layer.recomputed_bytes);
       } else {
         chunk += layer.stored_bytes + layer.attention_scores_bytes;
       }

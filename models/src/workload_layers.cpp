@@ -274,6 +274,7 @@ void StageGenerator::layer_backward(int layer) {
   const double one_norm = model_.is_hybrid() ? local_.norm : local_.norms / 2.0;
   // MLP branch, then the residual's gradient is added to the branch's input gradient.
   if (kind.mlp || kind.moe) {
+    recompute_sublayer(kind, true);
     if (kind.moe) {
       if (model_.shared_expert_ffn_hidden > 0) {
         mlp_backward("shared_expert", s.shared_ffn_local);
@@ -287,6 +288,7 @@ void StageGenerator::layer_backward(int layer) {
     (void)elementwise("mlp_residual_bwd", residual_elements, 1.0, residual_bytes);
   }
   if (kind.attention) {
+    recompute_sublayer(kind, false);
     bias_gradient("out_proj_bias_grad", residual_elements);
     row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.v_dim},
                           s.query_heads * s.v_dim * s.hidden);
@@ -305,10 +307,36 @@ void StageGenerator::layer_backward(int layer) {
     (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
   }
   if (kind.mamba) {
+    recompute_sublayer(kind, false);
     mamba_backward();
     gradient_ready(one_norm, false, norm("input_norm_bwd", true));
     (void)elementwise("mamba_residual_bwd", residual_elements, 1.0, residual_bytes);
   }
+}
+
+// Megatron-Core's selective recomputation by module (transformer_layer.py, recompute_modules): the norm's output, a
+// dense MLP, a whole MoE layer (with its dispatch and its shared experts), the experts' activation, the shared experts
+// or the attention kernel, checkpointed in the forward and run again right before the sublayer's backward.
+void StageGenerator::recompute_sublayer(const LayerKind& kind, bool mlp_side) {
+  const RecomputeModules modules = training_.recomputed_modules();
+  if (!modules.any()) return;
+  const Pass pass = pass_;
+  pass_ = Pass::recompute;
+  if (modules.layernorm) (void)norm(mlp_side && kind.attention ? "post_attention_norm" : "input_norm", false);
+  if (mlp_side && kind.moe && modules.moe) {
+    moe_forward();
+    if (model_.shared_expert_ffn_hidden > 0) {
+      mlp_forward("shared_expert", sizes_.shared_ffn_local);
+      (void)elementwise("shared_expert_add", sizes_.norm_tokens * sizes_.hidden, 1.0, 3.0 * sizes_.activation_bytes);
+    }
+  } else if (mlp_side && kind.moe) {
+    if (modules.shared_experts && model_.shared_expert_ffn_hidden > 0)
+      mlp_forward("shared_expert", sizes_.shared_ffn_local);
+    if (modules.moe_act) expert_activation_forward();
+  }
+  if (mlp_side && kind.mlp && modules.mlp) mlp_forward("mlp", sizes_.ffn_local);
+  if (!mlp_side && kind.attention && modules.core_attn) attention_forward();
+  pass_ = pass;
 }
 
 // --- attention --------------------------------------------------------------------------------------
@@ -553,12 +581,7 @@ void StageGenerator::moe_forward() {
         training_.overlap.tp, kTpStream,
         {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
   (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.expert_ffn_local, s.hidden, local_experts});
-  if (swiglu) {
-    (void)elementwise("expert_swiglu", s.expert_tokens * s.expert_ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
-  } else {
-    (void)elementwise("expert_" + activation_name(), s.expert_tokens * s.expert_ffn_local, activation_flops(),
-                      2.0 * s.activation_bytes);
-  }
+  expert_activation_forward();
   (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
@@ -575,6 +598,16 @@ void StageGenerator::moe_forward() {
   // Weighted sum of each token's top_k expert outputs.
   (void)compute("moe_unpermute", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
                 (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+}
+
+void StageGenerator::expert_activation_forward() {
+  const Sizes& s = sizes_;
+  if (model_.mlp == MlpKind::swiglu) {
+    (void)elementwise("expert_swiglu", s.expert_tokens * s.expert_ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("expert_" + activation_name(), s.expert_tokens * s.expert_ffn_local, activation_flops(),
+                      2.0 * s.activation_bytes);
+  }
 }
 
 void StageGenerator::moe_backward() {

@@ -187,6 +187,11 @@ class StageGenerator {
   void mamba_backward();
   void moe_forward();
   void moe_backward();
+  /// The routed experts' activation kernel (forward), on the rank's expert rows.
+  void expert_activation_forward();
+  /// Selective recomputation by module (TrainingSpec::recompute_modules): before a sublayer's backward, the forward
+  /// kernels of its modules that were not kept run again (Pass::recompute).
+  void recompute_sublayer(const LayerKind& kind, bool mlp_side);
   void embedding_forward();
   /// `reported` elements of the table's gradient are handed to the data-parallel buckets (an MTP module's lookup on
   /// the last stage reports the stage's copy, or nothing when the stage's own embedding reports it).

@@ -665,6 +665,26 @@ TEST_F(ConfigTest, HybridModelFileDecodesAndItsMistakesAreNamed) {
   EXPECT_TRUE(load(ok).model.layer_kind(2).mamba);
 }
 
+// Megatron's --recompute-modules decode by name; an unknown name and a list without selective recomputation are
+// rejected at the key.
+TEST_F(ConfigTest, RecomputeModulesDecodeAndNeedSelectiveRecomputation) {
+  const fs::path ok = write("modules.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                      "  global_batch: 8\n  recompute: selective\n"
+                                                      "  recompute_modules: [core_attn, layernorm, moe_act]\n"));
+  const RecomputeModules modules = load(ok).training.recompute_modules;
+  EXPECT_TRUE(modules.core_attn && modules.layernorm && modules.moe_act);
+  EXPECT_FALSE(modules.moe || modules.mlp || modules.shared_experts);
+  const fs::path unknown =
+      write("unknown.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                      "  global_batch: 8\n  recompute: selective\n  recompute_modules: [mla_up]\n"));
+  expect_contains(input_error([&] { (void)load(unknown); }),
+                  {"key 'training.recompute_modules'", "'mla_up' is not a module chopsim recomputes"});
+  const fs::path full = write("full.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                     "  global_batch: 8\n  recompute: full\n"
+                                                     "  recompute_modules: [moe_act]\n"));
+  expect_contains(input_error([&] { (void)load(full); }), {"key 'training.recompute_modules'", "recompute is full"});
+}
+
 // --------------------------------------------------------------------- ways of naming a component
 
 TEST_F(ConfigTest, ByNameByPathAndInlineDecodeTheSame) {

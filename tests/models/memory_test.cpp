@@ -246,6 +246,26 @@ TEST(Memory, MambaLayerKeepsInProjOutputScanOutputAndOutProjInput) {
   }
 }
 
+// Megatron's --recompute-modules moe_act: each MoE layer keeps its experts' activation output no more (one f-wide
+// tensor per token copy); one layer's is live again during its backward.
+TEST(Memory, RecomputedExpertActivationIsNotKept) {
+  TransformerSpec model = llama3_8b();
+  model.vocab = 32000;
+  model.experts = 8;
+  model.top_k = 2;
+  TrainingSpec training = one_sequence_per_rank(1, 4096);
+  const double kept = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e13), 0).activations_bytes;
+  training.recompute = RecomputePolicy::selective;
+  training.recompute_modules.moe_act = true;
+  const double dropped = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e13), 0).activations_bytes;
+  const double one_layer = 2.0 * 4096.0 * 14336.0 * 2.0;  // top-2 copies x f x bf16
+  EXPECT_NEAR(kept - dropped, 32.0 * one_layer - one_layer, 1.0);
+  // Recomputing the norms drops their outputs (two per layer, h wide).
+  training.recompute_modules = RecomputeModules{.layernorm = true};
+  const double norms = estimate_stage_memory(model, ParallelismSpec{}, training, gpu(1e13), 0).activations_bytes;
+  EXPECT_NEAR(kept - norms, 31.0 * 2.0 * 4096.0 * 4096.0 * 2.0, 1.0);
+}
+
 TEST(Memory, FoldedExpertsKeepWholeExpertsAndOnlyTheirOwnCopies) {
   // 8 experts on tp 2 x dp 4 (one stage). Default (etp = tp): ep 2 in the data group, each rank holds 4 experts
   // split in two. Folded (etp 1): ep 4 over the stage, each rank holds 2 whole experts. Either way a rank keeps

@@ -384,6 +384,17 @@ std::vector<RunSetup> parallelism_mixes() {
     s.training.global_batch = 8;
     mixes.push_back(s);
   }
+  {
+    // Megatron's selective recomputation of the norms and the experts' activation (no GEMM or attention re-run).
+    RunSetup s = setup("moe_recompute_modules_norm_act_ep2", 2, 2, 2, 4);
+    s.model = tiny_moe_dense_first_shared();
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.ep = 2;
+    s.training.recompute = RecomputePolicy::selective;
+    s.training.recompute_modules.layernorm = true;
+    s.training.recompute_modules.moe_act = true;
+    mixes.push_back(s);
+  }
   return mixes;
 }
 
@@ -1001,6 +1012,32 @@ TEST(Hybrid, EachLayerRunsItsKindAndTheScanDoesItsFlops) {
   for (const Op& op : program.streams[0].ops)
     if (op.pass == Pass::forward && workload.name(op) == "mamba_in_proj") in_proj += op.flops;
   EXPECT_DOUBLE_EQ(in_proj, 3 * s.training.global_batch * s.training.seq_len * 2.0 * s.model.hidden * in_width);
+}
+
+// Megatron's --recompute-modules: each listed module's forward runs again (Pass::recompute) right before its
+// backward, once per layer that has it and micro-batch; a recomputed MoE layer re-runs its dispatch and combine too.
+TEST(Workload, RecomputeModulesRunEachListedModuleAgainBeforeItsBackward) {
+  RunSetup s = setup("moe_modules", 2, 1, 1, 2);
+  s.model = tiny_moe_dense_first_shared();  // 2 dense layers, 6 MoE layers with shared experts
+  s.parallelism.ep = 2;
+  s.training.recompute = RecomputePolicy::selective;
+  const auto recomputed = [&](const RecomputeModules& modules, std::string_view name) {
+    RunSetup run = s;
+    run.training.recompute_modules = modules;
+    return count_of(build_workload(run.model, run.parallelism, run.training), 0, name, Pass::recompute);
+  };
+  const int micro_batches = 2;
+  EXPECT_EQ(recomputed({.moe_act = true}, "expert_swiglu"), 6 * micro_batches);
+  EXPECT_EQ(recomputed({.moe_act = true}, "ep_all_to_all_dispatch"), 0);
+  EXPECT_EQ(recomputed({.moe = true}, "ep_all_to_all_dispatch"), 6 * micro_batches);
+  EXPECT_EQ(recomputed({.moe = true}, "shared_expert_fc1"), 6 * micro_batches);
+  EXPECT_EQ(recomputed({.shared_experts = true}, "shared_expert_fc1"), 6 * micro_batches);
+  EXPECT_EQ(recomputed({.mlp = true}, "mlp_fc1"), 2 * micro_batches);
+  EXPECT_EQ(recomputed({.core_attn = true}, "attention"), 8 * micro_batches);
+  EXPECT_EQ(recomputed({.layernorm = true}, "input_norm"), 8 * micro_batches);
+  EXPECT_EQ(recomputed({.layernorm = true}, "post_attention_norm"), 8 * micro_batches);
+  // recompute: selective without modules keeps its meaning (fused attention: nothing re-runs).
+  EXPECT_EQ(recomputed({}, "attention"), 0);
 }
 
 TEST(Workload, RecomputationIsMarkedAndSelectiveCostsNothingWithFlashAttention) {

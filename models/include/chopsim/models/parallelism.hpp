@@ -108,6 +108,20 @@ enum class Framework : std::uint8_t {
 };
 [[nodiscard]] std::string_view to_string(Framework framework);
 
+/// Megatron-Core's selective recomputation by module (--recompute-granularity selective --recompute-modules ...;
+/// TransformerConfig.recompute_modules): with recompute: selective and any module set, each listed sublayer re-runs its
+/// forward right before its backward (Pass::recompute) and keeps only its input. None set: recompute: selective is
+/// Korthikanti et al.'s recomputation of the attention internals (nothing to redo with a fused attention kernel).
+struct RecomputeModules {
+  bool core_attn = false;       ///< the attention kernel: its saved output statistics (log-sum-exp) are not kept
+  bool layernorm = false;       ///< the pre-norms: their outputs (the next GEMM's input) are not kept
+  bool mlp = false;             ///< a dense MLP: its intermediates
+  bool moe = false;             ///< a whole mixture of experts: router, dispatch, experts, combine, shared experts
+  bool moe_act = false;         ///< the routed experts' activation: its output
+  bool shared_experts = false;  ///< the shared experts' MLP: its intermediates
+  [[nodiscard]] bool any() const { return core_attn || layernorm || mlp || moe || moe_act || shared_experts; }
+};
+
 struct TrainingSpec {
   Framework framework = Framework::megatron_te;
   int global_batch = 1;                   ///< sequences per iteration (optimizer step)
@@ -120,6 +134,12 @@ struct TrainingSpec {
   /// activations_checkpoint_method block); the others keep every activation. 0 = every layer (uniform, one
   /// layer per checkpoint). A chunk with fewer layers recomputes all of them.
   int recompute_layers = 0;
+  /// With recompute: selective, the modules recomputed (Megatron's --recompute-modules); none: the attention internals.
+  RecomputeModules recompute_modules;
+  /// The modules a pass recomputes: recompute_modules under selective recomputation, none otherwise.
+  [[nodiscard]] RecomputeModules recomputed_modules() const {
+    return recompute == RecomputePolicy::selective ? recompute_modules : RecomputeModules{};
+  }
   /// Transformer layers of a chunk of `chunk_layers` that are recomputed in the backward.
   [[nodiscard]] int recomputed_layers(int chunk_layers) const {
     if (recompute != RecomputePolicy::full) return 0;
