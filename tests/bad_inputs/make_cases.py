@@ -131,6 +131,8 @@ config("seq_len_bool", replaced("  seq_len: 8192", "  seq_len: true"), "seq_len"
 # A hybrid model whose layer pattern does not describe every layer, and one with an unknown layer symbol.
 config("hybrid_pattern_short", replaced("model: llama3-8b", "model: {name: llama3-8b, hybrid_pattern: 'M*M*', "
        "mamba: {heads: 32}}"), "the pattern has 4 symbols but layers is 32")
+config("recompute_modules_unknown", replaced("  recompute: selective", "  recompute: selective\n"
+       "  recompute_modules: [attention]"), "'attention' is not a module chopsim recomputes")
 config("hybrid_pattern_symbol", replaced("model: llama3-8b", "model: {name: llama3-8b, layers: 4, "
        "hybrid_pattern: 'M*Q*', mamba: {heads: 32}}"), "symbol 'Q' at position 3")
 config("precision_number", replaced("  precision: bf16", "  precision: 16"), "precision")
