@@ -27,11 +27,10 @@ namespace {
 const std::set<std::string> kSupported = {"LlamaForCausalLM",    "MistralForCausalLM",    "Qwen2ForCausalLM",
                                           "Qwen3ForCausalLM",    "MixtralForCausalLM",    "Qwen3MoeForCausalLM",
                                           "Qwen2MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
-                                          "GptOssForCausalLM"};
+                                          "GptOssForCausalLM",   "NemotronHForCausalLM"};
 
 /// Architectures with parts chopsim does not model yet, and which parts (issue 15 lists them to build).
 const std::map<std::string, std::string> kNotModelled = {
-    {"NemotronHForCausalLM", "Mamba-2 layers"},
     {"Gemma2ForCausalLM", "logit soft-capping (its alternating sliding-window layers are modelled)"},
 };
 
@@ -211,7 +210,7 @@ ImportResult import_hf_model(const fs::path& file) {
   if (!kSupported.count(architecture))
     hf.fail("architectures", architecture +
                                  " is not an architecture chopsim imports (Llama, Mistral, Qwen2, Qwen3, "
-                                 "Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, GPT-OSS)");
+                                 "Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, GPT-OSS, Nemotron-H)");
   const int layers = hf.integer("num_hidden_layers");
   const int hidden = hf.integer("hidden_size");
   const int heads = hf.integer("num_attention_heads");
@@ -225,6 +224,10 @@ ImportResult import_hf_model(const fs::path& file) {
   int kv_lora = 0, q_lora = 0, rope_dim = 0, v_dim = 0, qk_nope = 0;
   int sliding_window = 0, full_attention_every = 0;
   int mtp_layers = 0;  // DeepSeek's num_nextn_predict_layers
+  struct {
+    std::string pattern;  // Nemotron-H's hybrid_override_pattern
+    int heads = 0, head_dim = 0, state = 0, groups = 0, conv = 0, chunk = 0;
+  } hybrid;
   std::string ffn_source;
   if (architecture == "MixtralForCausalLM") {
     ffn = hf.integer("intermediate_size");
@@ -298,13 +301,78 @@ ImportResult import_hf_model(const fs::path& file) {
       shared_ffn = hf.integer("shared_expert_intermediate_size");
       result.notes.push_back("the shared expert's sigmoid gate (hidden_size weights, one per token) is not modelled");
     }
+  } else if (architecture == "NemotronHForCausalLM") {
+    // Nemotron-H and Nemotron 3 (transformers' NemotronHConfig, configuration_nemotron_h.py): hybrid_override_pattern
+    // gives each layer's kind (M Mamba-2, * attention, - MLP, E MoE); squared-ReLU MLPs of intermediate_size, experts
+    // of moe_intermediate_size beside n_shared_experts of moe_shared_expert_intermediate_size.
+    hybrid.pattern = hf.text("hybrid_override_pattern");
+    if (hybrid.pattern.empty()) hf.fail("hybrid_override_pattern", "the config has no hybrid_override_pattern");
+    if (static_cast<int>(hybrid.pattern.size()) != layers)
+      hf.fail("hybrid_override_pattern", "has " + std::to_string(hybrid.pattern.size()) +
+                                             " symbols but num_hidden_layers is " + std::to_string(layers));
+    if (hybrid.pattern.find_first_not_of("M*-E") != std::string::npos)
+      hf.fail("hybrid_override_pattern", "holds a symbol other than M, *, - and E");
+    if (const std::string act = hf.text("mlp_hidden_act"); !act.empty() && act != "relu2")
+      hf.fail("mlp_hidden_act", act + " is not modelled for Nemotron-H (relu2: squared ReLU)");
+    // The saved config.json holds NemotronHConfig's attribute names; hand-written ones its argument names.
+    const auto either = [&](const std::string& saved, const std::string& argument, int fallback) {
+      return hf.has(saved) ? hf.integer(saved) : hf.integer(argument, fallback);
+    };
+    hybrid.heads = hf.integer("mamba_num_heads");
+    hybrid.head_dim = hf.integer("mamba_head_dim", 64);
+    hybrid.state = hf.integer("ssm_state_size", 128);
+    hybrid.groups = either("n_groups", "mamba_n_groups", 8);
+    hybrid.conv = either("conv_kernel", "mamba_d_conv", 4);
+    hybrid.chunk = either("chunk_size", "mamba_chunk_size", 128);
+    for (const char* key : {"mamba_hidden_act",
+                            "expand",
+                            "mamba_expand",
+                            "time_step_min",
+                            "time_step_max",
+                            "time_step_limit",
+                            "time_step_floor",
+                            "mamba_dt_min",
+                            "mamba_dt_max",
+                            "mamba_dt_limit",
+                            "mamba_dt_init_floor",
+                            "use_conv_bias",
+                            "mamba_conv_bias",
+                            "mamba_proj_bias",
+                            "use_mamba_kernels",
+                            "rescale_prenorm_residual",
+                            "residual_in_fp32",
+                            "layer_norm_epsilon",
+                            "num_logits_to_keep",
+                            "hidden_dropout",
+                            "routed_scaling_factor",
+                            "n_group",
+                            "topk_group",
+                            "use_bias",
+                            "attention_bias",
+                            "mlp_bias"})
+      (void)hf.text(key);  // numerics, initialisation and inference settings: nothing chopsim predicts
+    if (hybrid.pattern.find('E') != std::string::npos) {
+      ffn = hf.integer("moe_intermediate_size");
+      ffn_source = "moe_intermediate_size (per routed expert)";
+      experts = hf.integer("n_routed_experts");
+      top_k = hf.integer("num_experts_per_tok");
+      shared_ffn = hf.integer("n_shared_experts", 1) * hf.integer("moe_shared_expert_intermediate_size");
+      if (hybrid.pattern.find('-') != std::string::npos)
+        dense_ffn = hf.integer("intermediate_size");
+      else
+        (void)hf.text("intermediate_size");  // the - layers' MLP width; this pattern has none
+      result.notes.push_back("the router's sigmoid scores and expert bias are not modelled (a small elementwise pass)");
+    } else {
+      ffn = hf.integer("intermediate_size");
+      ffn_source = "intermediate_size";
+    }
   } else {
     ffn = hf.integer("intermediate_size");
     ffn_source = "intermediate_size";
   }
   const bool tied = hf.flag("tie_word_embeddings", false);  // the default of these architectures' configs
   const std::string act = hf.text("hidden_act");
-  if (!act.empty() && act != "silu")
+  if (!act.empty() && act != "silu" && hybrid.pattern.empty())
     result.notes.push_back("hidden_act " + act + ": modelled as SwiGLU (silu); the gate's cost is the same");
   if (hf.flag("attention_bias", false) || architecture == "Qwen2ForCausalLM" || architecture == "Qwen2MoeForCausalLM")
     result.notes.push_back("the q, k, v projections' biases are not modelled (a negligible elementwise add)");
@@ -332,13 +400,21 @@ ImportResult import_hf_model(const fs::path& file) {
   y << "heads: " << heads << "        # num_attention_heads\n";
   y << "kv_heads: " << kv_heads << "        # num_key_value_heads\n";
   y << "vocab: " << vocab << "        # vocab_size\n";
+  if (!hybrid.pattern.empty()) {
+    y << "hybrid_pattern: \"" << hybrid.pattern << "\"        # hybrid_override_pattern\n";
+    y << "mamba: {heads: " << hybrid.heads << ", head_dim: " << hybrid.head_dim << ", state_dim: " << hybrid.state
+      << ", groups: " << hybrid.groups << ", conv_kernel: " << hybrid.conv << ", chunk_size: " << hybrid.chunk
+      << "}        # mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel, chunk_size\n";
+  }
   if (experts > 1) {
     y << "experts: " << experts << "        # "
       << (architecture == "MixtralForCausalLM" || architecture == "GptOssForCausalLM" ? "num_local_experts"
-          : deepseek                                                                  ? "n_routed_experts"
+          : deepseek || !hybrid.pattern.empty()                                       ? "n_routed_experts"
                                                                                       : "num_experts")
       << "\n";
     y << "top_k: " << top_k << "        # num_experts_per_tok\n";
+    if (dense_ffn > 0 && dense_layers == 0)
+      y << "dense_ffn_hidden: " << dense_ffn << "        # intermediate_size (the - layers' MLP)\n";
     if (dense_layers > 0) {
       y << "dense_layers: " << dense_layers << "        # " << (deepseek ? "first_k_dense_replace" : "mlp_only_layers")
         << "\n";
@@ -346,14 +422,22 @@ ImportResult import_hf_model(const fs::path& file) {
     }
     if (shared_ffn > 0)
       y << "shared_expert_ffn_hidden: " << shared_ffn << "        # "
-        << (deepseek ? "n_shared_experts x moe_intermediate_size" : "shared_expert_intermediate_size") << "\n";
+        << (deepseek                  ? "n_shared_experts x moe_intermediate_size"
+            : !hybrid.pattern.empty() ? "n_shared_experts x moe_shared_expert_intermediate_size"
+                                      : "shared_expert_intermediate_size")
+        << "\n";
   }
   if (sliding_window > 0)
     y << "sliding_window: " << sliding_window << "        # sliding_window"
       << (full_attention_every > 0 ? "" : " (every layer)") << "\n";
   if (full_attention_every > 0)
     y << "full_attention_every: " << full_attention_every << "        # layer_types: sliding and full alternating\n";
-  y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
+  if (hybrid.pattern.empty()) {
+    y << "mlp: swiglu        # hidden_act silu with a gate projection\n";
+  } else {
+    y << "mlp: squared_relu        # mlp_hidden_act relu2\n";
+    y << "position_embedding: none        # Nemotron-H's layers carry position without rotary embeddings\n";
+  }
   y << "norm: rmsnorm\n";
   y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";
   y << "causal: true\n";

@@ -324,6 +324,39 @@ TEST_F(Import, GptOss120bModelFileMatchesTheModelCard) {
   EXPECT_DOUBLE_EQ(count_parameters(imported).total, count.total);
 }
 
+// A Nemotron-H config.json (transformers' NemotronHConfig keys, as configuration_nemotron_h.py saves them) with
+// Nemotron 3 Nano's shape from Megatron-Bridge's Nemotron3NanoProvider: it imports as the shipped model file.
+TEST_F(Import, NemotronHybridConfigImportsAsTheShippedModelFile) {
+  const std::string json = R"({
+  "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "vocab_size": 131072,
+  "tie_word_embeddings": false, "hidden_size": 2688, "intermediate_size": 1856, "num_hidden_layers": 52,
+  "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+  "num_attention_heads": 32, "head_dim": 128, "num_key_value_heads": 2, "mlp_hidden_act": "relu2",
+  "attention_bias": false, "mlp_bias": false, "use_bias": false, "layer_norm_epsilon": 1e-05,
+  "residual_in_fp32": false, "ssm_state_size": 128, "mamba_num_heads": 64, "n_groups": 8, "mamba_head_dim": 64,
+  "conv_kernel": 4, "expand": 2, "mamba_hidden_act": "silu", "time_step_limit": [0.0, 1e9], "use_conv_bias": true,
+  "mamba_proj_bias": false, "chunk_size": 128, "n_routed_experts": 128, "n_shared_experts": 1,
+  "moe_intermediate_size": 1856, "moe_shared_expert_intermediate_size": 3712, "num_experts_per_tok": 6,
+  "routed_scaling_factor": 2.5, "n_group": 1, "topk_group": 1, "norm_topk_prob": true
+})";
+  const ImportResult result = import_hf_model(write("nemotron.json", json));
+  const TransformerSpec imported = load_model_config(write("nemotron.yaml", result.yaml));
+  const TransformerSpec shipped = load_model_config(test::configs_dir() / "models" / "nemotron-3-nano.yaml");
+  EXPECT_EQ(imported.hybrid_pattern, shipped.hybrid_pattern);
+  EXPECT_EQ(imported.mamba_heads, shipped.mamba_heads);
+  EXPECT_EQ(imported.mamba_groups, shipped.mamba_groups);
+  EXPECT_EQ(imported.mlp, MlpKind::squared_relu);
+  EXPECT_EQ(imported.shared_expert_ffn_hidden, 3712);
+  EXPECT_DOUBLE_EQ(count_parameters(imported).total, count_parameters(shipped).total);
+  EXPECT_TRUE(std::none_of(result.notes.begin(), result.notes.end(),
+                           [](const std::string& n) { return n.rfind("not imported", 0) == 0; }));
+  // A pattern that does not describe every layer names the key.
+  std::string short_pattern = json;
+  short_pattern.replace(short_pattern.find("MEMEM*"), 6, "MEM*");
+  const std::string error = test::input_error([&] { (void)import_hf_model(write("short.json", short_pattern)); });
+  EXPECT_NE(error.find("hybrid_override_pattern"), std::string::npos) << error;
+}
+
 TEST_F(Import, Qwen2MoeSharedExpertIsImported) {
   // Qwen1.5-MoE-A2.7B's config.json: 60 routed experts of 1408 and a shared expert of 5632; the model file counts
   // the published 14.3B parameters.
