@@ -170,6 +170,14 @@ bool begins_node(std::string_view before) {
   }
 }
 
+/// True when a quote after `before` (the line up to it) opens a quoted scalar: where a node begins, or inside a
+/// flow collection after '[', '{', ',' or ':'.
+bool opens_quoted_scalar(std::string_view before, bool in_flow) {
+  if (!in_flow) return begins_node(before);
+  const std::size_t last = before.find_last_not_of(" \t");
+  return last == std::string_view::npos || std::string_view("[{,:").find(before[last]) != std::string_view::npos;
+}
+
 /// yaml-cpp 0.7 loops forever, allocating until memory runs out, on a document whose root is not a block node and
 /// is followed by a ',' (",", "[a],", "\"x\",", "&a ,": found by fuzz_run_config; tests/bad_inputs has them). A
 /// chopsim file is 'key: value' lines, so every document must open with such a line: checked here, before yaml-cpp.
@@ -179,13 +187,33 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
   int line_number = 0;
   int flow_depth = 0;            // [ and { open, ] and } close (outside quotes and comments)
   int block_scalar_indent = -1;  // >= 0: inside a block scalar opened on a line of this indentation
+  char open_quote = 0;           // the quote of a quoted scalar that continues on the next line
   const auto track = [&](std::string_view line, std::size_t indent) {
-    char quote = 0;
+    char quote = open_quote;
     for (std::size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (quote != 0) {
-        if (c == quote) quote = 0;
-      } else if (c == '"' || c == '\'') {
+        if (quote == '"' && c == '\\') {
+          ++i;  // an escape inside double quotes ("\"" does not close them)
+        } else if (c == quote) {
+          quote = 0;
+          // After a quoted scalar outside a flow collection, a ',' (after node properties or not) is the same
+          // endless loop of yaml-cpp 0.7 as at the start of a line: "'a'  &x, 2" (fuzz_run_config, 2026-11-27,
+          // the quoted scalar spanning two lines).
+          std::size_t token = i + 1;
+          while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
+          while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
+            while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;
+            while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
+          }
+          if (flow_depth <= 0 && token < line.size() && line[token] == ',')
+            throw InputError(
+                {shown, line_number, static_cast<int>(token) + 1}, "",
+                "a ',' after a quoted value of the " + std::string(what) + ", outside a [list] or {mapping}",
+                "remove the ',' or put the list in brackets");
+        }
+      } else if ((c == '"' || c == '\'') && opens_quoted_scalar(line.substr(0, i), flow_depth > 0)) {
+        // (An apostrophe inside a plain scalar, "Bob's", opens nothing.)
         quote = c;
       } else if (c == '#' && (i == 0 || line[i - 1] == ' ')) {
         line = line.substr(0, i);
@@ -199,6 +227,7 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
         --flow_depth;
       }
     }
+    open_quote = quote;
     const std::size_t last = line.find_last_not_of(" \t");
     if (last != std::string_view::npos && flow_depth <= 0) {
       // "key: |", "key: >-", "- |2": the lines below, more indented, are a block scalar.
@@ -225,8 +254,9 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
       line.remove_prefix(3);
     } else if (!expecting_root) {
       // A ',' opening a line outside a flow collection, alone or after node properties ("&a,", "!t ,"): yaml-cpp
-      // 0.7 can loop forever on it (fuzz_run_config; the properties' case in a 1-hour run, 2026-11-27).
-      if (indent != std::string_view::npos && flow_depth <= 0) {
+      // 0.7 can loop forever on it (fuzz_run_config; the properties' case in a 1-hour run, 2026-11-27). A line that
+      // continues a quoted scalar is text (track() checks what follows its closing quote).
+      if (indent != std::string_view::npos && flow_depth <= 0 && open_quote == 0) {
         std::size_t token = indent;
         while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
           while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;

@@ -96,6 +96,14 @@ with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-time
 # A 1-hour fuzz_run_config run (2026-11-27): the same loop when node properties open the line before the ','.
 with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-anchor-comma.yaml"), "rb") as f:
     case("config/fuzz_finding_anchor_comma.yaml", f.read(), RUN, 2, "'&a,'", binary=True)
+# A 5-minute fuzz_run_config run (2026-11-27): the same loop after a quoted scalar that spans two lines ("'...\n'  &a,").
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quoted-anchor-comma.yaml"),
+          "rb") as f:
+    case("config/fuzz_finding_quoted_anchor_comma.yaml", f.read(), RUN, 2, "a ',' after a quoted value", binary=True)
+config("quoted_then_anchor_comma", BASE.replace("name: bad", "name: 'bad'  &x, 2"), "a ',' after a quoted value")
+# An apostrophe inside a plain scalar opens no quoted scalar: the quoted ',' value two lines on reaches the decoder.
+config("apostrophe_in_plain_scalar", BASE.replace("name: bad", "name: Bob's run").replace("  precision: bf16",
+       "  precision: ',bf16'"), "training.precision")
 config("tag_then_comma", BASE.replace("  dp: 8", "    dp: 8\n   !x , 2"), "'!x ,'")
 config("brace_in_scalar_then_comma", BASE.replace("  dp: 8", "  dp{: 8\n   , 2"), "starts with ','")
 config("flow_mapping_after_anchor", BASE.replace("iterations: 1", "extra: &x {a: 1\n  , b: 2}\niterations: 1"),
