@@ -170,6 +170,16 @@ bool begins_node(std::string_view before) {
   }
 }
 
+/// The position after the blanks and node properties ("&anchor", "!tag") that start at `token` in `line`.
+std::size_t skip_blanks_and_properties(std::string_view line, std::size_t token) {
+  while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
+  while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
+    while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;
+    while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
+  }
+  return token;
+}
+
 /// True when a quote after `before` (the line up to it) opens a quoted scalar: where a node begins, or inside a
 /// flow collection after '[', '{', ',' or ':'.
 bool opens_quoted_scalar(std::string_view before, bool in_flow) {
@@ -200,12 +210,7 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
           // After a quoted scalar outside a flow collection, a ',' (after node properties or not) is the same
           // endless loop of yaml-cpp 0.7 as at the start of a line: "'a'  &x, 2" (fuzz_run_config, 2026-11-27,
           // the quoted scalar spanning two lines).
-          std::size_t token = i + 1;
-          while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
-          while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
-            while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;
-            while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
-          }
+          const std::size_t token = skip_blanks_and_properties(line, i + 1);
           if (flow_depth <= 0 && token < line.size() && line[token] == ',')
             throw InputError(
                 {shown, line_number, static_cast<int>(token) + 1}, "",
@@ -256,12 +261,19 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
       // A ',' opening a line outside a flow collection, alone or after node properties ("&a,", "!t ,"): yaml-cpp
       // 0.7 can loop forever on it (fuzz_run_config; the properties' case in a 1-hour run, 2026-11-27). A line that
       // continues a quoted scalar is text (track() checks what follows its closing quote).
+      // Whatever the quote state: a line that opens with a quote, then blanks, node properties and a ','
+      // ("'  &a, 1"), is refused. It closes a quoted scalar that started lines above, and the scan of quotes cannot
+      // always tell where yaml-cpp saw one start ('"' inside a plain scalar continued over lines: fuzz_run_config,
+      // 2026-11-27).
+      if (indent != std::string_view::npos && flow_depth <= 0 && (line[indent] == '\'' || line[indent] == '"')) {
+        const std::size_t token = skip_blanks_and_properties(line, indent + 1);
+        if (token < line.size() && line[token] == ',')
+          throw InputError({shown, line_number, static_cast<int>(token) + 1}, "",
+                           "a ',' after a quoted value of the " + std::string(what) + ", outside a [list] or {mapping}",
+                           "remove the ',' or put the list in brackets");
+      }
       if (indent != std::string_view::npos && flow_depth <= 0 && open_quote == 0) {
-        std::size_t token = indent;
-        while (token < line.size() && (line[token] == '&' || line[token] == '!')) {
-          while (token < line.size() && line[token] != ' ' && line[token] != '\t' && line[token] != ',') ++token;
-          while (token < line.size() && (line[token] == ' ' || line[token] == '\t')) ++token;
-        }
+        const std::size_t token = skip_blanks_and_properties(line, indent);
         if (token < line.size() && line[token] == ',')
           throw InputError({shown, line_number, static_cast<int>(indent) + 1}, "",
                            "a line of the " + std::string(what) + " starts with '" +

@@ -100,6 +100,12 @@ with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-time
 with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quoted-anchor-comma.yaml"),
           "rb") as f:
     case("config/fuzz_finding_quoted_anchor_comma.yaml", f.read(), RUN, 2, "a ',' after a quoted value", binary=True)
+# A 10-minute fuzz_run_config run after that fix: a '"' inside a plain scalar continued over lines hid the quote
+# that closes before "  &a,"; a line opening with a quote, blanks, properties and ',' is now refused whatever came before.
+with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quote-after-plain-scalar.yaml"),
+          "rb") as f:
+    case("config/fuzz_finding_quote_after_plain_scalar.yaml", f.read(), RUN, 2, "a ',' after a quoted value",
+         binary=True)
 config("quoted_then_anchor_comma", BASE.replace("name: bad", "name: 'bad'  &x, 2"), "a ',' after a quoted value")
 # An apostrophe inside a plain scalar opens no quoted scalar: the quoted ',' value two lines on reaches the decoder.
 config("apostrophe_in_plain_scalar", BASE.replace("name: bad", "name: Bob's run").replace("  precision: bf16",
