@@ -231,16 +231,13 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     const std::string fix =
         "list Megatron's --recompute-modules names: core_attn, layernorm, mlp, moe, moe_act, shared_experts";
     if (!list.IsSequence()) t.fail("recompute_modules", "expected a list of module names", fix);
-    RecomputeModules& m = train.recompute_modules;
-    const std::vector<std::pair<std::string, bool*>> names{
-        {"core_attn", &m.core_attn}, {"layernorm", &m.layernorm},          {"mlp", &m.mlp}, {"moe", &m.moe},
-        {"moe_act", &m.moe_act},     {"shared_experts", &m.shared_experts}};
     for (const YAML::Node& entry : list) {
       const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-      const auto found =
-          std::find_if(names.begin(), names.end(), [&](const auto& known) { return known.first == name; });
-      if (found == names.end()) t.fail("recompute_modules", "'" + name + "' is not a module chopsim recomputes", fix);
-      *found->second = true;
+      const auto found = std::find_if(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end(),
+                                      [&](const auto& known) { return known.first == name; });
+      if (found == kRecomputeModuleNames.end())
+        t.fail("recompute_modules", "'" + name + "' is not a module chopsim recomputes", fix);
+      train.recompute_modules.*(found->second) = true;
     }
   }
   if (t.has("overlap")) {

@@ -198,6 +198,15 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
   int flow_depth = 0;            // [ and { open, ] and } close (outside quotes and comments)
   int block_scalar_indent = -1;  // >= 0: inside a block scalar opened on a line of this indentation
   char open_quote = 0;           // the quote of a quoted scalar that continues on the next line
+  // A ',' after a closing quote (blanks and node properties between), outside a flow collection: yaml-cpp 0.7 loops on
+  // it as on a ',' opening a line. `after_quote` is the position after the quote in `line`.
+  const auto refuse_comma_after_quote = [&](std::string_view line, std::size_t after_quote) {
+    const std::size_t token = skip_blanks_and_properties(line, after_quote);
+    if (flow_depth <= 0 && token < line.size() && line[token] == ',')
+      throw InputError({shown, line_number, static_cast<int>(token) + 1}, "",
+                       "a ',' after a quoted value of the " + std::string(what) + ", outside a [list] or {mapping}",
+                       "remove the ',' or put the list in brackets");
+  };
   const auto track = [&](std::string_view line, std::size_t indent) {
     char quote = open_quote;
     for (std::size_t i = 0; i < line.size(); ++i) {
@@ -210,12 +219,7 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
           // After a quoted scalar outside a flow collection, a ',' (after node properties or not) is the same
           // endless loop of yaml-cpp 0.7 as at the start of a line: "'a'  &x, 2" (fuzz_run_config, 2026-11-27,
           // the quoted scalar spanning two lines).
-          const std::size_t token = skip_blanks_and_properties(line, i + 1);
-          if (flow_depth <= 0 && token < line.size() && line[token] == ',')
-            throw InputError(
-                {shown, line_number, static_cast<int>(token) + 1}, "",
-                "a ',' after a quoted value of the " + std::string(what) + ", outside a [list] or {mapping}",
-                "remove the ',' or put the list in brackets");
+          refuse_comma_after_quote(line, i + 1);
         }
       } else if ((c == '"' || c == '\'') && opens_quoted_scalar(line.substr(0, i), flow_depth > 0)) {
         // (An apostrophe inside a plain scalar, "Bob's", opens nothing.)
@@ -265,13 +269,8 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
       // ("'  &a, 1"), is refused. It closes a quoted scalar that started lines above, and the scan of quotes cannot
       // always tell where yaml-cpp saw one start ('"' inside a plain scalar continued over lines: fuzz_run_config,
       // 2026-11-27).
-      if (indent != std::string_view::npos && flow_depth <= 0 && (line[indent] == '\'' || line[indent] == '"')) {
-        const std::size_t token = skip_blanks_and_properties(line, indent + 1);
-        if (token < line.size() && line[token] == ',')
-          throw InputError({shown, line_number, static_cast<int>(token) + 1}, "",
-                           "a ',' after a quoted value of the " + std::string(what) + ", outside a [list] or {mapping}",
-                           "remove the ',' or put the list in brackets");
-      }
+      if (indent != std::string_view::npos && (line[indent] == '\'' || line[indent] == '"'))
+        refuse_comma_after_quote(line, indent + 1);
       if (indent != std::string_view::npos && flow_depth <= 0 && open_quote == 0) {
         const std::size_t token = skip_blanks_and_properties(line, indent);
         if (token < line.size() && line[token] == ',')

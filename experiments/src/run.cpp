@@ -39,13 +39,8 @@ std::string_view recompute_name(RecomputePolicy policy) {
 /// The modules selective recomputation re-runs (Megatron's --recompute-modules names), in a fixed order.
 std::vector<std::string> recompute_module_names(const RecomputeModules& m) {
   std::vector<std::string> names;
-  for (const auto& [name, set] : {std::pair<const char*, bool>{"core_attn", m.core_attn},
-                                  {"layernorm", m.layernorm},
-                                  {"mlp", m.mlp},
-                                  {"moe", m.moe},
-                                  {"moe_act", m.moe_act},
-                                  {"shared_experts", m.shared_experts}})
-    if (set) names.emplace_back(name);
+  for (const auto& [name, field] : kRecomputeModuleNames)
+    if (m.*field) names.emplace_back(name);
   return names;
 }
 

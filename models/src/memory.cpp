@@ -25,6 +25,8 @@
 #include "chopsim/models/memory.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/models/workload.hpp"
@@ -261,6 +263,14 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   // (flash attention never stores them; eager attention recomputes them layer by layer).
   const detail::PipelineShape shape = detail::pipeline_shape(model, parallelism, training);
   const std::vector<int> chunk_layers = parallelism.virtual_stage_layers(model.layers);
+  // A layer's activations depend only on its kind: computed once per kind (four flags), not once per layer.
+  std::array<std::optional<LayerActivations>, 16> by_kind;
+  const auto activations_of = [&](const LayerKind& kind) -> const LayerActivations& {
+    const std::size_t index =
+        (kind.attention ? 1U : 0U) | (kind.mamba ? 2U : 0U) | (kind.mlp ? 4U : 0U) | (kind.moe ? 8U : 0U);
+    if (!by_kind[index]) by_kind[index] = layer_activations(model, parallelism, training, local, kind);
+    return *by_kind[index];
+  };
   double largest_chunk = 0.0;
   double live_again = 0.0;  // one layer's activations live besides the chunks' (recomputed or its scores)
   for (std::size_t v = 0, first = 0; v < chunk_layers.size(); first += static_cast<std::size_t>(chunk_layers[v]), ++v) {
@@ -268,8 +278,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     const int recomputed = training.recomputed_layers(chunk_layers[v]);
     double chunk = 0.0;
     for (int i = 0; i < chunk_layers[v]; ++i) {
-      const LayerActivations layer =
-          layer_activations(model, parallelism, training, local, model.layer_kind(static_cast<int>(first) + i));
+      const LayerActivations& layer = activations_of(model.layer_kind(static_cast<int>(first) + i));
       if (i < recomputed) {
         chunk += layer.input_bytes;
         live_again = std::max(live_again, layer.stored_bytes + layer.attention_scores_bytes);
@@ -284,9 +293,8 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     // (of the model's last kind, not recomputed) and its inputs: the embedding, the two norms' outputs and their
     // concatenation, the projection's output (6 hidden-wide tensors).
     if (v + 1 == chunk_layers.size() && model.mtp_layers > 0) {
-      const LayerActivations layer =
-          layer_activations(model, parallelism, training, local,
-                            LayerKind{.attention = true, .mlp = !model.is_moe(), .moe = model.is_moe()});
+      const LayerActivations& layer =
+          activations_of(LayerKind{.attention = true, .mlp = !model.is_moe(), .moe = model.is_moe()});
       chunk += model.mtp_layers * (layer.stored_bytes + layer.attention_scores_bytes + 6.0 * layer.input_bytes);
     }
     largest_chunk = std::max(largest_chunk, chunk);

@@ -252,12 +252,7 @@ void StageGenerator::layer_forward(int layer) {
   if (!kind.mlp && !kind.moe) return;
   (void)norm(kind.attention ? "post_attention_norm" : "input_norm", false);
   if (kind.moe) {
-    moe_forward();
-    // Megatron-Core's MoELayer adds the shared experts' output (a dense MLP on every token) to the routed one.
-    if (model_.shared_expert_ffn_hidden > 0) {
-      mlp_forward("shared_expert", s.shared_ffn_local);
-      (void)elementwise("shared_expert_add", residual_elements, 1.0, 3.0 * s.activation_bytes);
-    }
+    moe_layer_forward();
   } else {
     mlp_forward("mlp", s.ffn_local);
   }
@@ -324,11 +319,7 @@ void StageGenerator::recompute_sublayer(const LayerKind& kind, bool mlp_side) {
   pass_ = Pass::recompute;
   if (modules.layernorm) (void)norm(mlp_side && kind.attention ? "post_attention_norm" : "input_norm", false);
   if (mlp_side && kind.moe && modules.moe) {
-    moe_forward();
-    if (model_.shared_expert_ffn_hidden > 0) {
-      mlp_forward("shared_expert", sizes_.shared_ffn_local);
-      (void)elementwise("shared_expert_add", sizes_.norm_tokens * sizes_.hidden, 1.0, 3.0 * sizes_.activation_bytes);
-    }
+    moe_layer_forward();
   } else if (mlp_side && kind.moe) {
     if (modules.shared_experts && model_.shared_expert_ffn_hidden > 0)
       mlp_forward("shared_expert", sizes_.shared_ffn_local);
@@ -598,6 +589,16 @@ void StageGenerator::moe_forward() {
   // Weighted sum of each token's top_k expert outputs.
   (void)compute("moe_unpermute", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
                 (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+}
+
+void StageGenerator::moe_layer_forward() {
+  moe_forward();
+  // Megatron-Core's MoELayer adds the shared experts' output (a dense MLP on every token) to the routed one.
+  if (model_.shared_expert_ffn_hidden > 0) {
+    const Sizes& s = sizes_;
+    mlp_forward("shared_expert", s.shared_ffn_local);
+    (void)elementwise("shared_expert_add", s.norm_tokens * s.hidden, 1.0, 3.0 * s.activation_bytes);
+  }
 }
 
 void StageGenerator::expert_activation_forward() {

@@ -187,6 +187,8 @@ class StageGenerator {
   void mamba_backward();
   void moe_forward();
   void moe_backward();
+  /// A mixture-of-experts sublayer's forward: the routed experts (moe_forward) and the shared ones added to them.
+  void moe_layer_forward();
   /// The routed experts' activation kernel (forward), on the rank's expert rows.
   void expert_activation_forward();
   /// Selective recomputation by module (TrainingSpec::recompute_modules): before a sublayer's backward, the forward

@@ -150,6 +150,25 @@ int count_of(const Workload& workload, int rank, std::string_view name, std::opt
   return count;
 }
 
+/// Two mixes of a model with experts: tp 2 with SP over two stages with ep 2 (ZeRO-1, `dp` data ranks), then FSDP
+/// over four data ranks with ep 2 (units of the layers' sizes).
+void add_expert_model_mixes(std::vector<RunSetup>& mixes, const TransformerSpec& model, const std::string& sharded,
+                            const std::string& fsdp, int dp = 4) {
+  RunSetup s = setup(sharded, dp, 2, 2, 4);
+  s.model = model;
+  s.parallelism.sequence_parallel = true;
+  s.parallelism.ep = 2;
+  s.parallelism.zero_stage = 1;
+  mixes.push_back(s);
+  s.label = fsdp;
+  s.parallelism = ParallelismSpec{};
+  s.parallelism.dp = 4;
+  s.parallelism.ep = 2;
+  s.parallelism.zero_stage = 3;
+  s.training.global_batch = 8;
+  mixes.push_back(s);
+}
+
 std::vector<RunSetup> parallelism_mixes() {
   std::vector<RunSetup> mixes;
   mixes.push_back(setup("dp4_zero0_overlap", 4));
@@ -272,19 +291,8 @@ std::vector<RunSetup> parallelism_mixes() {
   {
     // Dense first layers and shared experts: with tp and SP, across two pipeline stages (the first holds the
     // dense layers), and under FSDP (units of two sizes).
-    RunSetup s = setup("moe_dense_first_shared_tp2_sp_pp2_ep2", 4, 2, 2, 4);
-    s.model = tiny_moe_dense_first_shared();
-    s.parallelism.sequence_parallel = true;
-    s.parallelism.ep = 2;
-    s.parallelism.zero_stage = 1;
-    mixes.push_back(s);
-    s.label = "moe_dense_first_shared_fsdp_ep2";
-    s.parallelism = ParallelismSpec{};
-    s.parallelism.dp = 4;
-    s.parallelism.ep = 2;
-    s.parallelism.zero_stage = 3;
-    s.training.global_batch = 8;
-    mixes.push_back(s);
+    add_expert_model_mixes(mixes, tiny_moe_dense_first_shared(), "moe_dense_first_shared_tp2_sp_pp2_ep2",
+                           "moe_dense_first_shared_fsdp_ep2");
   }
   {
     // Multi-token prediction (DeepSeek-V3): an MoE module on the last of two stages with tp 2, SP and ep 2; under an
@@ -370,19 +378,7 @@ std::vector<RunSetup> parallelism_mixes() {
   }
   {
     // A hybrid model (Mamba-2, attention, MLP and MoE layers): tp 2 with SP over two stages with ep 2; FSDP.
-    RunSetup s = setup("hybrid_tp2_sp_pp2_ep2_zero1", 2, 2, 2, 4);
-    s.model = tiny_hybrid();
-    s.parallelism.sequence_parallel = true;
-    s.parallelism.ep = 2;
-    s.parallelism.zero_stage = 1;
-    mixes.push_back(s);
-    s.label = "hybrid_fsdp4_ep2";
-    s.parallelism = ParallelismSpec{};
-    s.parallelism.dp = 4;
-    s.parallelism.ep = 2;
-    s.parallelism.zero_stage = 3;
-    s.training.global_batch = 8;
-    mixes.push_back(s);
+    add_expert_model_mixes(mixes, tiny_hybrid(), "hybrid_tp2_sp_pp2_ep2_zero1", "hybrid_fsdp4_ep2", 2);
   }
   {
     // Megatron's selective recomputation of the norms and the experts' activation (no GEMM or attention re-run).

@@ -3,9 +3,11 @@
 // and the mapping from global rank to its position in every parallel group.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "chopsim/models/hardware.hpp"
@@ -121,6 +123,16 @@ struct RecomputeModules {
   bool shared_experts = false;  ///< the shared experts' MLP: its intermediates
   [[nodiscard]] bool any() const { return core_attn || layernorm || mlp || moe || moe_act || shared_experts; }
 };
+/// Megatron's --recompute-modules names and the RecomputeModules field each sets, in the order outputs list them: the
+/// one table the config decoder and the run summary read.
+inline constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*>, 6> kRecomputeModuleNames{{
+    {"core_attn", &RecomputeModules::core_attn},
+    {"layernorm", &RecomputeModules::layernorm},
+    {"mlp", &RecomputeModules::mlp},
+    {"moe", &RecomputeModules::moe},
+    {"moe_act", &RecomputeModules::moe_act},
+    {"shared_experts", &RecomputeModules::shared_experts},
+}};
 
 struct TrainingSpec {
   Framework framework = Framework::megatron_te;
