@@ -2,6 +2,7 @@
 // Private to chopsim_models: the generator of one pipeline stage's program. workload_stage.cpp holds the
 // schedule, pipeline point-to-point, data-parallel/FSDP communication and the optimizer;
 // workload_layers.cpp the kernels and tensor/context/expert-parallel collectives of the model's layers.
+// workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers.
 
 #include <cstdint>
 #include <optional>

@@ -1,0 +1,137 @@
+// The kernels and collectives of a mixture-of-experts sublayer (Megatron-Core MoE with the all-to-all token
+// dispatcher), private to the StageGenerator: moved out of workload_layers.cpp unchanged.
+
+#include <string>
+
+#include "workload_flops.hpp"
+#include "workload_stage.hpp"
+
+namespace chopsim::detail {
+
+// --- mixture of experts (Megatron-Core MoE with the all-to-all token dispatcher) -----------------------
+// Each rank routes its own tokens (T/tp with SP), dispatches top_k * capacity copies of each over the ep
+// group, the expert tensor-parallel group all-gathers them (etp = tp by default) so each expert GEMM sees
+// T/tp * etp * top_k * capacity rows on f/etp columns, then the mirror image: reduce-scatter over etp,
+// all-to-all combine, and the weighted sum of each token's expert outputs. With etp = 1 (MoE parallel
+// folding) there is no expert tensor-parallel collective at all. With capacity factor 1 the expert GEMMs
+// do exactly the active-parameter FLOPs; a larger factor counts the padded slots.
+
+void StageGenerator::moe_forward() {
+  const Sizes& s = sizes_;
+  const double experts = model_.experts;
+  const double local_experts = experts / parallelism_.ep;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
+  (void)gemm("router", {.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false});
+  (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
+                    KernelClass::reduction);
+  const OpRef permute = compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
+                                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  // NCCL's all-to-all takes its split sizes on the host: Megatron-Core's all-to-all dispatcher copies the router's
+  // token counts to the host and synchronises before the dispatch (cuda_sync_point "before_ep_alltoall" when
+  // dropless, "before_permutation_1" with a capacity factor; MoEAlltoAllTokenDispatcher.preprocess), so the host
+  // waits for the GPU in every MoE layer's forward and the GPU then waits for the host's next launches. The
+  // backward reuses the splits. (DeepEP/HybridEP's flex dispatcher keeps them on the GPU: not modelled.)
+  builder_.set_host_issue(permute, 1, true);
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  if (parallelism_.sequence_parallel)
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.expert_ffn_local, s.hidden, local_experts});
+  expert_activation_forward();
+  (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
+  if (parallelism_.sequence_parallel) {
+    await(communicate(training_.overlap.tp, kTpStream,
+                      {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::expert_tp, CommCategory::tp,
+                       expert_bytes}));
+  } else {
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  }
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  // Weighted sum of each token's top_k expert outputs.
+  (void)compute("moe_unpermute", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
+                (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+}
+
+void StageGenerator::moe_layer_forward() {
+  moe_forward();
+  // Megatron-Core's MoELayer adds the shared experts' output (a dense MLP on every token) to the routed one.
+  if (model_.shared_expert_ffn_hidden > 0) {
+    const Sizes& s = sizes_;
+    mlp_forward("shared_expert", s.shared_ffn_local);
+    (void)elementwise("shared_expert_add", s.norm_tokens * s.hidden, 1.0, 3.0 * s.activation_bytes);
+  }
+}
+
+void StageGenerator::expert_activation_forward() {
+  const Sizes& s = sizes_;
+  if (model_.mlp == MlpKind::swiglu) {
+    (void)elementwise("expert_swiglu", s.expert_tokens * s.expert_ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("expert_" + activation_name(), s.expert_tokens * s.expert_ffn_local, activation_flops(),
+                      2.0 * s.activation_bytes);
+  }
+}
+
+void StageGenerator::moe_backward() {
+  const Sizes& s = sizes_;
+  const double experts = model_.experts;
+  const double local_experts = experts / parallelism_.ep;
+  const bool swiglu = model_.mlp == MlpKind::swiglu;
+  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
+  (void)compute("moe_unpermute_bwd", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
+                (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
+  // Backward of the combine all-to-all sends the output gradients back to the experts.
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  if (parallelism_.sequence_parallel)
+    await(communicate(
+        training_.overlap.tp, kTpStream,
+        {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  const Gemm fc2{s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts};
+  (void)gemm_dgrad("expert_fc2_dgrad", fc2);
+  gradient_ready(local_experts * s.expert_ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
+  if (swiglu) {
+    (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kSwigluFlops,
+                      5.0 * s.activation_bytes);
+  } else {
+    (void)elementwise("expert_" + activation_name() + "_bwd", s.expert_tokens * s.expert_ffn_local,
+                      kBackwardFlopRatio * activation_flops(), 3.0 * s.activation_bytes);
+  }
+  const double fc1_width = (swiglu ? 2.0 : 1.0) * s.expert_ffn_local;
+  const Gemm fc1{s.expert_tokens, fc1_width, s.hidden, local_experts};
+  (void)gemm_dgrad("expert_fc1_dgrad", fc1);
+  // The gathered expert inputs are kept by autograd, so no re-gather; the input gradient goes back
+  // through the tp reduce-scatter (or all-reduce without SP) while the wgrad GEMM runs.
+  const std::optional<OpRef> reduce = parallelism_.sequence_parallel
+                                          ? communicate(training_.overlap.tp, kTpStream,
+                                                        {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter,
+                                                         GroupRole::expert_tp, CommCategory::tp, expert_bytes})
+                                          : communicate(training_.overlap.tp, kTpStream,
+                                                        {"moe_tp_all_reduce", CollectiveKind::all_reduce,
+                                                         GroupRole::expert_tp, CommCategory::tp, expert_bytes});
+  gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
+  await(reduce);
+  await(communicate(
+      training_.overlap.ep, kEpStream,
+      {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
+  (void)compute("moe_permute_bwd", KernelClass::memcpy, Precision::fp32, s.routed_tokens * s.hidden,
+                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  (void)elementwise("router_topk_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
+                    s.activation_bytes + 8.0, KernelClass::reduction);
+  const Gemm router{.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false};
+  (void)gemm_dgrad("router_dgrad", router);
+  gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
+}
+
+}  // namespace chopsim::detail
