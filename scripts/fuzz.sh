@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz; issue 16) with clang, ASan and UBSan into build-fuzz/, and runs each on
-# its seed corpus (tests/fuzz/corpus/<input>/, plus the matching files of ../shared/data when present) with its
-# dictionary. Any crash, sanitizer report, untyped exception, timeout (10 s) or memory blow-up (2 GiB) fails; the
-# input that caused it is kept in build-fuzz/findings/. The repository's corpus is not modified.
+# Builds the libFuzzer targets (tests/fuzz; issue 16) with clang, ASan and UBSan in the sanitizer tree build-asan/
+# (scripts/configure-sanitizers.sh, shared with scripts/test-asan.sh), and runs each on its seed corpus
+# (tests/fuzz/corpus/<input>/, plus the matching files of ../shared/data when present) with its dictionary.
+# Any crash, sanitizer report, untyped exception, timeout (10 s) or memory blow-up (2 GiB) fails; the input that
+# caused it is kept in build-asan/findings/. The repository's corpus is not modified.
 #
 # Two modes:
-#   scripts/fuzz.sh --ci [TARGET...]       a fixed number of executions per target (about 30 s each on 2 cores) with
-#                                          a fixed seed: a commit fuzzes the same inputs on every machine, so a CI
-#                                          failure reproduces here with the same command (.ci/run uses this). Any
-#                                          code change alters the coverage feedback and so the inputs reached.
+#   scripts/fuzz.sh --ci [TARGET...]       a fixed number of executions per target (about 15 s each on 2 cores, at
+#                                          most 120 s) with a fixed seed (.ci/run uses this). The inputs reached
+#                                          follow the coverage feedback, which a code change alters, and so does the
+#                                          address-space layout: the same commit in another folder reached other
+#                                          inputs (a fresh clone, 2026-11-28). A CI finding is reproduced from the
+#                                          input CI printed, not by rerunning.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]  exploratory: each target for SECONDS (default 60), seed 1. New findings
-#                                          go to build-fuzz/findings/; fix them and add the input to the corpus.
+#                                          go to build-asan/findings/; fix them and add the input to the corpus.
 # Targets: kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study power_runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Executions per target in --ci mode: measured as ~30 s per target on the CI machine (2 cores), 2026-11-26.
+# Executions per target in --ci mode: about 15 s each on 2 cores (measured 2026-11-28), so that the ten targets take
+# 3 of CI's 45 minutes.
 declare -A ci_runs=(
-  [kineto]=4000 [rocprof_csv]=20000 [rocprof_json]=4000 [telemetry]=25000 [nsys]=25000
-  [store]=1300 [run_config]=30000 [sweep]=100000 [study]=75000 [power_runs]=75000
+  [kineto]=2000 [rocprof_csv]=10000 [rocprof_json]=2000 [telemetry]=12000 [nsys]=12000
+  [store]=650 [run_config]=15000 [sweep]=50000 [study]=35000 [power_runs]=35000
 )
 ci=0
 seconds=60
@@ -31,14 +35,8 @@ fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kineto rocprof_csv rocprof_json telemetry nsys store run_config sweep study power_runs)
 
-bash scripts/setup-debian.sh
-bash scripts/apt-install.sh fuzz clang libfuzzer-14-dev
-
-flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCHOPSIM_FUZZ=ON \
-  -DCHOPSIM_BUILD_TESTS=OFF -DCHOPSIM_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+bash scripts/configure-sanitizers.sh
+cmake --build build-asan -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 # Extra seeds from the measured data (read in place, never copied into the repository).
 shared=../shared/data
@@ -50,15 +48,17 @@ declare -A extra=(
 )
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=0"  # SimGrid's process-wide state (tests/sanitizers/lsan.supp) is not our leak
-mkdir -p build-fuzz/findings
+mkdir -p build-asan/findings
 # The targets write each input to a file under TMPDIR: a folder of this run's own, removed at the end.
 TMPDIR=$(mktemp -d)
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
-# Reproducible runs: libFuzzer's choices follow the coverage each input reaches, and some of it depends on where
-# the allocator puts things (two runs of one binary with seed 1 differed after 1,500 executions with address-space
-# randomisation, and agreed without it), so the targets run with it off where the kernel allows (setarch -R), and
-# without reloading the corpus folder mid-run (-reload=0: what another run added would change the choices).
+# Repeatable runs, as far as they go: libFuzzer's choices follow the coverage each input reaches, and some of it
+# depends on where the allocator puts things (two runs of one binary with seed 1 differed after 1,500 executions with
+# address-space randomisation, and agreed without it), so the targets run with it off where the kernel allows
+# (setarch -R), and without reloading the corpus folder mid-run (-reload=0: what another run added would change the
+# choices). Two runs in one folder agree; a run in another folder (other paths in the environment and the stack) may
+# not.
 norandom=()
 if setarch "$(uname -m)" -R true 2> /dev/null; then
   norandom=(setarch "$(uname -m)" -R)
@@ -68,6 +68,7 @@ fi
 status=0
 for target in "${targets[@]}"; do
   target_start=$SECONDS
+  target_ok=1
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$target/." "$work/"
   dirs=("$work")
@@ -90,17 +91,24 @@ for target in "${targets[@]}"; do
     echo "fuzz: $target for ${seconds}s"
   fi
   # -seed=1: the same mutations on every run of the same build, so that CI and a local run agree.
-  if ! "${norandom[@]}" "./build-fuzz/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 "${budget[@]}" \
+  if ! "${norandom[@]}" "./build-asan/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 "${budget[@]}" \
       -reload=0 -timeout=10 \
-      -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$target-" \
-      2> "build-fuzz/fuzz_$target.log"; then
-    echo "fuzz: $target FAILED (build-fuzz/fuzz_$target.log, input in build-fuzz/findings/)"
-    tail -40 "build-fuzz/fuzz_$target.log"
+      -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-asan/findings/$target-" \
+      2> "build-asan/fuzz_$target.log"; then
+    target_ok=0
+    echo "fuzz: $target FAILED (build-asan/fuzz_$target.log, input in build-asan/findings/)"
+    tail -40 "build-asan/fuzz_$target.log"
+    # The input itself, so that a finding on a CI machine can be rebuilt here: base64 -d > finding.
+    for finding in build-asan/findings/"$target"-*; do
+      [ -f "$finding" ] || continue
+      echo "fuzz: $finding, base64:"
+      head -c 65536 "$finding" | base64 -w 120
+    done
     status=1
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$target.log" | sed "s/^/fuzz: $target /"
-  executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "build-fuzz/fuzz_$target.log")
-  if [ $ci = 1 ] && [ -n "$executed" ] && [ "$executed" -lt "${ci_runs[$target]}" ]; then
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-asan/fuzz_$target.log" | sed "s/^/fuzz: $target /"
+  executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "build-asan/fuzz_$target.log")
+  if [ $ci = 1 ] && [ "$target_ok" = 1 ] && [ -n "$executed" ] && [ "$executed" -lt "${ci_runs[$target]}" ]; then
     echo "fuzz: $target stopped at the 120 s cap after $executed of ${ci_runs[$target]} executions"
   fi
   echo "fuzz: $target took $((SECONDS - target_start)) s"

@@ -1,5 +1,8 @@
 #include "chopsim/config/detail/yaml.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -305,6 +308,34 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
   }
 }
 
+/// Where the second document of a YAML stream starts, if it has one. YAML::LoadAll is not used: yaml-cpp 0.7's parser,
+/// on a token that no node starts with (a ',' outside a flow collection, ...), reports one more empty document without
+/// consuming the token, so LoadAll collects empty documents until memory runs out (jbeder/yaml-cpp#1040; fixed after
+/// 0.7 by jbeder/yaml-cpp#1319). Asking for two documents at most bounds the parse whatever the input: the variants
+/// that fuzz_run_config found one by one (check_document_roots gives them clearer messages) all end here.
+std::optional<YAML::Mark> second_document_start(const std::string& text) {
+  class DocumentStarts final : public YAML::EventHandler {
+   public:
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentStarts documents;
+  while (documents.starts.size() < 2 && parser.HandleNextDocument(documents)) {
+  }
+  if (documents.starts.size() < 2) return std::nullopt;
+  return documents.starts[1];
+}
+
 }  // namespace
 
 YAML::Node load_data_file(const fs::path& path, std::string_view fix) {
@@ -344,9 +375,11 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   check_config_text(text.view(), shown, what);
   check_document_roots(text.view(), shown, what);
 
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
+  std::optional<YAML::Mark> second_document;
   try {
-    documents = YAML::LoadAll(text.str());
+    second_document = second_document_start(text.str());
+    document = YAML::Load(text.str());  // the first document only
   } catch (const YAML::Exception& e) {
     SourceLocation where{shown, 0, 0};
     if (!e.mark.is_null()) where = {shown, e.mark.line + 1, e.mark.column + 1};
@@ -354,15 +387,16 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
                      "correct the YAML at this position (indentation, a ':' after each key, matching quotes and "
                      "brackets)");
   }
-  if (documents.empty() || documents.front().IsNull())
+  if (second_document)
+    throw InputError(SourceLocation{shown, second_document->line + 1, second_document->column + 1}, "",
+                     "the " + std::string(what) +
+                         " holds more than one YAML document: a second one starts here ('---', or text that is not "
+                         "part of the first document's 'key: value' lines)",
+                     "keep one document per file");
+  if (document.IsNull())
     throw InputError({shown}, "", "the " + std::string(what) + " is empty",
                      "write 'key: value' lines (see docs/configs.md)");
-  if (documents.size() > 1)
-    throw InputError(location_of(documents[1], shown), "",
-                     "the " + std::string(what) + " holds " + std::to_string(documents.size()) +
-                         " YAML documents (separated by '---'); one is expected",
-                     "keep one document per file");
-  return documents.front();
+  return document;
 }
 
 YAML::Node apply_overrides(const YAML::Node& root, const std::vector<ConfigOverride>& overrides,

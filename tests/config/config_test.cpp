@@ -809,7 +809,8 @@ TEST_F(ConfigTest, FilesMustHoldOneMapping) {
                   {"list.yaml:1:1: expected a mapping of 'key: value' lines at the top of the file, found a list"});
   const fs::path two = write("two.yaml", "model: llama3-8b\n---\nmodel: llama3-70b\n");
   expect_contains(input_error([&] { (void)load(two); }),
-                  {"two.yaml:3:1: the run config holds 2 YAML documents", "Fix: keep one document per file"});
+                  {"two.yaml:2:1: the run config holds more than one YAML document: a second one starts here",
+                   "Fix: keep one document per file"});
   const fs::path section =
       write("section.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n") + "collectives: ring\n");
   expect_contains(input_error([&] { (void)load(section); }),
