@@ -3,15 +3,9 @@
 // Routing rule (docs/design.md, "Engine semantics"): a route between two GPUs is a shortest path in hops that
 // never passes through a third GPU (GPUs do not forward traffic; NCCL/RCCL rings forward through GPU *memory*, which
 // the collective algorithms model as separate transfers). Among the shortest paths the widest one wins (largest
-// bottleneck bandwidth: an NVSwitch path beats a PCIe detour of the same length), and among those one equal-cost
-// next hop is chosen, the same on every run and whatever the order in which routes are asked for:
-// * Up into the fabric (every candidate a switch-to-switch link): by the destination's port on its leaf switch,
-//   d mod k over the k candidates, as InfiniBand's fat-tree routing does (OpenSM's ftree and up/down engines route by
-//   destination LID: Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for Shift Permutations on Real Life Fat
-//   Trees", 2010). The flows of a shift permutation (a ring step among data-parallel replicas) then use distinct
-//   uplinks, and a shift of the whole job maps each flow's choice onto its image's, so the replicas that the fast
-//   engine folds into one representative see the same contention (docs/design.md, "Symmetry").
-// * Elsewhere (several NVSwitch planes, NIC choices): by hashing (from, to, hop), as switches hash flow headers.
+// bottleneck bandwidth: an NVSwitch path beats a PCIe detour of the same length), and among those an equal-cost
+// multipath (ECMP) choice is made per hop by hashing (from, to, hop), as switches hash flow headers. The hash makes
+// the choice identical on every run and independent of the order in which routes are asked for.
 
 #include "chopsim/models/topology.hpp"
 
@@ -132,46 +126,7 @@ struct Topology::Impl {
     return routes.emplace(key, std::move(route)).first->second;
   }
 
-  /// Per GPU: the position of its NIC among the NICs of its leaf switch (by vertex index), -1 without a NIC on a
-  /// switch; filled on first use.
-  mutable std::vector<int> leaf_port;
-
-  void clear_caches() {
-    routes.clear();
-    leaf_port.clear();
-  }
-
-  /// The NIC ports of `gpu`'s leaf switch are numbered by NIC vertex index; its NIC's number, or -1.
-  int leaf_port_of(int gpu) const {
-    if (leaf_port.empty()) {
-      leaf_port.assign(gpu_vertices.size(), -1);
-      std::vector<int> nics;
-      for (std::size_t g = 0; g < gpu_vertices.size(); ++g) {
-        const int nic = neighbour_of_kind(gpu_vertices[g], VertexKind::nic);
-        const int leaf = nic < 0 ? -1 : neighbour_of_kind(nic, VertexKind::switch_);
-        if (leaf < 0) continue;
-        nics.clear();
-        for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(leaf), graph); e != end; ++e) {
-          const int w = static_cast<int>(boost::target(*e, graph));
-          if (vertices[static_cast<std::size_t>(w)].kind == VertexKind::nic) nics.push_back(w);
-        }
-        std::sort(nics.begin(), nics.end());
-        leaf_port[g] = static_cast<int>(std::lower_bound(nics.begin(), nics.end(), nic) - nics.begin());
-      }
-    }
-    return leaf_port[static_cast<std::size_t>(gpu)];
-  }
-
-  /// The lowest-numbered neighbour of `v` of `kind`, or -1 (a GPU's NIC, a NIC's leaf switch).
-  int neighbour_of_kind(int v, VertexKind kind) const {
-    if (v < 0) return -1;
-    int found = -1;
-    for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(v), graph); e != end; ++e) {
-      const int w = static_cast<int>(boost::target(*e, graph));
-      if (vertices[static_cast<std::size_t>(w)].kind == kind && (found < 0 || w < found)) found = w;
-    }
-    return found;
-  }
+  void clear_caches() { routes.clear(); }
 
   bool is_gpu(int v) const { return vertices[static_cast<std::size_t>(v)].kind == VertexKind::gpu; }
 
@@ -304,13 +259,8 @@ struct Topology::Impl {
                          std::to_string(to_gpu) + " lost its path (internal error)");
       // Out-edges come in insertion order; sorting by link index makes the candidate list independent of it.
       std::sort(candidates.begin(), candidates.end());
-      const bool into_fabric = candidates.size() > 1 && std::all_of(candidates.begin(), candidates.end(), [&](auto c) {
-                                 return links[static_cast<std::size_t>(c.first)].link_class == LinkClass::fabric;
-                               });
-      const int port = into_fabric ? leaf_port_of(to_gpu) : -1;
-      const auto pick = port >= 0 ? static_cast<std::size_t>(port) % candidates.size()
-                                  : static_cast<std::size_t>(mix(flow ^ static_cast<std::uint64_t>(hops.size())) %
-                                                             static_cast<std::uint64_t>(candidates.size()));
+      const auto pick = static_cast<std::size_t>(mix(flow ^ static_cast<std::uint64_t>(hops.size())) %
+                                                 static_cast<std::uint64_t>(candidates.size()));
       const auto [link, next] = candidates[pick];
       hops.push_back(RouteHop{link, links[static_cast<std::size_t>(link)].u == v});
       v = next;

@@ -187,39 +187,9 @@ TEST_P(Symmetry, OneGpuPerClassGivesTheFiguresOfEveryGpuSimulated) {
   EXPECT_LT(static_cast<int>(reduced.stats.simulated_ranks), reduced.gpus)
       << "no classes: " << reduced.stats.symmetry_limit;
   EXPECT_EQ(static_cast<int>(full.stats.simulated_ranks), full.gpus);
-  // Parts near zero may move by 0.1 % of the iteration through the order of simultaneous events.
+  // Replicas that cross different switches of a fabric (ECMP) see slightly different contention when every GPU is
+  // simulated; a class's flows take the most loaded replica's share. Small parts may move by 0.1 % of the iteration.
   expect_agreement(reduced, full, 1e-3);
-}
-
-/// Data-parallel and pipeline traffic across the spines of a 2:1 oversubscribed fat tree (one node per leaf, four
-/// spines): the case where the replicas' routes used to differ (ECMP by hash of (from, to)) and now map onto each
-/// other (uplinks by the destination's leaf port, models/src/topology.cpp).
-AgreementCase across_spines_case() {
-  return {"llama3_70b_across_spines", test::configs_dir() / "llama3-70b-h100-3d.yaml", [](RunSpec& run) {
-            run.cluster.fabric.kind = "fat_tree";
-            run.cluster.fabric.leaf_downlinks = 8;
-            run.cluster.fabric.oversubscription = 2.0;
-          }};
-}
-
-TEST(SymmetryAcrossSpines, ReplicasSeeTheContentionEveryGpuSimulatedSees) {
-  // With hashed uplinks this case differed by 39 % in exposed pipeline and 16 % in exposed data-parallel
-  // communication (2026-11-28); the representatives' flows now load the spines exactly as the full set does.
-  const auto registries = ModelRegistries::with_builtins();
-  RunSpec run = load_case(across_spines_case(), registries);
-  run.engine = "fast";
-  run.engine_options.use_symmetry = false;
-  const RunReport full = run_simulation(run, registries);
-  run.engine_options.use_symmetry = true;
-  const RunReport reduced = run_simulation(run, registries);
-  ASSERT_LT(static_cast<int>(reduced.stats.simulated_ranks), reduced.gpus);
-  const double t = full.iteration_time_s;
-  EXPECT_NEAR(reduced.iteration_time_s, t, 1e-9 * t);
-  for (std::size_t k = 0; k < kCommCategoryCount; ++k)
-    EXPECT_NEAR(reduced.breakdown.exposed_comm_s[k], full.breakdown.exposed_comm_s[k], 1e-9 * t)
-        << to_string(static_cast<CommCategory>(k));
-  EXPECT_NEAR(reduced.breakdown.pipeline_bubble_s, full.breakdown.pipeline_bubble_s, 1e-9 * t);
-  EXPECT_NEAR(reduced.power.peak_25ms_w, full.power.peak_25ms_w, 1e-9 * full.power.peak_25ms_w);
 }
 
 std::vector<AgreementCase> symmetric_cases() {

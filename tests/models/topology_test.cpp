@@ -1,6 +1,5 @@
 // Topology builders and routing: counts follow from the stated constructions (docs in node_topologies.cpp and
-// fabric_topologies.cpp), routes from the routing rule (fewest hops, no GPU transit, widest; uplinks by the
-// destination's leaf port, other equal-cost choices by hash).
+// fabric_topologies.cpp), routes from the routing rule (fewest hops, no GPU transit, widest, ECMP by hash).
 
 #include "chopsim/models/topology.hpp"
 
@@ -236,31 +235,6 @@ TEST(Topology, EcmpIsDeterministicAndSpreadsOverSpines) {
           spines.insert(a.vertices()[static_cast<std::size_t>(v)].name);
     }
   EXPECT_EQ(spines.size(), 4u);  // every equal-cost spine carries some flows
-}
-
-TEST(Topology, UplinksFollowTheDestinationsLeafPort) {
-  // Fat tree, leaves of 8 NICs (one node each), 2:1 oversubscribed: 4 spines. Destination-mod-k routing (Zahavi 2010):
-  // a flow leaves its leaf on spine (port of the destination NIC on its leaf) mod 4, whatever its source.
-  const Topology t = build(dgx(4, "fat_tree", 8, 2.0), h100());
-  const auto spine_of = [&](int from, int to) {
-    for (const int v : path_vertices(t, from, to)) {
-      const std::string& name = t.vertices()[static_cast<std::size_t>(v)].name;
-      if (name.rfind("spine", 0) == 0) return name;
-    }
-    return std::string("none");
-  };
-  for (int from = 0; from < 8; ++from)
-    for (int to = 8; to < 32; ++to) EXPECT_EQ(spine_of(from, to), "spine" + std::to_string(to % 8 % 4)) << from;
-  // A shift permutation between two leaves (GPU i of node 0 to GPU i of node 1, i < 4) uses four distinct uplinks:
-  // no two of its flows share a switch-to-switch link, where hashing (from, to) let some collide.
-  std::set<int> fabric_links;
-  for (int i = 0; i < 4; ++i) {
-    for (const RouteHop& hop : t.route(i, 8 + i)) {
-      if (t.links()[static_cast<std::size_t>(hop.link)].link_class != LinkClass::fabric) continue;
-      EXPECT_TRUE(fabric_links.insert(hop.link).second) << "GPU " << i << " shares a fabric link";
-    }
-  }
-  EXPECT_EQ(fabric_links.size(), 8u);  // each flow: one up, one down
 }
 
 TEST(Topology, RoutesDoNotDependOnTheOrderTheyAreAskedIn) {
