@@ -23,6 +23,9 @@ declare -A ci_runs=(
   [kineto]=2000 [rocprof_csv]=10000 [rocprof_json]=2000 [telemetry]=12000 [nsys]=12000
   [store]=650 [run_config]=15000 [sweep]=50000 [study]=35000 [power_runs]=35000
 )
+# The time cap only guards CI's wall time: on a machine where the fuzzer reaches slower inputs (another address-space
+# layout where setarch -R is refused, another CPU) a target stops there and says so.
+ci_cap_s=120
 ci=0
 seconds=60
 if [ "${1:-}" = "--ci" ]; then
@@ -82,15 +85,13 @@ for target in "${targets[@]}"; do
   dict=()
   [ -f "tests/fuzz/dict/$target.dict" ] && dict=(-dict="tests/fuzz/dict/$target.dict")
   if [ $ci = 1 ]; then
-    # The time cap only guards CI's wall time: on a machine where the fuzzer reaches slower inputs (another
-    # address-space layout where setarch -R is refused, another CPU) a target stops at 120 s and says so.
-    budget=(-runs="${ci_runs[$target]}" -max_total_time=120)
-    echo "fuzz: $target for ${ci_runs[$target]} executions (at most 120 s)"
+    budget=(-runs="${ci_runs[$target]}" -max_total_time=$ci_cap_s)
+    echo "fuzz: $target for ${ci_runs[$target]} executions (at most $ci_cap_s s)"
   else
     budget=(-max_total_time="$seconds")
     echo "fuzz: $target for ${seconds}s"
   fi
-  # -seed=1: the same mutations on every run of the same build, so that CI and a local run agree.
+  # -seed=1: the same mutations on every run of the same build in the same folder (see above).
   if ! "${norandom[@]}" "./build-asan/tests/fuzz/fuzz_$target" "${dirs[@]}" "${dict[@]}" -seed=1 "${budget[@]}" \
       -reload=0 -timeout=10 \
       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-asan/findings/$target-" \
@@ -109,7 +110,7 @@ for target in "${targets[@]}"; do
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-asan/fuzz_$target.log" | sed "s/^/fuzz: $target /"
   executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "build-asan/fuzz_$target.log")
   if [ $ci = 1 ] && [ "$target_ok" = 1 ] && [ -n "$executed" ] && [ "$executed" -lt "${ci_runs[$target]}" ]; then
-    echo "fuzz: $target stopped at the 120 s cap after $executed of ${ci_runs[$target]} executions"
+    echo "fuzz: $target stopped at the $ci_cap_s s cap after $executed of ${ci_runs[$target]} executions"
   fi
   echo "fuzz: $target took $((SECONDS - target_start)) s"
   rm -rf "$work" "${seeds:-}"

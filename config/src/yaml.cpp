@@ -312,7 +312,9 @@ void check_document_roots(std::string_view text, const std::string& shown, std::
 /// on a token that no node starts with (a ',' outside a flow collection, ...), reports one more empty document without
 /// consuming the token, so LoadAll collects empty documents until memory runs out (jbeder/yaml-cpp#1040; fixed after
 /// 0.7 by jbeder/yaml-cpp#1319). Asking for two documents at most bounds the parse whatever the input: the variants
-/// that fuzz_run_config found one by one (check_document_roots gives them clearer messages) all end here.
+/// that fuzz_run_config found one by one (check_document_roots gives them clearer messages) all end here. The caller
+/// then parses the text again with YAML::Load: the node builder LoadAll uses is not part of yaml-cpp's public API, and
+/// a config is a few KB.
 std::optional<YAML::Mark> second_document_start(const std::string& text) {
   class DocumentStarts final : public YAML::EventHandler {
    public:
@@ -378,8 +380,9 @@ YAML::Node load_yaml_file(const fs::path& path, std::string_view what) {
   YAML::Node document;
   std::optional<YAML::Mark> second_document;
   try {
-    second_document = second_document_start(text.str());
-    document = YAML::Load(text.str());  // the first document only
+    const std::string content = text.str();
+    second_document = second_document_start(content);
+    document = YAML::Load(content);  // the first document only
   } catch (const YAML::Exception& e) {
     SourceLocation where{shown, 0, 0};
     if (!e.mark.is_null()) where = {shown, e.mark.line + 1, e.mark.column + 1};

@@ -58,6 +58,12 @@ def config(name, text, word, code=2):
     case("config/" + name + ".yaml", text, RUN, code, word)
 
 
+def run_config_finding(name, corpus_file, word):
+    """A fuzz_run_config finding, read from its corpus file (kept there too) and run as a config."""
+    with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", corpus_file), "rb") as f:
+        case("config/" + name + ".yaml", f.read(), RUN, 2, word, binary=True)
+
+
 def replaced(old, new):
     assert old in BASE, old
     return BASE.replace(old, new)
@@ -83,42 +89,31 @@ config("root_anchor_then_comma", "&a ,\n", "must start with 'key: value'")
 config("second_document_comma", BASE + "---\n,\n", "must start with 'key: value'")
 config("fuzz_run_config_timeout", BASE.replace("name: bad", "# a comment\n,6f optim\nname: bad"), "must start with 'key: value'")
 # The fuzzer's own input (kept in its corpus too): it hung `chopsim run` in yaml-cpp before the check.
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-root-comma.yaml"), "rb") as f:
-    case("config/fuzz_finding_timeout.yaml", f.read(), RUN, 2, "must start with 'key: value'", binary=True)
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-indented-comma.yaml"), "rb") as f:
-    case("config/fuzz_finding_indented_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
+run_config_finding("fuzz_finding_timeout", "finding-timeout-root-comma.yaml", "must start with 'key: value'")
+run_config_finding("fuzz_finding_indented_comma", "finding-timeout-indented-comma.yaml", "starts with ','")
 config("line_starts_with_comma", BASE.replace("  dp: 8", "    dp: 8\n   , 2"), "starts with ','")
 # fuzz_run_config in CI (2026-11-27): a '{' inside a plain scalar ("t{") opens no flow collection, so the ',' line
 # after it is still outside one (yaml-cpp 0.7 looped on it).
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-brace-in-scalar-comma.yaml"),
-          "rb") as f:
-    case("config/fuzz_finding_brace_in_scalar_comma.yaml", f.read(), RUN, 2, "starts with ','", binary=True)
+run_config_finding("fuzz_finding_brace_in_scalar_comma",
+                   "finding-timeout-brace-in-scalar-comma.yaml", "starts with ','")
 # A 1-hour fuzz_run_config run (2026-11-27): the same loop when node properties open the line before the ','.
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-anchor-comma.yaml"), "rb") as f:
-    case("config/fuzz_finding_anchor_comma.yaml", f.read(), RUN, 2, "'&a,'", binary=True)
+run_config_finding("fuzz_finding_anchor_comma", "finding-timeout-anchor-comma.yaml", "'&a,'")
 # A 5-minute fuzz_run_config run (2026-11-27): the same loop after a quoted scalar that spans two lines ("'...\n'  &a,").
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quoted-anchor-comma.yaml"),
-          "rb") as f:
-    case("config/fuzz_finding_quoted_anchor_comma.yaml", f.read(), RUN, 2, "a ',' after a quoted value", binary=True)
+run_config_finding("fuzz_finding_quoted_anchor_comma",
+                   "finding-timeout-quoted-anchor-comma.yaml", "a ',' after a quoted value")
 # A 10-minute fuzz_run_config run after that fix: a '"' inside a plain scalar continued over lines hid the quote
 # that closes before "  &a,"; a line opening with a quote, blanks, properties and ',' is now refused whatever came before.
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quote-after-plain-scalar.yaml"),
-          "rb") as f:
-    case("config/fuzz_finding_quote_after_plain_scalar.yaml", f.read(), RUN, 2, "a ',' after a quoted value",
-         binary=True)
+run_config_finding("fuzz_finding_quote_after_plain_scalar",
+                   "finding-timeout-quote-after-plain-scalar.yaml", "a ',' after a quoted value")
 # A ninth input (fuzz_run_config, 2026-11-27) that the line scan could not place: yaml-cpp's LoadAll collected empty
 # documents forever. Since 2026-11-28 the parse asks for two documents at most (second_document_start, yaml.cpp), so
 # every input of this family ends with "more than one YAML document", whether or not the line scan names it first.
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quoted-scalar-over-lines.yaml"),
-          "rb") as f:
-    case("config/fuzz_finding_quoted_scalar_over_lines.yaml", f.read(), RUN, 2, "more than one YAML document",
-         binary=True)
+run_config_finding("fuzz_finding_quoted_scalar_over_lines",
+                   "finding-timeout-quoted-scalar-over-lines.yaml", "more than one YAML document")
 # The same family in a fresh-clone CI run (2026-11-28, before the bounded parse): another address-space layout led
 # fuzz_run_config to another input of it.
-with open(os.path.join(here, "..", "fuzz", "corpus", "run_config", "finding-timeout-quoted-scalar-over-lines-2.yaml"),
-          "rb") as f:
-    case("config/fuzz_finding_quoted_scalar_over_lines_2.yaml", f.read(), RUN, 2, "more than one YAML document",
-         binary=True)
+run_config_finding("fuzz_finding_quoted_scalar_over_lines_2",
+                   "finding-timeout-quoted-scalar-over-lines-2.yaml", "more than one YAML document")
 config("comma_line_after_mapping", BASE + ",\n", "outside a [list] or {mapping}")
 config("quoted_then_anchor_comma", BASE.replace("name: bad", "name: 'bad'  &x, 2"), "a ',' after a quoted value")
 # An apostrophe inside a plain scalar opens no quoted scalar: the quoted ',' value two lines on reaches the decoder.
