@@ -68,6 +68,7 @@ std::size_t WindowedExtremes::track(std::vector<double> offsets, std::vector<dou
   std::copy(coefficients.begin(), coefficients.end(), f.coefficients.begin());
   f.span = *std::max_element(offsets.begin(), offsets.end());
   f.scale = scale;
+  for (const double c : coefficients) f.slope_per_watt += std::abs(c) / scale;
   span_ = std::max(span_, f.span);
   functionals_.push_back(f);
   return functionals_.size() - 1;
@@ -86,30 +87,61 @@ double WindowedExtremes::energy_at(double time_s, std::size_t& cursor) const {
 
 void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
   const std::size_t end = end_index();
+  const auto beyond = [&](double t) { return inclusive ? t > time_s : t >= time_s; };
   for (Functional& f : functionals_) {
     const std::size_t n = f.count;
+    // Every power up to time_s is known and none exceeds max_power_w_ in magnitude, so |dF/dt| <= slope there. The
+    // margin of 1e-9 relative keeps rounding in F's evaluation from mattering.
+    const double slope = f.slope_per_watt * max_power_w_ * (1.0 + 1e-9);
     for (std::size_t q = 0; q < n; ++q) {
+      const double offset = f.offsets[q];
       std::size_t& next = f.next_candidate[q];
-      for (; next < end; ++next) {
+      // Candidates before `skip_until` cannot exceed the best value: F(t) <= anchor value + |t - anchor| * slope.
+      double skip_until = f.anchored[q] && slope > 0.0 ? f.anchor_s[q] + (f.best - f.anchor_value[q]) / slope
+                                                       : -std::numeric_limits<double>::infinity();
+      while (next < end) {
         const Point& p = point(next);
-        const double t = p.time_s + f.offsets[q];
-        if (inclusive ? t > time_s : t >= time_s) break;
-        if (t - f.span < start_s_ - 1e-15) continue;  // the window would start before the signal
+        const double t = p.time_s + offset;
+        if (beyond(t)) break;
+        if (t < skip_until) {
+          // Jump to the first candidate at or after skip_until (points are in time order): a binary search, so a
+          // slowly moving 100 ms average costs a few lookups per batch, not one test per point.
+          const auto first = points_.begin() + static_cast<std::ptrdiff_t>(head_ + next - popped_);
+          const auto last = points_.begin() + static_cast<std::ptrdiff_t>(head_ + end - popped_);
+          const auto found =
+              std::partition_point(first, last, [&](const Point& x) { return x.time_s + offset < skip_until; });
+          next += static_cast<std::size_t>(found - first);
+          continue;
+        }
+        if (t - f.span < start_s_ - 1e-15) {  // the window would start before the signal
+          ++next;
+          continue;
+        }
         // F is piecewise linear in t; its slope changes here by c_q (P_i - P_(i-1)) / scale. Where that is
         // positive F is convex, and no maximum lies there unless another candidate at the same t bends it down
         // (that one is evaluated, with the same value). The first point has no previous power: always evaluated.
-        if (next > popped_ && f.coefficients[q] * (p.power_w - point(next - 1).power_w) > 0.0) continue;
+        if (next > popped_ && f.coefficients[q] * (p.power_w - point(next - 1).power_w) > 0.0) {
+          ++next;
+          continue;
+        }
         // E(t - o_q) is E at this breakpoint, known without a lookup.
         double value = 0.0;
         for (std::size_t j = 0; j < n; ++j)
           value += f.coefficients[j] * (j == q ? p.energy_j : energy_at(t - f.offsets[j], f.cursors[q * n + j]));
-        f.best = std::max(f.best, value / f.scale);
+        value /= f.scale;
+        f.best = std::max(f.best, value);
+        f.anchored[q] = true;
+        f.anchor_s[q] = t;
+        f.anchor_value[q] = value;
+        if (slope > 0.0) skip_until = t + (f.best - value) / slope;
+        ++next;
       }
     }
   }
 }
 
 void WindowedExtremes::add(double time_s, double power_w) {
+  max_power_w_ = std::max(max_power_w_, std::abs(power_w));
   if (!started_) {
     started_ = true;
     start_s_ = time_s;
@@ -125,8 +157,11 @@ void WindowedExtremes::add(double time_s, double power_w) {
     const double energy = last.energy_j + last.power_w * (time_s - last.time_s);
     points_.push_back({time_s, energy, power_w});
   }
-  // Candidates before time_s only: a candidate at time_s itself needs the power from time_s on to tell whether F
-  // bends down there, and a change at the same instant may still replace it.
+  // Candidates are evaluated in batches (the bound above then skips most of a batch at once) and before time_s
+  // only: a candidate at time_s itself needs the power from time_s on to tell whether F bends down there, and a
+  // change at the same instant may still replace it.
+  if (++unevaluated_ < kBatch) return;
+  unevaluated_ = 0;
   evaluate_until(time_s, false);
   // Keep the last point before time_s - span (lookups never go further back, and every point whose candidates are
   // still pending is at or after that time, so its previous point, whose power the slope test reads, is kept).

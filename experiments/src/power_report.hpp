@@ -66,6 +66,13 @@ class WindowedExtremes {
     /// offset q found. Those times only grow: amortised O(1) per lookup instead of a binary search (the 100 ms
     /// window holds thousands of points).
     std::array<std::size_t, kMaxOffsets * kMaxOffsets> cursors{};
+    /// sum_j |c_j| / scale: times the largest power so far, a bound on |dF/dt| (dF/dt = sum_j c_j P(t - o_j) / scale).
+    double slope_per_watt = 0.0;
+    /// Per offset q: the last candidate evaluated (its time and value). F(t) <= value + (t - time) * slope bound, so
+    /// later candidates of offset q are skipped while that bound stays below `best`: the 25 and 100 ms averages move
+    /// slowly, and most of their candidates are skipped without a lookup.
+    std::array<double, kMaxOffsets> anchor_s{}, anchor_value{};
+    std::array<bool, kMaxOffsets> anchored{};
   };
   [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
   [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
@@ -79,6 +86,10 @@ class WindowedExtremes {
   std::size_t head_ = 0;
   std::size_t popped_ = 0;  ///< points dropped from the front so far (the absolute index of points_[head_])
   double start_s_ = 0.0;
+  double max_power_w_ = 0.0;  ///< the largest |power| added so far: bounds the slope of every functional
+  /// Points added since candidates were last evaluated; they are evaluated every kBatch points and at finish().
+  static constexpr int kBatch = 64;
+  int unevaluated_ = 0;
   bool started_ = false;
 };
 

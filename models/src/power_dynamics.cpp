@@ -100,9 +100,20 @@ double PowerDomain::power_at(const DieActivity& activity, double clock_hz, doubl
   return power_.power_at_scale_w(activity, memo.scale, temperature_c);
 }
 
+const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieState& die, double clock_hz) const {
+  DieState::PowerMemo& memo = die.power_memo;
+  if (memo.load_epoch != die.load_epoch || memo.clock_hz != clock_hz || memo.temperature_c != die.temperature_c) {
+    memo.activity = activity(die, clock_hz);
+    memo.power_w = power_at(memo.activity, clock_hz, die.temperature_c);
+    memo.load_epoch = die.load_epoch;
+    memo.clock_hz = clock_hz;
+    memo.temperature_c = die.temperature_c;
+  }
+  return memo;
+}
+
 double PowerDomain::die_power_w(int die, double clock_hz) const {
-  const DieState& d = dies_[static_cast<std::size_t>(die)];
-  return power_at(activity(d, clock_hz), clock_hz, d.temperature_c);
+  return memoized_power(dies_[static_cast<std::size_t>(die)], clock_hz).power_w;
 }
 
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
@@ -114,8 +125,9 @@ double PowerDomain::die_period_power_w(int die, double clock_hz) const {
 }
 
 void PowerDomain::refresh_power(DieState& d) const {
-  d.activity = activity(d, d.clock_hz);
-  d.power_w = power_at(d.activity, d.clock_hz, d.temperature_c);
+  const DieState::PowerMemo& memo = memoized_power(d, d.clock_hz);
+  d.activity = memo.activity;
+  d.power_w = memo.power_w;
 }
 
 double PowerDomain::slowdown_c() const { return thermal_.params().slowdown_c; }
@@ -237,6 +249,7 @@ void PowerDomain::start(double time_s) {
 }
 
 void PowerDomain::on_load_change(DieState& die) {
+  ++die.load_epoch;
   for (DieState& other : dies_) other.load_changed = &other == &die;
   load_changed_in_period_ = true;
   decide();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "chopsim/common/error.hpp"
@@ -37,6 +38,74 @@ double brute_average(const std::vector<std::pair<double, double>>& points, doubl
     if (b > a) e += points[i].second * (b - a);
   }
   return e / (t1 - t0);
+}
+
+/// The exact extreme of F(t) = sum_j c_j E(t - o_j) / scale over t in [start + max o, end] for a piecewise-constant
+/// signal: F is piecewise linear, so its maximum lies where some t - o_j is a breakpoint (or at an end of the range).
+/// Evaluates every such candidate through prefix sums: no pruning of any kind.
+double exact_extreme(const std::vector<std::pair<double, double>>& points, double end,
+                     const std::vector<double>& offsets, const std::vector<double>& coefficients, double scale) {
+  std::vector<double> times, energy{0.0};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    times.push_back(points[i].first);
+    const double next = i + 1 < points.size() ? points[i + 1].first : end;
+    energy.push_back(energy.back() + points[i].second * (next - points[i].first));
+  }
+  const double start = times.front();
+  const auto energy_at = [&](double t) {  // E(t) - E(start), t in [start, end]
+    const auto i = static_cast<std::size_t>(std::upper_bound(times.begin(), times.end(), t) - times.begin()) - 1;
+    return energy[i] + points[i].second * (t - times[i]);
+  };
+  const double span = *std::max_element(offsets.begin(), offsets.end());
+  std::vector<double> candidates{start + span, end};
+  for (const double t : times)
+    for (const double o : offsets) candidates.push_back(t + o);
+  double best = -std::numeric_limits<double>::infinity();
+  for (const double t : candidates) {
+    if (t < start + span || t > end) continue;
+    double value = 0.0;
+    for (std::size_t j = 0; j < offsets.size(); ++j) value += coefficients[j] * energy_at(t - offsets[j]);
+    best = std::max(best, value / scale);
+  }
+  return best;
+}
+
+TEST(PowerStatistics, LongTrainingLikeSignalMatchesExactExtremes) {
+  // Tens of thousands of breakpoints, as a training run's GPU produces: bursts of GEMM power (some far above the
+  // average), memory-bound stretches, idle gaps, and a slow ramp, so that the long averages sit close to their
+  // maximum for long stretches (where the evaluation's slope bound skips candidates) and the batches of points
+  // between evaluations matter.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> step(2e-6, 4e-4), unit(0.0, 1.0);
+  std::vector<std::pair<double, double>> points;
+  double t = 0.0;
+  while (t < 1.5) {
+    const double u = unit(rng);
+    const double level = u < 0.05  ? 1300.0 + 500.0 * unit(rng)
+                         : u < 0.6 ? 600.0 + 150.0 * unit(rng)
+                         : u < 0.9 ? 300.0 + 100.0 * unit(rng)
+                                   : 80.0;
+    points.emplace_back(t, level * (1.0 + 0.05 * t));
+    t += step(rng);
+  }
+  ASSERT_GT(points.size(), 5000u);
+  const double end = t;
+  struct Tracked {
+    std::vector<double> offsets, coefficients;
+    double scale;
+  };
+  const std::vector<Tracked> tracked{{{0.0, 1e-3}, {1.0, -1.0}, 1e-3},
+                                     {{0.0, 25e-3}, {1.0, -1.0}, 25e-3},
+                                     {{0.0, 100e-3}, {1.0, -1.0}, 100e-3},
+                                     {{0.0, 1e-3, 2e-3}, {1.0, -2.0, 1.0}, 1e-3}};
+  detail::WindowedExtremes windows;
+  for (const Tracked& f : tracked) windows.track(f.offsets, f.coefficients, f.scale);
+  for (const auto& [time, power] : points) windows.add(time, power);
+  windows.finish(end);
+  for (std::size_t i = 0; i < tracked.size(); ++i) {
+    const double exact = exact_extreme(points, end, tracked[i].offsets, tracked[i].coefficients, tracked[i].scale);
+    EXPECT_NEAR(windows.extreme(i), exact, 1e-9 * std::abs(exact)) << "functional " << i;
+  }
 }
 
 TEST(PowerStatistics, WindowedPeakAndRiseMatchBruteForce) {

@@ -133,7 +133,22 @@ class PowerDomain final : private GovernorContext {
     double reported_power_w = 0.0, reported_clock_hz = 0.0;
     std::uint8_t reported_flags = 0;
     bool load_changed = false;
+    /// Counts the changes of `kernels` and `communications`: with the clock and temperature, the key of power_memo.
+    std::uint64_t load_epoch = 0;
+    /// The power last computed for this die's load (die_power_w, refresh_power): a governor's decision between
+    /// periods probes the die's power at its held clock for the thermal outlook, and refresh_power then needs the
+    /// same figure; at a load change that is most of what the domain computes.
+    struct PowerMemo {
+      std::uint64_t load_epoch = ~std::uint64_t{0};
+      double clock_hz = -1.0;
+      double temperature_c = 0.0;
+      double power_w = 0.0;
+      DieActivity activity;
+    };
+    mutable PowerMemo power_memo;
   };
+  /// The die's activity and power at `clock_hz` for its present load and temperature, through its power_memo.
+  const DieState::PowerMemo& memoized_power(const DieState& die, double clock_hz) const;
 
   // GovernorContext
   int dies() const override { return die_count(); }
