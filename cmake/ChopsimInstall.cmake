@@ -6,6 +6,9 @@
 # folder makes a Debian package of the same files.
 include(GNUInstallDirs)
 install(TARGETS chopsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The SimGrid engine's module, where chopsim looks for it from its executable (sim/src/engine_module.cpp): lib/chopsim,
+# not the multiarch library folder (it is no library for others to link).
+install(TARGETS chopsim_simgrid_engine LIBRARY DESTINATION lib/chopsim)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/chopsim/configs)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/calibration/profiles/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/chopsim/calibration/profiles)

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 (cd build && cpack -G DEB > cpack.log 2>&1) || { cat build/cpack.log; exit 1; }
 deb=$(ls build/chopsim_*_*.deb | head -1)
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/chopsim ./usr/share/chopsim/configs/llama3-8b-fsdp.yaml \
+for path in ./usr/bin/chopsim ./usr/lib/chopsim/libchopsim_simgrid_engine.so \
+    ./usr/share/chopsim/configs/llama3-8b-fsdp.yaml \
     ./usr/share/chopsim/configs/hardware/H100-SXM5-80GB.yaml ./usr/share/chopsim/calibration/profiles/h100.yaml \
     ./usr/share/doc/chopsim/README.md ./usr/lib/python3/dist-packages/chopsim/__init__.py \
     ./usr/share/man/man1/chopsim.1 ./usr/share/bash-completion/completions/chopsim \

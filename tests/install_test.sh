@@ -2,8 +2,8 @@
 # `cmake --install` and running from anywhere (issue 18; docs/install.md): install the build into a temporary prefix;
 # the installed chopsim runs a shipped run config by name from a folder without configs; a hardware file that exists
 # only in the installed share folder is found by a run file elsewhere (the installed configs are read, not the source
-# tree's), one in a CHOPSIM_CONFIG_PATH folder only when the variable names it; the installed Python module runs a
-# config by name.
+# tree's), one in a CHOPSIM_CONFIG_PATH folder only when the variable names it; --engine simgrid loads the installed
+# SimGrid engine module, and says so clearly when it is missing; the installed Python module runs a config by name.
 # Usage: install_test.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -45,6 +45,20 @@ set -e
 [ "$status" -eq 2 ] || fail "a hardware file outside the search path: exit $status, expected 2"
 CHOPSIM_CONFIG_PATH="/nonexistent:$PWD/extra" "$prefix/bin/chopsim" run path.yaml > path.log 2>&1 ||
   fail "CHOPSIM_CONFIG_PATH was not searched: $(cat path.log)"
+
+# The SimGrid engine from its installed module (PREFIX/lib/chopsim), and a clear error when the module is missing.
+[ -f "$prefix/lib/chopsim/libchopsim_simgrid_engine.so" ] || fail "the SimGrid engine's module was not installed"
+"$prefix/bin/chopsim" run llama3-8b-fsdp --engine simgrid > simgrid.log 2>&1 ||
+  fail "chopsim run --engine simgrid from the install: $(cat simgrid.log)"
+grep -q "iteration time" simgrid.log || fail "unexpected --engine simgrid output: $(head -3 simgrid.log)"
+mv "$prefix/lib/chopsim" "$prefix/lib/chopsim.away"
+set +e
+"$prefix/bin/chopsim" run llama3-8b-fsdp --engine simgrid > missing.log 2>&1
+status=$?
+set -e
+mv "$prefix/lib/chopsim.away" "$prefix/lib/chopsim"
+[ "$status" -ne 0 ] || fail "--engine simgrid ran without its module"
+grep -q "libchopsim_simgrid_engine.so was not found" missing.log || fail "no clear error without the module: $(cat missing.log)"
 
 # The installed Python module, by name.
 if [ -d "$prefix/lib/python3/dist-packages/chopsim" ] && /usr/bin/python3 -c "import sys" 2>/dev/null; then

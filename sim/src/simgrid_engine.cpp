@@ -1,4 +1,7 @@
-// The "simgrid" Engine: isolation and transport around the SimGrid simulation (simgrid_simulation.cpp).
+// The "simgrid" Engine: isolation and transport around the SimGrid simulation (simgrid_simulation.cpp). Built as
+// the module libchopsim_simgrid_engine.so, which engine_module.cpp loads when a run asks for this engine: SimGrid and
+// the libraries it needs (ns-3, Boost.Context, ...) take ~30 ms to load and initialise, which every chopsim process
+// paid before, whatever its engine.
 //
 // SimGrid allows one engine per process, so by default every run forks a child that prepares the workload, simulates
 // and streams its events through a pipe (event_stream.hpp); the caller's thread reads the pipe and calls the observer,
@@ -24,7 +27,6 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/sim/engine.hpp"
-#include "engines.hpp"
 #include "event_stream.hpp"
 #include "prepared_workload.hpp"
 #include "simgrid_simulation.hpp"
@@ -216,12 +218,16 @@ class SimGridEngine final : public Engine {
 
 }  // namespace
 
-namespace sim_detail {
-
-std::unique_ptr<Engine> make_simgrid_engine(const EngineOptions& options) {
-  return std::make_unique<SimGridEngine>(options);
-}
-
-}  // namespace sim_detail
-
 }  // namespace chopsim
+
+/// The module's one entry point (engine_module.cpp loads it): a new SimGridEngine, or null with `error` set. C linkage
+/// so that dlsym finds it by this name; errors come back as text, not as an exception across dlopen's boundary.
+extern "C" __attribute__((visibility("default"))) chopsim::Engine* chopsim_make_simgrid_engine(
+    const chopsim::EngineOptions* options, std::string* error) {
+  try {
+    return new chopsim::SimGridEngine(*options);
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
