@@ -9,8 +9,6 @@
 // and the strict YAML reading in yaml.cpp. Order: structure, types and ranges while decoding;
 // then registry names; then each component's consistency; then the cross-field rules.
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "chopsim/common/config_files.hpp"
+#include "chopsim/common/install_paths.hpp"
 #include "chopsim/common/units.hpp"
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/detail/decode.hpp"
@@ -332,22 +331,14 @@ std::vector<fs::path> config_path_from_environment() {
 }
 
 /// The configs `cmake --install` put under the prefix this code was installed to: PREFIX/share/chopsim/configs, found
-/// from the file holding this function (PREFIX/bin/chopsim, or the Python module's
+/// from the file holding chopsim's code (PREFIX/bin/chopsim, or the Python module's
 /// PREFIX/lib/python3/dist-packages/chopsim/_chopsim.so) by looking up to five folders up; empty when this is no
 /// installed chopsim (the build tree's).
 fs::path installed_configs() {
   std::error_code error;
-  Dl_info info{};
-  fs::path object;
-  if (dladdr(reinterpret_cast<void*>(&installed_configs), &info) != 0 && info.dli_fname != nullptr)
-    object = fs::canonical(info.dli_fname, error);
-  if (object.empty() || error) object = fs::read_symlink("/proc/self/exe", error);
-  if (object.empty() || error) return {};
-  fs::path dir = object.parent_path();
-  for (int level = 0; level < 5 && !dir.empty(); ++level, dir = dir.parent_path()) {
+  for (const fs::path& dir : folders_above_this_program(5)) {
     const fs::path share = dir / "share" / "chopsim" / "configs";
     if (fs::is_directory(share / "hardware", error)) return share;
-    if (dir == dir.parent_path()) break;
   }
   return {};
 }

@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/install_paths.hpp"
 #include "engines.hpp"
 
 namespace chopsim::sim_detail {
@@ -24,22 +26,13 @@ using MakeEngine = Engine* (*)(const EngineOptions*, std::string*);
 /// Where the module is: lib/chopsim/ under a folder at most five levels above the file holding this code. That is
 /// PREFIX/lib/chopsim for an installed chopsim (PREFIX/bin/chopsim, or the Python module's
 /// PREFIX/lib/python3/dist-packages/chopsim/_chopsim.so), and BUILD/lib/chopsim for every executable of a build tree
-/// (BUILD/app, BUILD/tests/sim, BUILD/bench, ...), so a build tree or an install can move. Also returns the folders
-/// looked at, for the error.
+/// (BUILD/app, BUILD/tests/sim, BUILD/bench, ...). Also returns the folders looked at, for the error.
 fs::path find_module(std::string& looked_at) {
   std::error_code error;
-  Dl_info info{};
-  fs::path object;
-  if (dladdr(reinterpret_cast<void*>(&find_module), &info) != 0 && info.dli_fname != nullptr)
-    object = fs::canonical(info.dli_fname, error);
-  if (object.empty() || error) object = fs::read_symlink("/proc/self/exe", error);
-  if (object.empty() || error) return {};
-  fs::path dir = object.parent_path();
-  for (int level = 0; level < 5 && !dir.empty(); ++level, dir = dir.parent_path()) {
+  for (const fs::path& dir : folders_above_this_program(5)) {
     const fs::path candidate = dir / "lib" / "chopsim" / kModuleName;
     if (fs::is_regular_file(candidate, error)) return candidate;
     looked_at += (looked_at.empty() ? "" : ", ") + candidate.parent_path().string();
-    if (dir == dir.parent_path()) break;
   }
   return {};
 }
