@@ -97,8 +97,8 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
       const double offset = f.offsets[q];
       std::size_t& next = f.next_candidate[q];
       // Candidates before `skip_until` cannot exceed the best value: F(t) <= anchor value + |t - anchor| * slope.
-      double skip_until = f.anchored[q] && slope > 0.0 ? f.anchor_s[q] + (f.best - f.anchor_value[q]) / slope
-                                                       : -std::numeric_limits<double>::infinity();
+      double skip_until =
+          slope > 0.0 ? f.anchor_s[q] + (f.best - f.anchor_value[q]) / slope : -std::numeric_limits<double>::infinity();
       while (next < end) {
         const Point& p = point(next);
         const double t = p.time_s + offset;
@@ -130,7 +130,6 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
           value += f.coefficients[j] * (j == q ? p.energy_j : energy_at(t - f.offsets[j], f.cursors[q * n + j]));
         value /= f.scale;
         f.best = std::max(f.best, value);
-        f.anchored[q] = true;
         f.anchor_s[q] = t;
         f.anchor_value[q] = value;
         if (slope > 0.0) skip_until = t + (f.best - value) / slope;

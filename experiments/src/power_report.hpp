@@ -71,8 +71,11 @@ class WindowedExtremes {
     /// Per offset q: the last candidate evaluated (its time and value). F(t) <= value + (t - time) * slope bound, so
     /// later candidates of offset q are skipped while that bound stays below `best`: the 25 and 100 ms averages move
     /// slowly, and most of their candidates are skipped without a lookup.
-    std::array<double, kMaxOffsets> anchor_s{}, anchor_value{};
-    std::array<bool, kMaxOffsets> anchored{};
+    /// Before the first evaluation the value is +infinity: nothing is skipped.
+    std::array<double, kMaxOffsets> anchor_s{};
+    std::array<double, kMaxOffsets> anchor_value{std::numeric_limits<double>::infinity(),
+                                                 std::numeric_limits<double>::infinity(),
+                                                 std::numeric_limits<double>::infinity()};
   };
   [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
   [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }

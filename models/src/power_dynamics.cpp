@@ -102,10 +102,9 @@ double PowerDomain::power_at(const DieActivity& activity, double clock_hz, doubl
 
 const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieState& die, double clock_hz) const {
   DieState::PowerMemo& memo = die.power_memo;
-  if (memo.load_epoch != die.load_epoch || memo.clock_hz != clock_hz || memo.temperature_c != die.temperature_c) {
+  if (memo.clock_hz != clock_hz || memo.temperature_c != die.temperature_c) {
     memo.activity = activity(die, clock_hz);
     memo.power_w = power_at(memo.activity, clock_hz, die.temperature_c);
-    memo.load_epoch = die.load_epoch;
     memo.clock_hz = clock_hz;
     memo.temperature_c = die.temperature_c;
   }
@@ -249,7 +248,7 @@ void PowerDomain::start(double time_s) {
 }
 
 void PowerDomain::on_load_change(DieState& die) {
-  ++die.load_epoch;
+  die.power_memo = {};
   for (DieState& other : dies_) other.load_changed = &other == &die;
   load_changed_in_period_ = true;
   decide();

@@ -133,14 +133,12 @@ class PowerDomain final : private GovernorContext {
     double reported_power_w = 0.0, reported_clock_hz = 0.0;
     std::uint8_t reported_flags = 0;
     bool load_changed = false;
-    /// Counts the changes of `kernels` and `communications`: with the clock and temperature, the key of power_memo.
-    std::uint64_t load_epoch = 0;
-    /// The power last computed for this die's load (die_power_w, refresh_power): a governor's decision between
-    /// periods probes the die's power at its held clock for the thermal outlook, and refresh_power then needs the
-    /// same figure; at a load change that is most of what the domain computes.
+    /// The power last computed for this die's load (die_power_w, refresh_power), keyed by clock and temperature and
+    /// cleared when the load changes (on_load_change): a governor's decision between periods probes the die's power
+    /// at its held clock for the thermal outlook, and refresh_power then needs the same figure; at a load change that
+    /// is most of what the domain computes.
     struct PowerMemo {
-      std::uint64_t load_epoch = ~std::uint64_t{0};
-      double clock_hz = -1.0;
+      double clock_hz = -1.0;  ///< none yet
       double temperature_c = 0.0;
       double power_w = 0.0;
       DieActivity activity;
