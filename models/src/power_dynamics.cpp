@@ -174,6 +174,7 @@ void PowerDomain::integrate(double time_s) {
 }
 
 void PowerDomain::advance_to(double time_s) {
+  if (time_s > now_s_) settle();  // the state the instant ended in holds from now on
   int at_instant = 0;
   double instant = -kInfinity;
   while (next_event_s_ <= time_s + same_instant(time_s)) {
@@ -195,9 +196,10 @@ void PowerDomain::advance_to(double time_s) {
 }
 
 void PowerDomain::decide() {
+  decision_pending_ = false;  // this decision sees every load change so far
   governor_.decide(*this, state_, decision_);
   ++stats_.decisions;
-  if (decision_.period_started) load_changed_in_period_ = false;
+  if (decision_.period_started) period_started_s_ = now_s_;
   for (std::size_t i = 0; i < dies_.size(); ++i) {
     DieState& d = dies_[i];
     const bool clock_changed = decision_.clock_hz[i] != d.clock_hz;
@@ -249,9 +251,9 @@ void PowerDomain::start(double time_s) {
 
 void PowerDomain::on_load_change(DieState& die) {
   die.power_memo = {};
-  for (DieState& other : dies_) other.load_changed = &other == &die;
-  load_changed_in_period_ = true;
-  decide();
+  die.load_changed = true;  // decide() clears it
+  last_load_change_s_ = now_s_;
+  decision_pending_ = true;
 }
 
 PowerDomain::KernelHandle PowerDomain::kernel_begin(double time_s, int die, const KernelWork& work) {
@@ -291,10 +293,12 @@ void PowerDomain::communication_end(double time_s, int die) {
 
 void PowerDomain::finish(double time_s) {
   advance_to(time_s);
+  settle();
   for (DieState& d : dies_) report(d, true);
 }
 
-double PowerDomain::kernel_rate(int die, KernelHandle kernel) const {
+double PowerDomain::kernel_rate(int die, KernelHandle kernel) {
+  settle();
   const DieState& d = dies_.at(static_cast<std::size_t>(die));
   const auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [&](const Kernel& k) { return k.handle == kernel; });
   if (it == d.kernels.end()) throw ModelError("power domain: asking the rate of a kernel that is not running");

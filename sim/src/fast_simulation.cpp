@@ -46,6 +46,8 @@ namespace chopsim::sim_detail {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// KernelRun::rate of a kernel begun at this instant, before its domain has decided.
+constexpr double kRateUnknown = -1.0;
 /// Stuck streams listed in a deadlock message.
 constexpr std::size_t kStuckReported = 80;
 
@@ -386,6 +388,7 @@ class FastSimulation final : private TelemetrySink {
     const std::size_t count = packages.size();
     domain_ranks_.resize(count);
     domain_timer_s_.assign(count, kInfinity);
+    domain_unsettled_.assign(count, 0);
     timers_.resize_slots(count);
     for (int d = 0; d < static_cast<int>(count); ++d) {
       PowerDomainSettings& settings = packages[static_cast<std::size_t>(d)];
@@ -426,6 +429,7 @@ class FastSimulation final : private TelemetrySink {
         network_->solve(now_, changed);
         for (const FlowNetwork::FlowId flow : changed) schedule_flow_end(flow_owner_[flow]);
       }
+      settle_domains();
       if (timers_.empty()) return;
       // Every timer of this instant before the ready list runs and the network is re-solved.
       const double instant = timers_.next_time_s();
@@ -911,9 +915,9 @@ class FastSimulation final : private TelemetrySink {
   void comm_begin(RankRun& rank) {
     if (rank.domain >= 0) {
       domains_[static_cast<std::size_t>(rank.domain)]->communication_begin(now_, rank.die);
+      unsettled(rank.domain);
       if (dynamic_clocks_) {
         ++rank.active_comms;
-        update_domain_timer(rank.domain);
         return;
       }
     }
@@ -923,9 +927,9 @@ class FastSimulation final : private TelemetrySink {
   void comm_end(RankRun& rank) {
     if (rank.domain >= 0) {
       domains_[static_cast<std::size_t>(rank.domain)]->communication_end(now_, rank.die);
+      unsettled(rank.domain);
       if (dynamic_clocks_) {
         --rank.active_comms;
-        update_domain_timer(rank.domain);
         return;
       }
     }
@@ -958,19 +962,19 @@ class FastSimulation final : private TelemetrySink {
     }
     if (dynamic_clocks_) {
       PowerDomain& domain = *domains_[static_cast<std::size_t>(rank.domain)];
-      const PowerDomain::KernelHandle handle = domain.kernel_begin(now_, rank.die, kernel_work(op));
       KernelRun& k = kernels_[id];
-      k.handle = handle;
+      k.handle = domain.kernel_begin(now_, rank.die, kernel_work(op));
       k.remaining = 1.0;
-      k.rate = domain.kernel_rate(rank.die, handle);
+      k.rate = kRateUnknown;  // the domain's decision at the end of this instant gives it (retime_dynamic)
       rank.kernels.push_back(id);
-      schedule_kernel_end(id);
-      update_domain_timer(rank.domain);
+      unsettled(rank.domain);
       return;
     }
-    if (rank.domain >= 0)
+    if (rank.domain >= 0) {
       kernels_[id].handle =
           domains_[static_cast<std::size_t>(rank.domain)]->kernel_begin(now_, rank.die, kernel_work(op));
+      unsettled(rank.domain);
+    }
     kernels_[id].remaining = duration;
     kernels_[id].rate = 0.0;
     rank.kernels.push_back(id);
@@ -1009,12 +1013,11 @@ class FastSimulation final : private TelemetrySink {
     ++k.version;
     free_kernels_.push_back(id);
     ready_.push_back(k.run);
-    if (dynamic_clocks_) {
+    if (rank.domain >= 0) {
       domains_[static_cast<std::size_t>(rank.domain)]->kernel_end(now_, rank.die, k.handle);
-      update_domain_timer(rank.domain);
-      return;
+      unsettled(rank.domain);
     }
-    if (rank.domain >= 0) domains_[static_cast<std::size_t>(rank.domain)]->kernel_end(now_, rank.die, k.handle);
+    if (dynamic_clocks_) return;
     retime_fixed(rank);
   }
 
@@ -1040,7 +1043,7 @@ class FastSimulation final : private TelemetrySink {
   void retime_dynamic(int domain, int die, double time_s) {
     const int r = domain_ranks_[static_cast<std::size_t>(domain)][static_cast<std::size_t>(die)];
     const RankRun& rank = ranks_[static_cast<std::size_t>(r)];
-    const PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
+    PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
     for (const std::uint32_t id : rank.kernels) {
       KernelRun& k = kernels_[id];
       if (time_s > k.last_s) {
@@ -1052,6 +1055,26 @@ class FastSimulation final : private TelemetrySink {
       k.rate = rate;
       schedule_kernel_end(id);
     }
+  }
+
+  /// `domain`'s load changed at this instant: it decides once all of the instant's changes are in (settle_domains).
+  void unsettled(int domain) {
+    auto& flag = domain_unsettled_[static_cast<std::size_t>(domain)];
+    if (flag) return;
+    flag = 1;
+    unsettled_domains_.push_back(domain);
+  }
+
+  /// The end of an instant: every domain whose load changed decides (a kernel that ended and the next one that began
+  /// are one decision and one telemetry sample), retimes its kernels and re-arms its timer, before the clock moves on
+  /// (telemetry stays in time order).
+  void settle_domains() {
+    for (const int d : unsettled_domains_) {
+      domain_unsettled_[static_cast<std::size_t>(d)] = 0;
+      domains_[static_cast<std::size_t>(d)]->settle();
+      if (dynamic_clocks_) update_domain_timer(d);
+    }
+    unsettled_domains_.clear();
   }
 
   /// While a kernel runs on a domain, its governor's timed decisions are taken when they are due.
@@ -1168,6 +1191,8 @@ class FastSimulation final : private TelemetrySink {
   std::vector<std::unique_ptr<DomainListener>> listeners_;
   std::vector<std::vector<int>> domain_ranks_;
   std::vector<double> domain_timer_s_;
+  std::vector<std::uint8_t> domain_unsettled_;  ///< per domain: its load changed at this instant (settle_domains)
+  std::vector<int> unsettled_domains_;
 };
 
 }  // namespace

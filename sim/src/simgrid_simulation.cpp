@@ -382,7 +382,7 @@ class Simulation final : private TelemetrySink {
   void retime(int domain, int die, double time_s) {
     RankState& rank = ranks_[static_cast<std::size_t>(
         domain_ranks_[static_cast<std::size_t>(domain)][static_cast<std::size_t>(die)])];
-    const PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
+    PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
     for (RunningKernel* k : rank.running) {
       if (time_s > k->last_s) {
         k->remaining -= (time_s - k->last_s) * k->rate;
@@ -399,13 +399,14 @@ class Simulation final : private TelemetrySink {
   /// Wakes the kernels of `domain` (other than `self`) whose rate changed or that must wake for an earlier
   /// governor decision, so that they wait anew.
   void wake_kernels(int domain, const RunningKernel* self) {
-    const PowerDomain& d = *domains_[static_cast<std::size_t>(domain)];
+    // The domain's next event takes its pending decision first, which retimes the kernels (rate_changed).
+    const double next_event_s = domains_[static_cast<std::size_t>(domain)]->next_event_s();
     for (const int r : domain_ranks_[static_cast<std::size_t>(domain)]) {
       RankState& rank = ranks_[static_cast<std::size_t>(r)];
       if (rank.kernel_waiters == 0) continue;
       bool wake = false;
       for (RunningKernel* k : rank.running)
-        if (k != self && (k->rate_changed || d.next_event_s() < k->wake_s - same_instant(k->wake_s))) wake = true;
+        if (k != self && (k->rate_changed || next_event_s < k->wake_s - same_instant(k->wake_s))) wake = true;
       if (!wake) continue;
       rank.mutex->lock();
       rank.kernel_signal->notify_all();

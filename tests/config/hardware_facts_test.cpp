@@ -64,7 +64,10 @@ TEST_P(AmdMaxAchievableFlops, TheDenseGemmHoldsTheMeasuredClockUnderThePowerLimi
   }
   const double clock_hz = domain.clock_hz(0);
   EXPECT_NEAR(clock_hz / 1e6, fact.clock_mhz, 0.03 * fact.clock_mhz) << fact.hardware;
-  EXPECT_LE(domain.power_w(0), hw.tdp_w * (1.0 + 1e-9));
+  // The firmware holds its averaged power at the limit; a clock step above it for part of a control period is how
+  // it gets there (the step below would leave power unused).
+  EXPECT_LE(domain.filtered_power(), hw.tdp_w * (1.0 + 1e-9));
+  EXPECT_LE(domain.power_w(0), hw.tdp_w * 1.01);
   const double flops_per_s = gemm.flops / (compute->timing(gemm, clock_hz).duration_s - hw.compute.launch_overhead_s);
   EXPECT_NEAR(flops_per_s / 1e12, fact.tflops, 0.05 * fact.tflops) << fact.hardware;
 

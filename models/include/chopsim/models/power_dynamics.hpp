@@ -4,6 +4,10 @@
 // a die) and asks for the clocks and the rate at which each running kernel progresses; the domain integrates power
 // (energy), the firmware's averaged power and every die's temperature in closed form between those times, and asks
 // its governor for clocks at every load change and at the times the governor names (governor.hpp).
+// The decision after a load change is taken when its result is first needed (a clock, a rate, the next event) or
+// when time moves on, so several changes at one instant (a kernel ending and the next one starting) cost one
+// decision and report one state: the governor's answer depends only on the state at the instant, and a state that
+// lasts no time draws no energy.
 //
 // Between load changes each die draws constant power: leakage follows the temperature reached at the last
 // update (the thermal time constant is seconds, updates come every kernel, milliseconds apart).
@@ -88,21 +92,39 @@ class PowerDomain final : private GovernorContext {
   void communication_end(double time_s, int die);
   /// Integrates to `time_s` and reports every die's final state.
   void finish(double time_s);
+  /// Takes the decision the load changes at this instant left pending, if any (an engine calls it once an instant's
+  /// changes are all in; the queries below and a later time take it too).
+  void settle() {
+    if (decision_pending_) decide();
+  }
 
   [[nodiscard]] int die_count() const { return static_cast<int>(dies_.size()); }
-  [[nodiscard]] double clock_hz(int die) const { return dies_[static_cast<std::size_t>(die)].clock_hz; }
+  // Clocks, rates, powers and the next event take the decision a load change left pending (hence not const).
+  [[nodiscard]] double clock_hz(int die) {
+    settle();
+    return dies_[static_cast<std::size_t>(die)].clock_hz;
+  }
   /// Fraction of `kernel` completed per second at the present clock and load.
-  [[nodiscard]] double kernel_rate(int die, KernelHandle kernel) const;
+  [[nodiscard]] double kernel_rate(int die, KernelHandle kernel);
   /// Time of the governor's next timed decision; +infinity when none is due before the next load change.
-  [[nodiscard]] double next_event_s() const { return next_event_s_; }
+  [[nodiscard]] double next_event_s() {
+    settle();
+    return next_event_s_;
+  }
   /// True while a compute kernel runs on some die (then the clock decides simulated time).
   [[nodiscard]] bool computing() const;
-  [[nodiscard]] double power_w(int die) const { return dies_[static_cast<std::size_t>(die)].power_w; }
+  [[nodiscard]] double power_w(int die) {
+    settle();
+    return dies_[static_cast<std::size_t>(die)].power_w;
+  }
   [[nodiscard]] double temperature_c(int die) const override {
     return dies_[static_cast<std::size_t>(die)].temperature_c;
   }
   [[nodiscard]] double energy_j(int die) const { return dies_[static_cast<std::size_t>(die)].energy_j; }
-  [[nodiscard]] std::uint8_t flags(int die) const { return dies_[static_cast<std::size_t>(die)].flags; }
+  [[nodiscard]] std::uint8_t flags(int die) {
+    settle();
+    return dies_[static_cast<std::size_t>(die)].flags;
+  }
   [[nodiscard]] double filtered_power() const { return filtered_w_; }
   [[nodiscard]] double time_s() const { return now_s_; }
   [[nodiscard]] const PowerDomainStats& stats() const { return stats_; }
@@ -159,7 +181,9 @@ class PowerDomain final : private GovernorContext {
   double time_to_filtered_s(double power_w, double target_w) const override;
   double die_power_w(int die, double clock_hz) const override;
   double die_period_power_w(int die, double clock_hz) const override;
-  bool load_changed_in_period() const override { return load_changed_in_period_; }
+  /// A change at the instant a period began belongs to the period before: the new period's load is steady from its
+  /// start, and the answer does not depend on whether a decision came between changes at that instant.
+  bool load_changed_in_period() const override { return last_load_change_s_ > period_started_s_; }
   double slowdown_c() const override;
   double sustainable_power_w(int die) const override;
   double time_to_temperature_s(int die, double power_w, double target_c) const override;
@@ -173,7 +197,7 @@ class PowerDomain final : private GovernorContext {
   void integrate(double time_s);
   /// Asks the governor, applies its clocks, refreshes powers, notifies and reports.
   void decide();
-  /// After `die`'s load changed (a kernel or communication began or ended): marks it and decides.
+  /// After `die`'s load changed (a kernel or communication began or ended): marks it; the decision is pending.
   void on_load_change(DieState& die);
   /// Sets die.power_w (and die.activity) for its present load and clock.
   void refresh_power(DieState& die) const;
@@ -193,7 +217,9 @@ class PowerDomain final : private GovernorContext {
   double filtered_w_ = 0.0;
   double over_since_s_ = std::numeric_limits<double>::infinity();
   double next_event_s_ = std::numeric_limits<double>::infinity();
-  bool load_changed_in_period_ = false;
+  double period_started_s_ = -std::numeric_limits<double>::infinity();    ///< the last control period's start
+  double last_load_change_s_ = -std::numeric_limits<double>::infinity();  ///< the last kernel or comm begin/end
+  bool decision_pending_ = false;  ///< the load changed at now_s_ and the governor has not been asked since
   KernelHandle next_handle_ = 1;
   PowerDomainStats stats_;
   /// g(f) of the clocks seen lately, direct-mapped by the clock's bits (the governor's search evaluates the same few
