@@ -12,6 +12,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
@@ -268,7 +269,11 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
 ///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
 ///    the fused cross entropy, no recomputation (the tables do not state any) unless the run does not fit without:
 ///    then full recomputation of the first k layers of each chunk, the least k that fits;
-///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16.
+///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16. A table that prints
+///    none (Megatron-Bridge 25.09) takes the precision of the next release's row for the same model, machine, GPU
+///    count and tp/pp/ep (25.11 first printed the column; its dense rows are within 3.4 % of 25.09's, its MoE rows
+///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
+///    routing, as both tables' notes describe the runs).
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
 /// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
@@ -286,6 +291,38 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       return fallback;
     }
   };
+  // What a row's precision reads as ("not given" when the table has no precision column).
+  const auto precision_of = [&](const YAML::Node& record) {
+    const std::string lower = to_lower(text(record["precision"]));
+    return lower.find("fp8") != std::string::npos    ? std::string("fp8")
+           : lower.find("bf16") != std::string::npos ? std::string("bf16")
+                                                     : std::string("not given");
+  };
+  // A row's release ("mbridge-25.09-dgx-..." -> 25.09 as {25, 9}) and the run it describes: the model without its
+  // variant in parentheses, the machine, the GPU count and tp/pp/ep.
+  const auto release_of = [&](const YAML::Node& record) {
+    std::vector<int> version;
+    const std::string id = text(record["id"]);
+    const auto first = id.find('-');
+    const auto last = id.find('-', first + 1);
+    if (first == std::string::npos || last == std::string::npos) return version;
+    std::stringstream parts(id.substr(first + 1, last - first - 1));
+    for (std::string part; std::getline(parts, part, '.');) version.push_back(std::atoi(part.c_str()));
+    return version;
+  };
+  const auto run_key = [&](const YAML::Node& record) {
+    std::string model = text(record["model"]);
+    model = model.substr(0, model.find(" ("));
+    return model + "|" + text(record["gpu"]) + "|" + text(record["num_gpus"]) + "|" + text(record["tp"]) + "|" +
+           text(record["pp"]) + "|" + text(record["ep"]);
+  };
+  // Per run key, the rows that print their precision, earliest release first.
+  std::map<std::string, std::vector<std::pair<std::vector<int>, std::string>>> printed_precision;
+  for (const auto& record : records)
+    if (const std::string p = precision_of(record); p != "not given")
+      printed_precision[run_key(record)].emplace_back(release_of(record), p);
+  for (auto& [key, rows] : printed_precision) std::sort(rows.begin(), rows.end());
+
   std::map<std::string, TransformerSpec> models;
   const auto model_file = [&](const std::string& name) -> const TransformerSpec& {
     if (!models.count(name)) models.emplace(name, load_model_config(configs_dir / "models" / (name + ".yaml")));
@@ -306,7 +343,6 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       c.source = text(record["source"]);
       const std::string model = text(record["model"]);
       const std::string gpu = text(record["gpu"]);
-      const std::string precision = text(record["precision"]);
       const std::string task = text(record["task"]);
       const int gpus = integer(record["num_gpus"], 0);
       const bool readme = c.id.starts_with("megatronlm");
@@ -315,10 +351,20 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       const std::string machine = gpu.find("B200") != std::string::npos   ? "B200"
                                   : gpu.find("A100") != std::string::npos ? "A100"
                                                                           : "H100";
-      const std::string lower = to_lower(precision);
-      const std::string precision_name = lower.find("fp8") != std::string::npos    ? "fp8"
-                                         : lower.find("bf16") != std::string::npos ? "bf16"
-                                                                                   : "not given";
+      std::string precision_name = precision_of(record);
+      std::string precision_from;  // the release whose table gave the precision, when this one prints none
+      if (precision_name == "not given") {
+        const auto rows = printed_precision.find(run_key(record));
+        const std::vector<int> release = release_of(record);
+        if (rows != printed_precision.end())
+          for (const auto& [later, p] : rows->second)
+            if (later > release) {
+              precision_name = p;
+              for (std::size_t i = 0; i < later.size(); ++i)
+                precision_from += std::string(i > 0 ? "." : "") + (later[i] < 10 ? "0" : "") + std::to_string(later[i]);
+              break;
+            }
+      }
       c.categories = {{"source", readme ? "Megatron-LM README" : "Megatron-Bridge"},
                       {"GPU", machine},
                       {"model", moe ? "MoE" : "dense"},
@@ -336,7 +382,9 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       const double tflops = real(record["tflops_per_gpu"]);
       c.metric = tokens > 0.0 ? ValidationMetric::tokens_per_s_per_gpu : ValidationMetric::model_tflops_per_gpu;
       c.measured = tokens > 0.0 ? tokens : tflops * 1e12;
-      c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name + ", " + task;
+      c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name +
+                (precision_from.empty() ? "" : " (not printed; as the " + precision_from + " table gives this run)") +
+                ", " + task;
       const auto skip = [&](const std::string& why) {
         c.not_modelled = why;
         cases.push_back(c);
@@ -381,7 +429,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         continue;
       }
       if (precision_name == "not given") {
-        skip("the record does not give the precision");
+        skip("the record does not give the precision, and no later release's table has the same run");
         continue;
       }
       if (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1) {

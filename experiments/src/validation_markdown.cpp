@@ -96,7 +96,8 @@ std::string group_notes(const std::string& group) {
            "of "
            "the first k layers of each model chunk, the least k that fits (Megatron's block method); FP8 in any "
            "scaling "
-           "as fp8. Nothing is tuned per record. "
+           "as fp8; a table without a precision column (25.09) takes the next release's precision for the same "
+           "model, machine, GPU count and tp/pp/ep (the row's notes say so). Nothing is tuned per record. "
            "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
            "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))
