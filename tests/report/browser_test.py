@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,7 +81,8 @@ class Browser:
              "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,900",
              "--user-data-dir=" + profile, "--remote-debugging-port=0", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=dict(os.environ, TMPDIR=profile))  # its temporary files stay in the profile, removed with it
+            env=dict(os.environ, TMPDIR=profile),  # its temporary files stay in the profile, removed with it
+            start_new_session=True)  # its own process group: close() ends its helper processes too
         port_file = os.path.join(profile, "DevToolsActivePort")
         deadline = time.time() + 30
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
@@ -127,11 +129,25 @@ class Browser:
     def close(self):
         if getattr(self, "socket", None):
             self.socket.close()
-        self.process.terminate()
+        # The whole group: a network or renderer helper outliving the browser wrote into the profile after it was
+        # removed, leaving /tmp/chopsim_chromium_* behind.
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        # The helpers end shortly after the browser; wait until none of the group is left.
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
 
 
 # Per canvas: its rendered size and the number of distinct colours among its drawn pixels (sampled).
