@@ -13,6 +13,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
@@ -298,15 +299,18 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
            : lower.find("bf16") != std::string::npos ? std::string("bf16")
                                                      : std::string("not given");
   };
-  // A row's release ("mbridge-25.09-dgx-..." -> 25.09 as {25, 9}) and the run it describes: the model without its
-  // variant in parentheses, the machine, the GPU count and tp/pp/ep.
+  // A row's release ("mbridge-25.09-dgx-..." -> "25.09") and the numbers that order it ({25, 9}), and the run it
+  // describes: the model without its variant in parentheses, the machine, the GPU count and tp/pp/ep.
   const auto release_of = [&](const YAML::Node& record) {
-    std::vector<int> version;
     const std::string id = text(record["id"]);
     const auto first = id.find('-');
     const auto last = id.find('-', first + 1);
-    if (first == std::string::npos || last == std::string::npos) return version;
-    std::stringstream parts(id.substr(first + 1, last - first - 1));
+    return first == std::string::npos || last == std::string::npos ? std::string()
+                                                                   : id.substr(first + 1, last - first - 1);
+  };
+  const auto release_order = [](const std::string& release) {
+    std::vector<int> version;
+    std::stringstream parts(release);
     for (std::string part; std::getline(parts, part, '.');) version.push_back(std::atoi(part.c_str()));
     return version;
   };
@@ -316,11 +320,13 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
     return model + "|" + text(record["gpu"]) + "|" + text(record["num_gpus"]) + "|" + text(record["tp"]) + "|" +
            text(record["pp"]) + "|" + text(record["ep"]);
   };
-  // Per run key, the rows that print their precision, earliest release first.
-  std::map<std::string, std::vector<std::pair<std::vector<int>, std::string>>> printed_precision;
+  // Per run key, the rows that print their precision, earliest release first: (release order, release, precision).
+  std::map<std::string, std::vector<std::tuple<std::vector<int>, std::string, std::string>>> printed_precision;
   for (const auto& record : records)
-    if (const std::string p = precision_of(record); p != "not given")
-      printed_precision[run_key(record)].emplace_back(release_of(record), p);
+    if (const std::string p = precision_of(record); p != "not given") {
+      const std::string release = release_of(record);
+      printed_precision[run_key(record)].emplace_back(release_order(release), release, p);
+    }
   for (auto& [key, rows] : printed_precision) std::sort(rows.begin(), rows.end());
 
   std::map<std::string, TransformerSpec> models;
@@ -355,13 +361,12 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       std::string precision_from;  // the release whose table gave the precision, when this one prints none
       if (precision_name == "not given") {
         const auto rows = printed_precision.find(run_key(record));
-        const std::vector<int> release = release_of(record);
+        const std::vector<int> order = release_order(release_of(record));
         if (rows != printed_precision.end())
-          for (const auto& [later, p] : rows->second)
-            if (later > release) {
+          for (const auto& [later_order, later, p] : rows->second)
+            if (later_order > order) {
               precision_name = p;
-              for (std::size_t i = 0; i < later.size(); ++i)
-                precision_from += std::string(i > 0 ? "." : "") + (later[i] < 10 ? "0" : "") + std::to_string(later[i]);
+              precision_from = later;
               break;
             }
       }
