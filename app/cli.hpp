@@ -144,6 +144,8 @@ inline constexpr Option kValidateOptions[] = {{"--data", Value::directory},
                                               {"--jobs", Value::text},
                                               {"-j", Value::text},
                                               {"--engine", Value::engine},
+                                              {"--cases", Value::text},
+                                              {"--summaries", Value::directory},
                                               {"--quiet", Value::none}};
 inline constexpr Option kIngestOptions[] = {
     {"--out", Value::file}, {"-o", Value::file},        {"--format", Value::trace_format},
@@ -237,13 +239,16 @@ inline constexpr std::string_view kStudyUsage =
     "      example: chopsim study configs/studies/scaleup-vs-scaleout.yaml --jobs 2\n";
 inline constexpr std::string_view kValidateUsage =
     "  validate [--data DIR] [--configs DIR] [--profiles DIR] [--out FILE] [--jobs N] [--engine NAME]\n"
-    "           [--quiet]\n"
+    "           [--cases TEXT[,TEXT...]] [--summaries DIR] [--quiet]\n"
     "      Predict every measured case in DIR/validation (default ../shared/data), with the hardware files and\n"
     "      with the calibration profile of the case's GPU (--profiles, default calibration/profiles), and write\n"
     "      the predicted-vs-measured table to FILE (default docs/validation.md) and its data beside it (FILE with\n"
     "      .csv: chopsim report draws it). --engine NAME predicts with that engine instead of each case's (fast\n"
-    "      by default).\n"
-    "      example: chopsim validate --out /tmp/validation.md --jobs 2\n";
+    "      by default). --cases predicts only the cases whose id or group contains one of the texts (needs\n"
+    "      --out: docs/validation.md keeps the full table). --summaries DIR keeps the summary.json of every\n"
+    "      simulated throughput or step-time case in DIR (<case id>.json): where each predicted step's time goes.\n"
+    "      example: chopsim validate --out /tmp/validation.md --jobs 2\n"
+    "      example: chopsim validate --cases dgx-b200 --summaries /tmp/b200 --out /tmp/b200.md\n";
 inline constexpr std::string_view kIngestUsage =
     "  ingest TRACE... [-o STORE.h5] [--summary] [--format NAME] [--top N] [--quiet]\n"
     "      Read measured traces and telemetry (Kineto JSON[.gz], rocprofv3 JSON/CSV, Nsight Systems SQLite,\n"

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 
+#include "chopsim/common/atomic_output.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
@@ -205,9 +208,33 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
 
 }  // namespace
 
+namespace {
+/// A case id as a file name: characters other than letters, digits, '.', '-' and '_' become '_'.
+std::string file_name_of(std::string id) {
+  for (char& ch : id)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
+  return id;
+}
+}  // namespace
+
+std::vector<ValidationCase> select_validation_cases(std::vector<ValidationCase> cases, const std::string& patterns) {
+  if (patterns.empty()) return cases;
+  std::vector<std::string> wanted;
+  std::stringstream list(patterns);
+  for (std::string pattern; std::getline(list, pattern, ',');)
+    if (!pattern.empty()) wanted.push_back(pattern);
+  std::erase_if(cases, [&](const ValidationCase& c) {
+    return std::none_of(wanted.begin(), wanted.end(), [&](const std::string& pattern) {
+      return c.id.find(pattern) != std::string::npos || c.group.find(pattern) != std::string::npos;
+    });
+  });
+  return cases;
+}
+
 std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& cases,
                                              const ModelRegistries& registries, int jobs,
-                                             const std::function<void(std::size_t, std::size_t)>& on_progress) {
+                                             const std::function<void(std::size_t, std::size_t)>& on_progress,
+                                             const std::filesystem::path& summaries_dir) {
   std::vector<ValidationResult> results(cases.size());
   std::atomic<std::size_t> done{0};
   std::size_t total = 0;  // the shared simulations, then each case with and without its profile
@@ -277,6 +304,9 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
         result.ok = true;
       } else {
         const RunReport report = run_simulation(run, registries, RunOptions{});
+        if (!summaries_dir.empty())
+          write_file_atomically(summaries_dir / (file_name_of(c.id) + (calibrated ? ".calibrated.json" : ".json")),
+                                summary_json(run, report));
         if (!report.simulated) {
           result.failure = "does not fit in memory (" + format(report.memory.total_bytes / units::kGiB, 1) + " GiB)";
         } else {

@@ -157,7 +157,7 @@ _chopsim() {
       ;;
     validate)
       case $prev in
-        --data | --configs | --profiles)
+        --data | --configs | --profiles | --summaries)
           mapfile -t COMPREPLY < <(compgen -d -- "$cur")
           return
           ;;
@@ -165,7 +165,7 @@ _chopsim() {
           mapfile -t COMPREPLY < <(compgen -f -- "$cur")
           return
           ;;
-        --jobs | -j)
+        --jobs | -j | --cases)
           :
           return
           ;;
@@ -174,7 +174,7 @@ _chopsim() {
           return
           ;;
       esac
-      options="--data --configs --profiles --out -o --jobs -j --engine --quiet --help"
+      options="--data --configs --profiles --out -o --jobs -j --engine --cases --summaries --quiet --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -478,6 +478,8 @@ for name, command, code, word in [
     ("validate_unknown_flag", "validate --everything", 2, "--everything"),
     ("validate_jobs_zero", "validate --jobs 0 --out {out}/v.md", 2, "--jobs"),
     ("validate_missing_data", "validate --data {src}/no_such_data --out {out}/v.md", 2, "no_such_data"),
+    ("validate_cases_without_out", "validate --cases dgx-b200", 2, "--out"),
+    ("validate_summaries_is_a_file", "validate --summaries {src}/README.md --out {out}/v.md", 2, "--summaries"),
 ]:
     rows.append(("cli_" + name, "-", command, str(code), word))
 

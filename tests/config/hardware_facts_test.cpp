@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <ostream>
 #include <string>
 
@@ -15,6 +17,36 @@
 
 namespace chopsim {
 namespace {
+
+/// One GPU of a hardware file with its models, under the firmware governor at its TDP from an ambient-temperature
+/// start: what a GEMM benchmark runs on.
+struct GovernedGpu {
+  explicit GovernedGpu(const std::string& hardware)
+      : hw(load_hardware_config(test::configs_dir() / "hardware" / (hardware + ".yaml"))),
+        registries(ModelRegistries::with_builtins()),
+        compute(registries.compute.create("roofline", compute_params_for(hw, ""))),
+        power(registries.power.create("cv2f", power_params_for(hw))),
+        thermal(registries.thermal.create("rc", hw.thermal)),
+        governor(registries.governor.create("firmware", hw.governor)),
+        domain(*compute, *power, *thermal, *governor, settings_for(hw), nullptr, nullptr) {
+    domain.start(0.0);
+  }
+  static PowerDomainSettings settings_for(const HardwareSpec& hw) {
+    PowerDomainSettings settings;
+    settings.cap_w = hw.tdp_w;
+    settings.ceiling_hz = hw.compute.boost_clock_hz;
+    settings.floor_hz = hw.min_clock_hz;
+    settings.dies.push_back({0, hw.cooling.ambient_c, hw.cooling.ambient_c});
+    return settings;
+  }
+  HardwareSpec hw;
+  ModelRegistries registries;
+  std::unique_ptr<ComputeModel> compute;
+  std::unique_ptr<PowerModel> power;
+  std::unique_ptr<ThermalModel> thermal;
+  std::unique_ptr<Governor> governor;
+  PowerDomain domain;
+};
 
 struct MaxAchievableFlops {
   const char* hardware;
@@ -37,23 +69,11 @@ TEST_P(AmdMaxAchievableFlops, TheDenseGemmHoldsTheMeasuredClockUnderThePowerLimi
   // that clock is AMD's within 3 %, and the roofline's FLOP/s at it AMD's within 5 %. The same clock is what replay
   // scales kernels at (sustained_clock_hz), within two clock steps of the governor's.
   const MaxAchievableFlops fact = GetParam();
-  const auto registries = ModelRegistries::with_builtins();
-  const HardwareSpec hw =
-      load_hardware_config(test::configs_dir() / "hardware" / (std::string(fact.hardware) + ".yaml"));
-  const auto compute = registries.compute.create("roofline", compute_params_for(hw, ""));
-  const auto power = registries.power.create("cv2f", power_params_for(hw));
-  const auto thermal = registries.thermal.create("rc", hw.thermal);
-  const auto governor = registries.governor.create("firmware", hw.governor);
+  GovernedGpu gpu(fact.hardware);
+  const HardwareSpec& hw = gpu.hw;
+  PowerDomain& domain = gpu.domain;
   const double m = 4096.0, n = 4864.0, k = 32896.0;
   const KernelWork gemm{KernelClass::gemm, Precision::bf16, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)};
-
-  PowerDomainSettings settings;
-  settings.cap_w = hw.tdp_w;
-  settings.ceiling_hz = hw.compute.boost_clock_hz;
-  settings.floor_hz = hw.min_clock_hz;
-  settings.dies.push_back({0, hw.cooling.ambient_c, hw.cooling.ambient_c});
-  PowerDomain domain(*compute, *power, *thermal, *governor, settings, nullptr, nullptr);
-  domain.start(0.0);
   // Back-to-back GEMMs for a minute (~9 thermal time constants: the leakage has settled too), as hipBLASLt-bench
   // runs them; each start is a load change at which the domain takes its temperature into account.
   PowerDomain::KernelHandle running = domain.kernel_begin(0.0, 0, gemm);
@@ -68,18 +88,117 @@ TEST_P(AmdMaxAchievableFlops, TheDenseGemmHoldsTheMeasuredClockUnderThePowerLimi
   // it gets there (the step below would leave power unused).
   EXPECT_LE(domain.filtered_power(), hw.tdp_w * (1.0 + 1e-9));
   EXPECT_LE(domain.power_w(0), hw.tdp_w * 1.01);
-  const double flops_per_s = gemm.flops / (compute->timing(gemm, clock_hz).duration_s - hw.compute.launch_overhead_s);
+  const double flops_per_s =
+      gemm.flops / (gpu.compute->timing(gemm, clock_hz).duration_s - hw.compute.launch_overhead_s);
   EXPECT_NEAR(flops_per_s / 1e12, fact.tflops, 0.05 * fact.tflops) << fact.hardware;
 
-  SustainedClockLimits limits = sustained_clock_limits(hw, *thermal);
+  SustainedClockLimits limits = sustained_clock_limits(hw, *gpu.thermal);
   limits.temperature_c = domain.temperature_c(0);
-  EXPECT_NEAR(sustained_clock_hz(*compute, *power, gemm, limits), clock_hz, 2.0 * limits.step_hz) << fact.hardware;
+  EXPECT_NEAR(sustained_clock_hz(*gpu.compute, *gpu.power, gemm, limits), clock_hz, 2.0 * limits.step_hz)
+      << fact.hardware;
 }
 
 INSTANTIATE_TEST_SUITE_P(Published, AmdMaxAchievableFlops, ::testing::ValuesIn(kAmdMaf),
                          [](const ::testing::TestParamInfo<MaxAchievableFlops>& info) {
                            return std::string(info.param.hardware);
                          });
+
+/// A kernel run back to back for a minute under the firmware governor at the TDP (thermally settled), as a GEMM
+/// benchmark runs it: its FLOP rate over the second half minute and the clock at the end. Each kernel takes the time
+/// of the clock it starts at (the clock moves once per control period, every ~100 kernels).
+struct SustainedRate {
+  double flops_per_s = 0.0;
+  double clock_hz = 0.0;
+};
+
+SustainedRate back_to_back(const std::string& hardware, const KernelWork& work) {
+  GovernedGpu gpu(hardware);
+  PowerDomain& domain = gpu.domain;
+  PowerDomain::KernelHandle running = domain.kernel_begin(0.0, 0, work);
+  double t = 0.0, measured_s = 0.0, measured_flops = 0.0;
+  while (t < 60.0) {
+    const double end = t + gpu.compute->timing(work, domain.clock_hz(0)).duration_s;
+    domain.kernel_end(end, 0, running);
+    if (t >= 30.0) {
+      measured_s += end - t;
+      measured_flops += work.flops;
+    }
+    t = end;
+    running = domain.kernel_begin(t, 0, work);
+  }
+  return {measured_flops / measured_s, domain.clock_hz(0)};
+}
+
+struct MaxAchievableMatmul {
+  const char* hardware;
+  Precision precision;
+  double m, n, k;  ///< the best shape the search found (M x N x K)
+  double tflops;   ///< the mean over 100 iterations of that shape
+};
+
+void PrintTo(const MaxAchievableMatmul& fact, std::ostream* out) {
+  *out << fact.hardware << " " << to_string(fact.precision) << " " << fact.tflops << " TFLOPS";
+}
+
+// stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table" (MAMF):
+// the fastest torch.matmul a brute-force search of shapes found, mean of 100 iterations after 50 warm-up ones, at
+// default power settings (no clock lock); torch 2.7 (cu126/cu128), GB200 2.10 nightly (cu130).
+constexpr MaxAchievableMatmul kMamf[] = {
+    {"H100-SXM5-80GB", Precision::bf16, 2048, 2048, 13312, 794.5},
+    {"H100-SXM5-80GB", Precision::fp8, 1024, 9216, 14336, 1402.6},
+    {"H200-SXM-141GB", Precision::fp8, 1280, 4096, 12032, 1453.4},
+    {"A100-SXM4-80GB", Precision::bf16, 1024, 10240, 5120, 271.2},
+    {"B200", Precision::bf16, 1792, 16128, 3072, 1745.0},
+    {"B200", Precision::fp8, 15360, 4096, 3072, 3432.5},
+    {"GB200", Precision::bf16, 4096, 9728, 2048, 1822.0},
+    {"GB200", Precision::fp8, 19456, 5120, 1536, 3615.6},
+};
+
+class MaxAchievableMatmulFlops : public ::testing::TestWithParam<MaxAchievableMatmul> {};
+
+TEST_P(MaxAchievableMatmulFlops, TheBestMeasuredShapeIsNeverBeatenNorMissedByMoreThanAQuarter) {
+  // The shape of the table run back to back for a minute under the firmware governor at the TDP (thermally settled).
+  // One-sided on purpose: MAMF is the best of a search (a maximum over shapes, possibly still boosting before the
+  // power limiter settles, as mamf-finder's own notes warn), while chopsim's GEMM efficiency is one curve over typical
+  // training shapes at the sustained clock. So the prediction must stay below the measurement (a file that beats the
+  // best measured matmul is too optimistic: the B200/GB200 files are estimates) and within a quarter of it.
+  // Predicted today (docs/calibration.md, "GEMMs against published measurements"): H100 bf16 -22 %, fp8 -10 %;
+  // H200 fp8 -15 %; A100 -15 %; B200 -14 % / -9 %; GB200 -9 % / -5 %.
+  const MaxAchievableMatmul fact = GetParam();
+  const double input_bytes = fact.precision == Precision::fp8 ? 1.0 : 2.0;  // bf16 output
+  const KernelWork gemm{KernelClass::gemm, fact.precision, 2.0 * fact.m * fact.n * fact.k,
+                        input_bytes * (fact.m * fact.k + fact.k * fact.n) + 2.0 * fact.m * fact.n};
+  const SustainedRate rate = back_to_back(fact.hardware, gemm);
+  const double tflops = rate.flops_per_s / 1e12;
+  EXPECT_LE(tflops, fact.tflops) << "predicted " << tflops << " TFLOP/s at " << rate.clock_hz / 1e6 << " MHz";
+  EXPECT_GE(tflops, 0.75 * fact.tflops) << "predicted " << tflops << " TFLOP/s at " << rate.clock_hz / 1e6 << " MHz";
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, MaxAchievableMatmulFlops, ::testing::ValuesIn(kMamf),
+                         [](const ::testing::TestParamInfo<MaxAchievableMatmul>& info) {
+                           std::string name =
+                               std::string(info.param.hardware) + "_" + std::string(to_string(info.param.precision));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(VidurH100Gemms, MegatronSizeGemmsRunWithinTheMeasuredSpreadUnderThePowerLimit) {
+  // Vidur's Llama-2-70B op profile on H100 (../shared/data/kernels/vidur_llama2_70b_ops/h100.csv): its 254 MLP
+  // projections of 1.0-3.8 TFLOP (2048-4096 tokens, TP 1-2, fp16) ran at 0.60-0.75 of the 989.4 TFLOP/s dense peak,
+  // median 0.698. The H100 file's GEMM efficiency and power model together must put such a GEMM, run back to back at
+  // 700 W, inside that spread. They give 0.663 at 1560 MHz: below the median, because Vidur times each op in a short
+  // burst (the clock need not have settled at the power limit) while the measured H200 training steps
+  // (docs/validation.md, h200_eager) are already predicted 5-10 % fast with this efficiency (docs/calibration.md,
+  // "GEMMs against published measurements").
+  const HardwareSpec hw = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  const double tokens = 4096.0, hidden = 8192.0, ffn = 28672.0;  // mlp_down_proj at TP 1: 1.92 TFLOP
+  const KernelWork gemm{KernelClass::gemm, Precision::fp16, 2.0 * tokens * ffn * hidden,
+                        2.0 * (tokens * ffn + ffn * hidden + tokens * hidden)};
+  const SustainedRate rate = back_to_back("H100-SXM5-80GB", gemm);
+  const double fraction = rate.flops_per_s / hw.compute.peak_flops_per_s[static_cast<std::size_t>(Precision::fp16)];
+  EXPECT_GE(fraction, 0.60) << "at " << rate.clock_hz / 1e6 << " MHz";
+  EXPECT_LE(fraction, 0.75) << "at " << rate.clock_hz / 1e6 << " MHz";
+}
 
 }  // namespace
 }  // namespace chopsim

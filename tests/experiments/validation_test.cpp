@@ -4,6 +4,7 @@
 #include "chopsim/experiments/validation.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -134,6 +135,44 @@ TEST(Validation, BothPredictionsAreMadeAndShown) {
   EXPECT_NE(text.find("calibration profile calibration/profiles/h100.yaml"), std::string::npos);
   EXPECT_NE(text.find("No calibration profile in calibration/profiles is fitted on A100-SXM4-80GB"), std::string::npos);
   EXPECT_NE(text.find("| megatron_lm_a100 | s | 2 | 2 |"), std::string::npos);
+}
+
+// `chopsim validate --cases megatron_lm_a100,tp4_pp1 --summaries DIR`: the cases whose id or group contains a text,
+// and each simulated case's summary.json beside the table, whose step time is the one the table shows.
+TEST(Validation, SomeCasesAreSelectedAndLeaveTheirRunsSummaries) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto registries = ModelRegistries::with_builtins();
+  auto all = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  EXPECT_EQ(select_validation_cases(all, "").size(), all.size());
+  EXPECT_TRUE(select_validation_cases(all, "no such case,neither").empty());
+  const auto chosen = select_validation_cases(all, "megatron_lm_a100,tp4_pp1_memory_speed (DGX H100)");
+  ASSERT_EQ(chosen.size(), 5u);  // the A100 group's 2 step times and 2 memory rows, and one H100 step time
+  for (const ValidationCase& c : chosen)
+    EXPECT_TRUE(c.group == "megatron_lm_a100" || c.id == "gpt3_7b_tp4_pp1_memory_speed (DGX H100)") << c.id;
+
+  const fs::path dir = fs::temp_directory_path() / ("chopsim_validation_summaries_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto results = run_validation(chosen, registries, 2, {}, dir);
+  std::set<std::string> written;
+  for (const auto& entry : fs::directory_iterator(dir)) written.insert(entry.path().filename().string());
+  // Step times are simulated (the H100 one with and without its profile); memory rows need no simulation.
+  EXPECT_EQ(written, (std::set<std::string>{"gpt3_7b_tp1_pp4_memory_speed__DGX_A100_.json",
+                                            "gpt3_7b_tp4_pp1_memory_speed__DGX_A100_.json",
+                                            "gpt3_7b_tp4_pp1_memory_speed__DGX_H100_.json",
+                                            "gpt3_7b_tp4_pp1_memory_speed__DGX_H100_.calibrated.json"}));
+  for (const ValidationResult& r : results) {
+    if (r.validation_case.metric != ValidationMetric::iteration_time_s) continue;
+    const std::string base =
+        r.validation_case.id.find("H100") != std::string::npos
+            ? "gpt3_7b_tp4_pp1_memory_speed__DGX_H100_"
+            : (r.validation_case.id.find("tp1_pp4") != std::string::npos ? "gpt3_7b_tp1_pp4_memory_speed__DGX_A100_"
+                                                                         : "gpt3_7b_tp4_pp1_memory_speed__DGX_A100_");
+    const YAML::Node summary = YAML::LoadFile((dir / (base + ".json")).string());
+    EXPECT_DOUBLE_EQ(summary["iteration_time_s"].as<double>(), r.uncalibrated.predicted) << base;
+    EXPECT_EQ(summary["run"]["name"].as<std::string>(), r.validation_case.run.name);
+  }
+  fs::remove_all(dir);
 }
 
 // Every golden-values file of ../shared/data/validation/megatron_lm that names its machine is predicted on that

@@ -93,12 +93,20 @@ struct ValidationResult {
 [[nodiscard]] std::map<std::string, std::filesystem::path> calibration_profiles_by_hardware(
     const std::filesystem::path& profiles_dir);
 
-/// Predicts every case, and again with its calibration profile where it has one (in parallel, `jobs` at a time; each
-/// simulation runs in its own child process).
-/// `on_progress(done, total)` is told after each simulation (from the jobs' threads).
+/// Predicts every case, and again with its calibration profile where it has one (in parallel in this process, `jobs`
+/// simulations at a time).
+/// `on_progress(done, total)` is told after each simulation (from the jobs' threads). With `summaries_dir`, every
+/// simulated throughput or step-time case also leaves its run's summary.json there as `<case id>.json` (calibrated:
+/// `<case id>.calibrated.json`): where the predicted time goes, to see why a row is off.
 [[nodiscard]] std::vector<ValidationResult> run_validation(
     const std::vector<ValidationCase>& cases, const ModelRegistries& registries, int jobs,
-    const std::function<void(std::size_t done, std::size_t total)>& on_progress = {});
+    const std::function<void(std::size_t done, std::size_t total)>& on_progress = {},
+    const std::filesystem::path& summaries_dir = {});
+
+/// The cases whose id or group contains any of `patterns` (comma-separated, case-sensitive), in their order; all
+/// cases when `patterns` is empty (the result may be empty).
+[[nodiscard]] std::vector<ValidationCase> select_validation_cases(std::vector<ValidationCase> cases,
+                                                                  const std::string& patterns);
 
 /// The Markdown page (docs/validation.md): tables per group with the uncalibrated and the calibrated prediction,
 /// error statistics of both, sources.
