@@ -422,6 +422,8 @@ void apply_cluster(Mapping& m, ClusterSpec& cluster, Need need, bool in_run) {
     fabric.read("cable_latency_us", f.cable_latency_s, kMicrosecond, kNonNegativeReal, "µs");
     fabric.read("uplink_gbit_s", f.uplink_bandwidth_bytes_per_s, kGigabitPerSecond, kNonNegativeReal,
                 "Gbit/s per direction, 0 = NIC speed");
+    fabric.read_choice<FabricRouting>("routing", f.routing,
+                                      {{"ecmp", FabricRouting::ecmp}, {"adaptive", FabricRouting::adaptive}});
   });
 }
 

@@ -16,6 +16,10 @@
 //   downlink capacity: no oversubscription above the leaves). ECMP across the merged cores is thereby taken as
 //   perfectly balanced. Core groups have 2 * leaf_downlinks ports, so at most 2 * leaf_downlinks pods:
 //   2 * leaf_downlinks^3 NICs (65,536 with 32-port halves); larger clusters are rejected.
+// * Adaptive routing (FabricSpec::routing): a leaf's S uplinks are used by load, not by a flow's hash, so they act as
+//   one link of S times the bandwidth to one logical spine (per pod, and one logical core above the pods). The
+//   capacities between levels are those of the ECMP fabric; what changes is that no two flows can be hashed onto one
+//   uplink while another idles. A flow alone is still held to its NIC's rate by the NIC's own link.
 // * Latency: FabricSpec::switch_latency_s per switch traversal is split in halves over the two links a path uses at a
 //   switch; a switch-to-switch link adds FabricSpec::cable_latency_s; a NIC's link adds HardwareSpec::nic_latency_s.
 
@@ -53,6 +57,7 @@ struct FabricParams {
   int downlinks = 0;
   int uplinks = 0;  ///< per leaf = spines per pod
   double uplink_bandwidth = 0.0;
+  bool adaptive = false;  ///< FabricRouting::adaptive: each level's parallel uplinks as one link
   double nic_bandwidth = 0.0;
   double nic_link_latency = 0.0;
   double switch_link_latency = 0.0;
@@ -83,6 +88,7 @@ FabricParams fabric_params(const std::vector<std::vector<int>>& nics, const Clus
   p.uplink_bandwidth = capacity / p.uplinks;
   p.nic_link_latency = hardware.nic_latency_s + fabric.switch_latency_s / 2;
   p.switch_link_latency = fabric.cable_latency_s + fabric.switch_latency_s;
+  p.adaptive = fabric.routing == FabricRouting::adaptive;
   return p;
 }
 
@@ -91,11 +97,17 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
   const auto leaf_count = static_cast<long long>(leaves.size());
   if (leaf_count <= 1) return;
   const long long radix = 2LL * p.downlinks;
+  // Under adaptive routing the S spines a leaf reaches (per pod) are one logical spine, its S uplinks one link.
+  const int spines = p.adaptive ? 1 : p.uplinks;
+  const double leaf_uplink_bandwidth = p.adaptive ? p.uplinks * p.uplink_bandwidth : p.uplink_bandwidth;
+  const auto spine_name = [&](const std::string& prefix, int j) {
+    return p.adaptive ? prefix + "spine" : prefix + "spine" + std::to_string(j);
+  };
   if (leaf_count <= radix) {
-    for (int j = 0; j < p.uplinks; ++j) {
-      const int spine = add_switch(topology, "spine" + std::to_string(j));
+    for (int j = 0; j < spines; ++j) {
+      const int spine = add_switch(topology, spine_name("", j));
       for (const int leaf : leaves)
-        add_link(topology, leaf, spine, p.uplink_bandwidth, p.switch_link_latency, LinkClass::fabric);
+        add_link(topology, leaf, spine, leaf_uplink_bandwidth, p.switch_link_latency, LinkClass::fabric);
     }
     return;
   }
@@ -105,14 +117,15 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
                      std::to_string(radix * p.downlinks) + " leaves (" + std::to_string(radix) + " pods of " +
                      std::to_string(p.downlinks) + ") for leaf_downlinks = " + std::to_string(p.downlinks));
   std::vector<int> cores;
-  for (int j = 0; j < p.uplinks; ++j) cores.push_back(add_switch(topology, "core" + std::to_string(j)));
-  const double core_link_bandwidth = p.downlinks * p.uplink_bandwidth;
+  for (int j = 0; j < spines; ++j)
+    cores.push_back(add_switch(topology, p.adaptive ? std::string("core") : "core" + std::to_string(j)));
+  const double core_link_bandwidth = p.downlinks * leaf_uplink_bandwidth;
   for (long long pod = 0; pod < pods; ++pod) {
-    for (int j = 0; j < p.uplinks; ++j) {
-      const int spine = add_switch(topology, "pod" + std::to_string(pod) + ".spine" + std::to_string(j));
+    for (int j = 0; j < spines; ++j) {
+      const int spine = add_switch(topology, spine_name("pod" + std::to_string(pod) + ".", j));
       const long long end = std::min(leaf_count, (pod + 1) * p.downlinks);
       for (long long l = pod * p.downlinks; l < end; ++l)
-        add_link(topology, leaves[static_cast<std::size_t>(l)], spine, p.uplink_bandwidth, p.switch_link_latency,
+        add_link(topology, leaves[static_cast<std::size_t>(l)], spine, leaf_uplink_bandwidth, p.switch_link_latency,
                  LinkClass::fabric);
       add_link(topology, spine, cores[static_cast<std::size_t>(j)], core_link_bandwidth, p.switch_link_latency,
                LinkClass::fabric);

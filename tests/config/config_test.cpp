@@ -631,6 +631,22 @@ TEST_F(ConfigTest, ModelAndClusterFilesHoldThePublishedShapes) {
   const ClusterSpec mi250x = load_cluster_config(test::configs_dir() / "clusters" / "mi250x.yaml");
   EXPECT_EQ(mi250x.node_topology, "mi250_xgmi");
   EXPECT_EQ(mi250x.nics_per_node, 4);
+  // InfiniBand fabrics route adaptively (their switches' default); the RoCE and Slingshot files keep static ECMP.
+  EXPECT_EQ(h100.fabric.routing, FabricRouting::adaptive);
+  EXPECT_EQ(fat.fabric.routing, FabricRouting::adaptive);
+  EXPECT_EQ(mi250x.fabric.routing, FabricRouting::ecmp);
+  EXPECT_EQ(load_cluster_config(test::configs_dir() / "clusters" / "mi300x.yaml").fabric.routing, FabricRouting::ecmp);
+}
+
+TEST_F(ConfigTest, FabricRoutingIsEcmpOrAdaptive) {
+  const std::string cluster =
+      "gpus_per_node: 8\nnode_topology: nvswitch\nnics_per_node: 8\nfabric:\n  kind: rail_optimized\n";
+  EXPECT_EQ(load_cluster_config(write("default.yaml", cluster)).fabric.routing, FabricRouting::ecmp);
+  EXPECT_EQ(load_cluster_config(write("ar.yaml", cluster + "  routing: adaptive\n")).fabric.routing,
+            FabricRouting::adaptive);
+  const std::string message =
+      input_error([&] { (void)load_cluster_config(write("bad.yaml", cluster + "  routing: spray\n")); });
+  expect_contains(message, {"bad.yaml", "routing", "spray", "adaptive", "ecmp"});
 }
 
 // A hybrid model file: the layer pattern and the Mamba-2 mixer decode; a pattern that does not describe every layer, a

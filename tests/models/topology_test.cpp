@@ -237,6 +237,44 @@ TEST(Topology, EcmpIsDeterministicAndSpreadsOverSpines) {
   EXPECT_EQ(spines.size(), 4u);  // every equal-cost spine carries some flows
 }
 
+TEST(Topology, AdaptiveRoutingJoinsEachLevelsUplinksIntoOneLink) {
+  // Adaptive routing: a leaf's uplinks act as one link of their summed bandwidth to one logical spine, so the fabric
+  // offers the same capacity as ECMP's but no choice of spine. Two levels: 4 nodes x 8 NICs on leaves of 4 = 8 leaves.
+  const auto hw = h100();
+  auto ecmp = dgx(4, "fat_tree", 4);
+  auto adaptive = ecmp;
+  adaptive.fabric.routing = FabricRouting::adaptive;
+  const Topology e = build(ecmp, hw);
+  const Topology a = build(adaptive, hw);
+  EXPECT_EQ(count(e, LinkClass::fabric), 8 * 4);  // 8 leaves x 4 spines
+  EXPECT_EQ(count(a, LinkClass::fabric), 8);      // 8 leaves x 1 logical spine
+  EXPECT_DOUBLE_EQ(uplink_capacity(a, "leaf0"), uplink_capacity(e, "leaf0"));
+  EXPECT_DOUBLE_EQ(uplink_capacity(a, "leaf0"), 4 * hw.nic_bandwidth_bytes_per_s);
+  // A flow alone still runs at its NIC's rate; a route crosses leaf, spine, leaf as under ECMP.
+  EXPECT_DOUBLE_EQ(a.route_bandwidth(0, 31), hw.nic_bandwidth_bytes_per_s);
+  EXPECT_EQ(path_vertices(a, 0, 31).size(), path_vertices(e, 0, 31).size());
+  // Three levels (leaves of 2: 2 nodes -> 8 leaves in 4 pods): one spine per pod, one core, the same capacities.
+  auto ecmp3 = dgx(2, "fat_tree", 2);
+  auto adaptive3 = ecmp3;
+  adaptive3.fabric.routing = FabricRouting::adaptive;
+  const Topology e3 = build(ecmp3, hw);
+  const Topology a3 = build(adaptive3, hw);
+  EXPECT_EQ(count(a3, VertexKind::switch_), 2 + 8 + 4 + 1);  // the nodes' NVSwitches, leaves, pod spines, core
+  EXPECT_DOUBLE_EQ(uplink_capacity(a3, "leaf0"), uplink_capacity(e3, "leaf0"));
+  double ecmp_core = 0.0, adaptive_core = 0.0;
+  for (const auto& link : e3.links())
+    if (e3.vertices()[static_cast<std::size_t>(link.v)].name.rfind("core", 0) == 0)
+      ecmp_core += link.bandwidth_bytes_per_s;
+  for (const auto& link : a3.links())
+    if (a3.vertices()[static_cast<std::size_t>(link.v)].name.rfind("core", 0) == 0)
+      adaptive_core += link.bandwidth_bytes_per_s;
+  EXPECT_GT(adaptive_core, 0.0);
+  EXPECT_DOUBLE_EQ(adaptive_core, ecmp_core);
+  const auto path = path_vertices(a3, 0, 8);
+  ASSERT_EQ(path.size(), 8u);
+  EXPECT_EQ(a3.vertices()[static_cast<std::size_t>(path[3])].name, "core");
+}
+
 TEST(Topology, RoutesDoNotDependOnTheOrderTheyAreAskedIn) {
   // A route's search and its scratch state are shared across routes: 128 GPUs asked source-major and, on a second
   // topology, destination-major in reverse must give the same routes (hops, directions, ECMP choices).

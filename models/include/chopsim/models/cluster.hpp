@@ -2,9 +2,20 @@
 // A cluster: nodes of GPUs with an intra-node interconnect, and a scale-out fabric between them
 // (configs/clusters/*.yaml). Topology kinds are names in the topology registries.
 
+#include <cstdint>
 #include <string>
 
 namespace chopsim {
+
+/// How a switch picks among the equal-cost uplinks of a Clos fabric.
+enum class FabricRouting : std::uint8_t {
+  /// Per flow, by hashing its header (static ECMP, Ethernet's and OpenSM's default without AR): flows can collide on
+  /// one uplink while another idles.
+  ecmp,
+  /// By the ports' load, per packet (InfiniBand adaptive routing, the default of NVIDIA Quantum switches and of
+  /// OpenSM's ar_updn engine): the uplinks of a switch act as one link of their summed bandwidth.
+  adaptive,
+};
 
 struct FabricSpec {
   /// Registered fabric name: "rail_optimized", "fat_tree" or "none" (single node).
@@ -17,6 +28,7 @@ struct FabricSpec {
   double cable_latency_s = 0.0;   ///< per switch-to-switch link
   /// Bandwidth of one switch-to-switch link, one direction; 0 = same as one NIC.
   double uplink_bandwidth_bytes_per_s = 0.0;
+  FabricRouting routing = FabricRouting::ecmp;
 };
 
 struct ClusterSpec {
