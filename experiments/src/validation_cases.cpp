@@ -275,6 +275,8 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
 ///    count and tp/pp/ep (25.11 first printed the column; its dense rows are within 3.4 % of 25.09's, its MoE rows
 ///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
 ///    routing, as both tables' notes describe the runs).
+/// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (the sign of the error
+/// does: too fast inside a node, too slow across, docs/calibration.md "B200 and GB200").
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
 /// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
@@ -340,6 +342,18 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
     return at == std::string::npos ? 0 : std::atoi(name.c_str() + at + key.size() + 1);
   };
 
+  // Whether a record's expert all-to-all stays on one node's NVLink or crosses the fabric: an ep group spans ep x etp
+  // consecutive GPUs of the expert layout (etp as printed; where the table leaves it open, tp, or 1 where ep does not
+  // fit in dp x cp, as the mapping below decides), and every machine here has 8 GPUs per node.
+  const auto expert_parallel_span = [&](const YAML::Node& record, bool moe) -> std::string {
+    if (!moe) return "dense";
+    const int ep = std::max(1, integer(record["ep"], 1));
+    if (ep == 1) return "ep 1";
+    const int printed_etp = integer(record["etp"], 0);
+    const int folded = ep > integer(record["dp"], 1) * integer(record["cp"], 1) ? 1 : integer(record["tp"], 1);
+    const int span = ep * (printed_etp > 0 ? printed_etp : folded);
+    return span <= 8 ? "ep inside a node" : "ep across nodes";
+  };
   for (const auto& record : records) {
     const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
     try {
@@ -374,7 +388,8 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
                       {"GPU", machine},
                       {"model", moe ? "MoE" : "dense"},
                       {"precision", precision_name},
-                      {"GPUs", gpu_count_band(gpus)}};
+                      {"GPUs", gpu_count_band(gpus)},
+                      {"expert parallelism", expert_parallel_span(record, moe)}};
       const auto real = [](const YAML::Node& n) {
         if (!n || n.IsNull()) return 0.0;
         try {

@@ -351,12 +351,23 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   for (const ValidationCase& c : cases) {
     if (c.group != "megatron_records") continue;
     by_id[c.id] = &c;
-    EXPECT_EQ(c.categories.size(), 5u) << c.id;
+    EXPECT_EQ(c.categories.size(), 6u) << c.id;
     if (c.not_modelled.empty()) ++modelled;
   }
   const YAML::Node records =
       YAML::LoadFile((test::shared_data_dir() / "validation" / "published_megatron_records.yaml").string());
   ASSERT_EQ(by_id.size(), records.size());
+  // Where the expert all-to-all runs: ep 8 inside a DGX node; ep 32 across nodes; Qwen3-235B's ep 32 folded over tp 2
+  // (etp 1) spans 32 GPUs; dense rows have none.
+  const auto expert_parallelism = [&](const std::string& id) {
+    for (const auto& [dimension, value] : by_id.at(id)->categories)
+      if (dimension == "expert parallelism") return value;
+    return std::string("missing");
+  };
+  EXPECT_EQ(expert_parallelism("mbridge-26.04-dgx-b200-deepseekv3-mxfp8-g256-pre-training"), "ep inside a node");
+  EXPECT_EQ(expert_parallelism("mbridge-26.04.01-dgx-b200-deepseekv3-mxfp8-g256-pre-training"), "ep across nodes");
+  EXPECT_EQ(expert_parallelism("mbridge-26.04.01-dgx-h100-qwen3_235b_a22b-fp8-g256-pre-training"), "ep across nodes");
+  EXPECT_EQ(expert_parallelism("mbridge-26.04.01-dgx-h100-llama3_70b-fp8-g64-pre-training"), "dense");
   EXPECT_GE(modelled, 20);
 
   // Llama 3 8B on one DGX H100 with FSDP over its 8 GPUs, FP8 with current scaling.
