@@ -32,11 +32,6 @@ int command_validate(const std::vector<std::string>& raw) {
   // Every argument is checked before any data is read.
   const int default_jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
-  if (args.option("--cases") && !args.option("--out") && !args.option("-o"))
-    throw argument_error(
-        "--cases writes a table of some cases only, and the default --out is the full table "
-        "docs/validation.md",
-        "add --out FILE, e.g. --out /tmp/validation.md");
   const std::filesystem::path summaries_dir = args.option("--summaries").value_or("");
   if (!summaries_dir.empty() && std::filesystem::exists(summaries_dir) && !std::filesystem::is_directory(summaries_dir))
     throw argument_error("--summaries " + summaries_dir.string() + " is a file",
