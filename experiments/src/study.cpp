@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "chopsim/common/atomic_output.hpp"
+#include "chopsim/common/text.hpp"
 #include "chopsim/config/detail/decode.hpp"
 #include "cost_internal.hpp"
 #include "csv_text.hpp"
@@ -56,11 +57,7 @@ CostCatalog load_catalog(const fs::path& file) {
 }
 
 /// A folder name for a candidate: its name with everything but letters, digits, '-' and '.' as '_'.
-std::string slug(const std::string& name) {
-  std::string out;
-  for (const char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
-  return out.empty() ? "candidate" : out;
-}
+std::string slug(const std::string& name) { return name.empty() ? "candidate" : file_name_slug(name); }
 
 }  // namespace
 

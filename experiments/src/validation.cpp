@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -208,15 +207,6 @@ double probe_value(const ValidationCase& c, const SharedResult& r, const SharedR
 
 }  // namespace
 
-namespace {
-/// A case id as a file name: characters other than letters, digits, '.', '-' and '_' become '_'.
-std::string file_name_of(std::string id) {
-  for (char& ch : id)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
-  return id;
-}
-}  // namespace
-
 std::vector<ValidationCase> select_validation_cases(std::vector<ValidationCase> cases, const std::string& patterns) {
   if (patterns.empty()) return cases;
   std::vector<std::string> wanted;
@@ -305,7 +295,7 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
       } else {
         const RunReport report = run_simulation(run, registries, RunOptions{});
         if (!summaries_dir.empty())
-          write_file_atomically(summaries_dir / (file_name_of(c.id) + (calibrated ? ".calibrated.json" : ".json")),
+          write_file_atomically(summaries_dir / (file_name_slug(c.id) + (calibrated ? ".calibrated.json" : ".json")),
                                 summary_json(run, report));
         if (!report.simulated) {
           result.failure = "does not fit in memory (" + format(report.memory.total_bytes / units::kGiB, 1) + " GiB)";

@@ -342,17 +342,22 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
     return at == std::string::npos ? 0 : std::atoi(name.c_str() + at + key.size() + 1);
   };
 
+  // Expert tensor parallelism as printed; where the table leaves it open and ep does not fit in dp x cp, the recipe
+  // folds ep over the tensor-parallel ranks with etp 1 (Megatron-Bridge's qwen3_235b_a22b recipe:
+  // expert_tensor_parallel_size 1), the only layout Megatron-Core accepts there. 0 = tp (ParallelismSpec::etp).
+  const auto expert_tensor_parallel = [&](const YAML::Node& record) {
+    const int printed = integer(record["etp"], 0);
+    const bool folded = std::max(1, integer(record["ep"], 1)) > integer(record["dp"], 1) * integer(record["cp"], 1);
+    return printed == 0 && folded ? 1 : printed;
+  };
   // Whether a record's expert all-to-all stays on one node's NVLink or crosses the fabric: an ep group spans ep x etp
-  // consecutive GPUs of the expert layout (etp as printed; where the table leaves it open, tp, or 1 where ep does not
-  // fit in dp x cp, as the mapping below decides), and every machine here has 8 GPUs per node.
+  // consecutive GPUs of the expert layout, and every machine here has 8 GPUs per node.
   const auto expert_parallel_span = [&](const YAML::Node& record, bool moe) -> std::string {
     if (!moe) return "dense";
     const int ep = std::max(1, integer(record["ep"], 1));
     if (ep == 1) return "ep 1";
-    const int printed_etp = integer(record["etp"], 0);
-    const int folded = ep > integer(record["dp"], 1) * integer(record["cp"], 1) ? 1 : integer(record["tp"], 1);
-    const int span = ep * (printed_etp > 0 ? printed_etp : folded);
-    return span <= 8 ? "ep inside a node" : "ep across nodes";
+    const int etp = expert_tensor_parallel(record);
+    return ep * (etp > 0 ? etp : integer(record["tp"], 1)) <= 8 ? "ep inside a node" : "ep across nodes";
   };
   for (const auto& record : records) {
     const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
@@ -489,11 +494,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         par.account_for_loss_in_split = true;
       }
       par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
-      // Expert tensor parallelism as printed; where the table leaves it open and ep does not fit in dp x cp, the
-      // recipe folds ep over the tensor-parallel ranks with etp 1 (Megatron-Bridge's qwen3_235b_a22b recipe:
-      // expert_tensor_parallel_size 1), the only layout Megatron-Core accepts there.
-      par.etp = integer(record["etp"], 0);
-      if (par.etp == 0 && par.ep > par.dp * par.cp) par.etp = 1;
+      par.etp = expert_tensor_parallel(record);
       TrainingSpec& train = run.training;
       train.global_batch = integer(record["global_batch"], 1);
       train.micro_batch = integer(record["micro_batch"], 1);

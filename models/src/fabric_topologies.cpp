@@ -100,12 +100,11 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
   // Under adaptive routing the S spines a leaf reaches (per pod) are one logical spine, its S uplinks one link.
   const int spines = p.adaptive ? 1 : p.uplinks;
   const double leaf_uplink_bandwidth = p.adaptive ? p.uplinks * p.uplink_bandwidth : p.uplink_bandwidth;
-  const auto spine_name = [&](const std::string& prefix, int j) {
-    return p.adaptive ? prefix + "spine" : prefix + "spine" + std::to_string(j);
-  };
+  // Switch j of a level: "spine3", "core3"; under adaptive routing the one logical switch is "spine", "core".
+  const auto numbered = [&](const std::string& name, int j) { return p.adaptive ? name : name + std::to_string(j); };
   if (leaf_count <= radix) {
     for (int j = 0; j < spines; ++j) {
-      const int spine = add_switch(topology, spine_name("", j));
+      const int spine = add_switch(topology, numbered("spine", j));
       for (const int leaf : leaves)
         add_link(topology, leaf, spine, leaf_uplink_bandwidth, p.switch_link_latency, LinkClass::fabric);
     }
@@ -117,12 +116,11 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
                      std::to_string(radix * p.downlinks) + " leaves (" + std::to_string(radix) + " pods of " +
                      std::to_string(p.downlinks) + ") for leaf_downlinks = " + std::to_string(p.downlinks));
   std::vector<int> cores;
-  for (int j = 0; j < spines; ++j)
-    cores.push_back(add_switch(topology, p.adaptive ? std::string("core") : "core" + std::to_string(j)));
+  for (int j = 0; j < spines; ++j) cores.push_back(add_switch(topology, numbered("core", j)));
   const double core_link_bandwidth = p.downlinks * leaf_uplink_bandwidth;
   for (long long pod = 0; pod < pods; ++pod) {
     for (int j = 0; j < spines; ++j) {
-      const int spine = add_switch(topology, spine_name("pod" + std::to_string(pod) + ".", j));
+      const int spine = add_switch(topology, numbered("pod" + std::to_string(pod) + ".spine", j));
       const long long end = std::min(leaf_count, (pod + 1) * p.downlinks);
       for (long long l = pod * p.downlinks; l < end; ++l)
         add_link(topology, leaves[static_cast<std::size_t>(l)], spine, leaf_uplink_bandwidth, p.switch_link_latency,

@@ -14,6 +14,17 @@ namespace chopsim {
   return out;
 }
 
+/// `name` as a file or folder name: every character but ASCII letters, digits, '-', '.' and '_' becomes '_'.
+[[nodiscard]] inline std::string file_name_slug(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    const bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+    if (!keep) c = '_';
+  }
+  return out;
+}
+
 /// `items` (strings, in their order) separated by `separator`: "a, b, c".
 template <class Strings>
 [[nodiscard]] std::string join(const Strings& items, std::string_view separator = ", ") {
