@@ -257,6 +257,8 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   // MiB, as PyTorch DDP's bucket_cap_mb and NeMo's bucket_cap_mb.
   t.read("dp_bucket_mb", train.dp_bucket_bytes, units::kMiB, kPositiveReal, "MiB");
   t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");
+  t.read_choice<MoeDispatcher>("moe_dispatcher", train.moe_dispatcher,
+                               {{"alltoall", MoeDispatcher::alltoall}, {"flex", MoeDispatcher::flex}});
   t.read("attention", train.attention);
   t.read("deterministic", train.deterministic);
   t.read("fill_uninitialized_memory", train.fill_uninitialized_memory);

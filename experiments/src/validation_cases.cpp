@@ -275,8 +275,9 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
 ///    count and tp/pp/ep (25.11 first printed the column; its dense rows are within 3.4 % of 25.09's, its MoE rows
 ///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
 ///    routing, as both tables' notes describe the runs).
-/// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (the sign of the error
-/// does: too fast inside a node, too slow across, docs/calibration.md "B200 and GB200").
+/// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (docs/calibration.md,
+/// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the flex dispatcher, as the recipes run
+/// them.
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
 /// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
@@ -505,6 +506,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
       train.grad_reduce_fp32 = readme;
+      // Megatron-Bridge's MoE recipes dispatch tokens with the flex dispatcher (DeepEP or HybridEP) on H100 and B200:
+      // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
+      // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
+      if (!readme) train.moe_dispatcher = MoeDispatcher::flex;
       train.attention = "cudnn";
       if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
       try {

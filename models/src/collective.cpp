@@ -50,6 +50,15 @@
 
 namespace chopsim {
 
+double token_reach_probability(int experts, int top_k, int held) {
+  if (held >= experts) return 1.0;
+  if (held <= 0) return 0.0;
+  // C(experts - held, top_k) / C(experts, top_k) as a product, exact for the small integers involved.
+  double none = 1.0;
+  for (int i = 0; i < top_k; ++i) none *= static_cast<double>(experts - held - i) / static_cast<double>(experts - i);
+  return 1.0 - std::max(none, 0.0);
+}
+
 std::string_view to_string(CollectiveKind kind) { return collective_kind_name(kind); }
 
 namespace {
@@ -636,9 +645,25 @@ double estimate_pairwise(const Context& ctx) {
 /// to arrive still has all of its parts to send, so the collective ends one transfer time after the last arrival
 /// either way. Starting the parts together also makes equal parts end at the same instant, which keeps the number of
 /// max-min re-solves per all-to-all at a handful instead of one per part.
+///
+/// A token dispatch (CollectiveCall::routing, the flex dispatcher's DeepEP or HybridEP) moves each token once per
+/// destination instead of once per routed copy: a member's part for another member is its tokens times the
+/// probability that one of the other's experts is among a token's top_k, and its transfer to another node carries
+/// its tokens times the probability that the node holds one of them (DeepEP's normal kernels send a token to each
+/// destination node once, over RDMA to the GPU of the same position, which forwards it over NVLink). The forwarded
+/// copies are NVLink flows of the same step (DeepEP pipelines the two): a member sends each member of its own node its
+/// own part and one part on behalf of each other node's member of its position. NCCL's plain all-to-all is not
+/// given such NVLink hops (above).
 std::vector<Transfer> grouped_transfers(const Context& ctx, const Hierarchy& h, int me) {
   const int n = static_cast<int>(ctx.call.members.size());
-  const double part = ctx.call.bytes / n;
+  const TokenRouting& routing = ctx.call.routing;
+  const bool dispatch = routing.experts > 0;
+  // A token dispatch's bytes count every routed copy: the member's distinct tokens are 1/top_k of them.
+  const double token_bytes = dispatch ? ctx.call.bytes / routing.top_k : 0.0;
+  const auto reached = [&](int members) {  // bytes of distinct tokens bound for `members` members
+    return token_bytes * token_reach_probability(routing.experts, routing.top_k, routing.experts / n * members);
+  };
+  const double part = dispatch ? reached(1) : ctx.call.bytes / n;
   std::vector<Transfer> transfers;
   if (h.nodes.size() <= 1 || !uniform(h.nodes)) {
     for (int k = 1; k < n; ++k) transfers.push_back(Transfer{(me + k) % n, part, 0});
@@ -652,10 +677,13 @@ std::vector<Transfer> grouped_transfers(const Context& ctx, const Hierarchy& h, 
       h.nodes.begin());
   const Order& own = h.nodes[node_of];
   const auto position = static_cast<std::size_t>(std::find(own.begin(), own.end(), me) - own.begin());
-  for (std::size_t j = 1; j < own.size(); ++j) transfers.push_back(Transfer{own[(position + j) % own.size()], part, 0});
+  const double in_node_part = dispatch ? part * static_cast<double>(h.nodes.size()) : part;  // own + forwarded
+  for (std::size_t j = 1; j < own.size(); ++j)
+    transfers.push_back(Transfer{own[(position + j) % own.size()], in_node_part, 0});
   for (std::size_t j = 1; j < h.nodes.size(); ++j) {
     const Order& node = h.nodes[(node_of + j) % h.nodes.size()];
-    transfers.push_back(Transfer{node[position], part * static_cast<double>(node.size()), 0});
+    const double to_node = dispatch ? reached(static_cast<int>(node.size())) : part * static_cast<double>(node.size());
+    transfers.push_back(Transfer{node[position], to_node, 0});
   }
   return transfers;
 }
@@ -806,6 +834,14 @@ class NcclModel final : public CollectiveModel {
   static void validate(const CollectiveCall& call) {
     if (call.members.empty()) throw ModelError("collective: empty group");
     if (!(call.bytes >= 0.0)) throw ModelError("collective: negative or NaN size");
+    if (call.routing.experts > 0) {
+      const auto n = static_cast<int>(call.members.size());
+      if (call.kind != CollectiveKind::all_to_all) throw ModelError("collective: only an all_to_all dispatches tokens");
+      if (call.routing.experts % n != 0 || call.routing.top_k < 1 || call.routing.top_k > call.routing.experts)
+        throw ModelError("collective: a token dispatch needs experts divisible by its " + std::to_string(n) +
+                         " members and 1 <= top_k <= experts (got " + std::to_string(call.routing.experts) +
+                         " experts, top_k " + std::to_string(call.routing.top_k) + ")");
+    }
   }
 
   static Order all_members(int n) {
@@ -821,7 +857,8 @@ class NcclModel final : public CollectiveModel {
     if (algorithm == "tree") return estimate_tree(ctx);
     if (algorithm == "hierarchical") return estimate_hierarchical(ctx, Hierarchy{by_node(ctx, all_members(n))});
     if (algorithm == "pairwise") return estimate_pairwise(ctx);
-    if (algorithm == "grouped") return estimate_grouped(ctx, Hierarchy{by_node(ctx, all_members(n))});
+    if (algorithm == "grouped" || algorithm == "token_dispatch")
+      return estimate_grouped(ctx, Hierarchy{by_node(ctx, all_members(n))});
     if (algorithm == "ring_broadcast") return estimate_broadcast(ctx);
     return estimate_shift(ctx);
   }
@@ -850,7 +887,7 @@ class NcclModel final : public CollectiveModel {
       for (int me = first; me < last; ++me)
         for (const RingPhase& phase : hierarchical_phases(ctx, h, me))
           phase.append(ctx, me, plans[static_cast<std::size_t>(me - first)]);
-    } else if (chosen == "grouped") {
+    } else if (chosen == "grouped" || chosen == "token_dispatch") {
       const Hierarchy h{by_node(ctx, all_members(n))};
       for (int me = first; me < last; ++me) append_grouped(ctx, h, me, plans[static_cast<std::size_t>(me - first)]);
     } else {
@@ -871,7 +908,8 @@ class NcclModel final : public CollectiveModel {
 
   [[nodiscard]] std::string algorithm(const Context& ctx) const {
     const CollectiveKind kind = ctx.call.kind;
-    if (kind == CollectiveKind::all_to_all) return params_.all_to_all;
+    // A token dispatch is the dispatcher's own exchange (DeepEP, HybridEP), not NCCL's all-to-all.
+    if (kind == CollectiveKind::all_to_all) return ctx.call.routing.experts > 0 ? "token_dispatch" : params_.all_to_all;
     if (kind == CollectiveKind::broadcast) return "ring_broadcast";
     if (kind == CollectiveKind::send_recv) return "shift";
     const int n = static_cast<int>(ctx.call.members.size());

@@ -26,6 +26,8 @@ int ParallelismSpec::layers_of_stage(int layers, int stage) const {
   return sum;
 }
 
+std::string_view to_string(MoeDispatcher dispatcher) { return dispatcher == MoeDispatcher::flex ? "flex" : "alltoall"; }
+
 std::string_view to_string(Framework framework) {
   switch (framework) {
     case Framework::megatron_te:

@@ -106,6 +106,8 @@ Workload build_workload(const TransformerSpec& model, const ParallelismSpec& par
   for (int rank = 0; rank < world; ++rank)
     workload.program_of_rank[static_cast<std::size_t>(rank)] =
         static_cast<std::uint32_t>(workload.layout.coordinates(rank).pp);
+  if (model.is_moe() && training.moe_dispatcher == MoeDispatcher::flex)
+    workload.token_routing = TokenRouting{.experts = model.experts, .top_k = model.top_k};
   workload.tokens_per_iteration = training.tokens_per_iteration();
   workload.model_flops_per_iteration =
       model_training_flops_per_token(model, training.seq_len) * workload.tokens_per_iteration;

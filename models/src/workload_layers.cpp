@@ -77,12 +77,18 @@ double StageGenerator::deterministic_workspace_bytes(double keys) const {
 // A mixture of experts' local experts run as one grouped kernel (Megatron-Core's TEGroupedMLP, Transformer Engine's
 // GroupedLinear; or one kernel per expert in SequentialMLP): each expert's GEMM has only the tokens routed to it,
 // and its efficiency is that of a GEMM of its own size, not of the group's total (the roofline's size term, with
-// the tokens spread evenly over the experts).
+// the tokens spread evenly over the experts). The host launches it expert by expert: GroupedLinear's GEMM
+// (general_grouped_gemm -> nvte_multi_stream_cublas_gemm) loops over the experts and launches one cuBLAS GEMM each,
+// round-robin on four streams (transformer_engine/common/gemm/cublaslt_gemm.cu), so an expert GEMM costs the host as
+// many launches as the rank has local experts. The GPU side stays one op: the streams overlap the experts' GEMMs,
+// which the size term above already prices as one kernel of per-expert GEMMs.
 OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precision precision, double bytes,
                                   bool unaligned) {
   Op op = compute_op(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned);
   op.gemm_problems = static_cast<std::uint16_t>(std::clamp(g.weights, 1.0, 65535.0));
-  return append_to_compute_stream(op);
+  const OpRef ref = append_to_compute_stream(op);
+  if (op.gemm_problems > 1) builder_.set_host_issue(ref, op.gemm_problems, false);
+  return ref;
 }
 
 OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {

@@ -32,7 +32,10 @@ void StageGenerator::moe_forward() {
   // token counts to the host and synchronises before the dispatch (cuda_sync_point "before_ep_alltoall" when
   // dropless, "before_permutation_1" with a capacity factor; MoEAlltoAllTokenDispatcher.preprocess), so the host
   // waits for the GPU in every MoE layer's forward and the GPU then waits for the host's next launches. The
-  // backward reuses the splits. (DeepEP/HybridEP's flex dispatcher keeps them on the GPU: not modelled.)
+  // backward reuses the splits. The flex dispatcher waits as well: DeepEP's dispatch blocks the host until the
+  // GPU has counted the tokens each rank receives, to size its buffers (DeepEP README: "the CPU will wait for GPU's
+  // signal to arrive, so this is not compatible with CUDA graph"). (Its permutation runs after the dispatch; the
+  // same bytes, so the order is kept.)
   builder_.set_host_issue(permute, 1, true);
   await(communicate(
       training_.overlap.ep, kEpStream,

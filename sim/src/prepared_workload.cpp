@@ -60,7 +60,7 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
   signatures_.resize(programs);
   for (std::size_t p = 0; p < programs; ++p) {
     const Program& program = workload.programs[p];
-    std::map<std::tuple<GroupRole, std::int32_t, CollectiveKind, double, double>, std::int32_t> index;
+    std::map<std::tuple<GroupRole, std::int32_t, CollectiveKind, double, double, TokenRouting>, std::int32_t> index;
     if (const std::string problem = issue_order_problem(program); !problem.empty())
       throw EngineError("program " + std::to_string(p) + ": its issue order (the host's): " + problem);
     durations_[p].resize(program.streams.size());
@@ -96,9 +96,11 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
             throw op_error("group_index " + std::to_string(op.group_index) + " outside the workload's " +
                            std::to_string(workload.groups.size()) + " explicit groups");
           const double fixed = op.duration_s >= 0.0 ? op.duration_s : -1.0;
-          auto [it, inserted] = index.emplace(std::make_tuple(op.group, op.group_index, op.collective, op.bytes, fixed),
-                                              static_cast<std::int32_t>(signatures_[p].size()));
-          if (inserted) signatures_[p].push_back({op.group, op.group_index, op.collective, op.bytes, fixed});
+          const TokenRouting routing = op.token_dispatch ? workload.token_routing : TokenRouting{};
+          auto [it, inserted] =
+              index.emplace(std::make_tuple(op.group, op.group_index, op.collective, op.bytes, fixed, routing),
+                            static_cast<std::int32_t>(signatures_[p].size()));
+          if (inserted) signatures_[p].push_back({op.group, op.group_index, op.collective, op.bytes, fixed, routing});
           signature_[p][s][i] = it->second;
         }
       }
@@ -109,7 +111,8 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
   const RankLayout& layout = workload.layout;
   // (role, group id) -> groups_; explicit groups are keyed (world, -1 - group_index).
   std::map<std::pair<GroupRole, int>, std::size_t> group_index;
-  std::map<std::tuple<std::size_t, CollectiveKind, double, int, double>, const CollectivePlan*> plan_cache;
+  std::map<std::tuple<std::size_t, CollectiveKind, double, int, double, TokenRouting>, const CollectivePlan*>
+      plan_cache;
   std::unordered_set<std::uint64_t> pairs;
   rank_collectives_.resize(static_cast<std::size_t>(world_size_));
   std::vector<int> all_ranks;
@@ -146,8 +149,8 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
           members[static_cast<std::size_t>(position)] != rank)
         throw EngineError("rank " + std::to_string(rank) + " is not in its own " + group_name);
       const int me = position;
-      auto [pit, new_plan] =
-          plan_cache.emplace(std::make_tuple(git->second, sig.kind, sig.bytes, me, sig.duration_s), nullptr);
+      auto [pit, new_plan] = plan_cache.emplace(
+          std::make_tuple(git->second, sig.kind, sig.bytes, me, sig.duration_s, sig.routing), nullptr);
       if (new_plan && sig.duration_s >= 0.0) {
         // A measured collective: the members meet (the last to arrive releases the others), then it lasts its
         // measured time; no transfers, so the network is not used.
@@ -157,7 +160,7 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
         plans_.push_back(std::make_unique<CollectivePlan>(CollectivePlan{"measured", {step}}));
         pit->second = plans_.back().get();
       } else if (new_plan) {
-        const CollectiveCall call{sig.kind, sig.bytes, members};
+        const CollectiveCall call{sig.kind, sig.bytes, members, sig.routing};
         plans_.push_back(std::make_unique<CollectivePlan>(input.collectives->plan(call, me, topology)));
         pit->second = plans_.back().get();
         for (const CollectiveStep& step : plans_.back()->steps) {

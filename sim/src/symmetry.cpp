@@ -91,14 +91,16 @@ bool equivariant(const SimulationInput& input, const CollectiveCall& call, const
 }
 
 /// The (kind, size) of every collective of the workload, by the role of its group.
-using Signatures = std::map<GroupRole, std::set<std::pair<CollectiveKind, double>>>;
+using Signatures = std::map<GroupRole, std::set<std::tuple<CollectiveKind, double, TokenRouting>>>;
 
 Signatures collective_signatures(const Workload& workload) {
   Signatures signatures;
   for (const Program& program : workload.programs)
     for (const Stream& stream : program.streams)
       for (const Op& op : stream.ops)
-        if (op.kind == OpKind::collective) signatures[op.group].emplace(op.collective, op.bytes);
+        if (op.kind == OpKind::collective)
+          signatures[op.group].emplace(op.collective, op.bytes,
+                                       op.token_dispatch ? workload.token_routing : TokenRouting{});
   return signatures;
 }
 
@@ -156,8 +158,8 @@ std::string breaks_symmetry(const SimulationInput& input, const Signatures& sign
       for (std::size_t i = 0; i < members.size(); ++i) index_of.emplace(members[i], static_cast<int>(i));
       std::vector<int> permutation(members.size());  // member i's image is member permutation[i]
       for (std::size_t i = 0; i < members.size(); ++i) permutation[i] = index_of.at(images[i]);
-      for (const auto& [kind, bytes] : calls)
-        if (!equivariant(input, CollectiveCall{kind, bytes, members}, permutation))
+      for (const auto& [kind, bytes, routing] : calls)
+        if (!equivariant(input, CollectiveCall{kind, bytes, members, routing}, permutation))
           return "the " + std::string(to_string(kind)) + " plans of " + std::string(to_string(role)) +
                  " groups differ between the members the shift exchanges";
     }
@@ -191,9 +193,9 @@ std::vector<int> ring_order(const SimulationInput& input, const Signatures& sign
   for (std::size_t i = 0; i < n; ++i)
     if (coordinate_of(layout, members[i], axis) != static_cast<int>(i)) return {};
   std::vector<int> successor;
-  for (const auto& [kind, bytes] : calls->second) {
+  for (const auto& [kind, bytes, routing] : calls->second) {
     const std::vector<CollectivePlan> plans =
-        input.collectives->plan_all(CollectiveCall{kind, bytes, members}, *input.topology);
+        input.collectives->plan_all(CollectiveCall{kind, bytes, members, routing}, *input.topology);
     if (plans.size() != n) return {};
     std::vector<int> next(n, -1);
     for (std::size_t i = 0; i < n; ++i) {

@@ -132,7 +132,8 @@ std::string describe(const RunSpec& run) {
       << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
-      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << '\n';
+      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << ' '
+      << to_string(t.moe_dispatcher) << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -508,6 +509,21 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
                                "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
   expect_contains(input_error([&] { (void)load(model); }),
                   {"key 'model.position_embedding': expected one of rope, learned, none, found 'alibi'"});
+}
+
+TEST_F(ConfigTest, MoeDispatcherNamesMegatronsTokenDispatcher) {
+  EXPECT_EQ(
+      load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"))).training.moe_dispatcher,
+      MoeDispatcher::alltoall);
+  const RunSpec flex =
+      load(write("flex.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  moe_dispatcher: flex\n")));
+  EXPECT_EQ(flex.training.moe_dispatcher, MoeDispatcher::flex);
+  EXPECT_EQ(to_string(flex.training.moe_dispatcher), "flex");
+  expect_contains(input_error([&] {
+                    (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  moe_dispatcher: deepep\n")));
+                  }),
+                  {"bad.yaml:", "training.moe_dispatcher", "expected one of alltoall, flex, found 'deepep'"});
 }
 
 TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {

@@ -65,6 +65,15 @@ std::vector<AgreementCase> agreement_cases() {
                      run.cluster.fabric.oversubscription = 2.0;
                      run.cluster.fabric.leaf_downlinks = 4;
                    }});
+  // The flex dispatcher (DeepEP) over two nodes: 32 narrower experts, top-4, ep 16, so each token crosses the fabric
+  // once per node it is routed to and is forwarded over NVLink (TokenRouting).
+  cases.push_back({"moe_flex_dispatch_across_nodes", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     run.model.experts = 32;
+                     run.model.top_k = 4;
+                     run.model.ffn_hidden = 3584;
+                     run.parallelism.ep = 16;
+                     run.training.moe_dispatcher = MoeDispatcher::flex;
+                   }});
   // DeepSeek's layout on Mixtral's shape: two dense first layers of their own width, then MoE layers with a shared
   // expert (a dense MLP beside the routed ones): layers of two kinds, no all-to-all in the first two.
   cases.push_back({"moe_dense_first_shared_expert", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
@@ -226,7 +235,7 @@ std::vector<AgreementCase> symmetric_cases() {
     if (c.name == "llama3-70b-h100-3d" || c.name == "llama3-8b-mi250-3d" || c.name == "mixtral-8x7b-h200-ep" ||
         c.name == "megatron-gpt3-7b-tp1-pp4" || c.name == "uneven_stages" || c.name == "moe_oversubscribed_fat_tree" ||
         c.name == "hot_rear_slots" || c.name == "moe_dense_first_shared_expert" || c.name == "multi_latent_attention" ||
-        c.name == "rail_traffic_across_spines")
+        c.name == "rail_traffic_across_spines" || c.name == "moe_flex_dispatch_across_nodes")
       cases.push_back(c);
   // The same with ECMP. Not an engine-agreement case: folded, the images of one transfer can hash onto different
   // spines, and the class's flow moves at its most loaded image's rate (exposed pipeline communication 0.081 against

@@ -339,6 +339,86 @@ TEST(Collective, GroupedAllToAllAcrossTwoNodesTakesTheNicTime) {
   EXPECT_GT(pairwise, 1.8 * grouped);
 }
 
+TEST(Collective, TokenReachProbabilityIsHypergeometric) {
+  // 1 - C(E - h, k) / C(E, k): one expert of two with top-1 is hit half the time; holding every expert, always.
+  EXPECT_DOUBLE_EQ(token_reach_probability(2, 1, 1), 0.5);
+  EXPECT_DOUBLE_EQ(token_reach_probability(8, 2, 8), 1.0);
+  EXPECT_DOUBLE_EQ(token_reach_probability(8, 2, 0), 0.0);
+  // Two of eight experts, top-2: C(6,2)/C(8,2) = 15/28 of the tokens miss both.
+  EXPECT_NEAR(token_reach_probability(8, 2, 2), 13.0 / 28.0, 1e-15);
+  // Fewer experts left than top_k: every token hits (C(E - h, k) = 0).
+  EXPECT_DOUBLE_EQ(token_reach_probability(8, 4, 6), 1.0);
+  // Qwen3-30B-A3B (128 experts, top-8) on 8 GPUs (16 each): 1 - prod_{i<8} (112 - i) / (128 - i).
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  EXPECT_NEAR(token_reach_probability(128, 8, 16), 1.0 - miss, 1e-15);
+  // The union bound: a token reaches at most k of the members' shares (h/E each).
+  for (const int held : {1, 4, 16, 64}) EXPECT_LE(token_reach_probability(128, 8, held), 8.0 * held / 128.0);
+}
+
+TEST(Collective, TokenDispatchWithOneExpertPerMemberAndTopOneIsThePlainAllToAll) {
+  // Top-1 routing to one expert per member: every token has one destination, so deduplication changes nothing inside
+  // a node; the plan equals NCCL's grouped all-to-all part for part.
+  const Topology t = cluster("nvswitch", 1);
+  const double s = 1.0 * kGiB;
+  const auto members = first(8);
+  CollectiveCall dispatch{CollectiveKind::all_to_all, s, members, TokenRouting{.experts = 8, .top_k = 1}};
+  const auto deduplicated = plans(*nccl(), dispatch, t);
+  const auto plain = plans(*nccl(), {CollectiveKind::all_to_all, s, members}, t);
+  ASSERT_EQ(deduplicated.size(), plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(deduplicated[i].algorithm, "token_dispatch");
+    ASSERT_EQ(deduplicated[i].steps.size(), plain[i].steps.size());
+    for (std::size_t k = 0; k < plain[i].steps.size(); ++k) {
+      ASSERT_EQ(deduplicated[i].steps[k].sends.size(), plain[i].steps[k].sends.size());
+      for (std::size_t j = 0; j < plain[i].steps[k].sends.size(); ++j) {
+        EXPECT_EQ(deduplicated[i].steps[k].sends[j].peer, plain[i].steps[k].sends[j].peer);
+        EXPECT_DOUBLE_EQ(deduplicated[i].steps[k].sends[j].bytes, plain[i].steps[k].sends[j].bytes);
+      }
+    }
+  }
+}
+
+TEST(Collective, TokenDispatchAcrossTwoNodesSendsEachTokenOncePerNode) {
+  // Qwen3-30B-A3B's routing (128 experts, top-8) over ep 16 on two DGX-like nodes, as DeepEP sends it: each member's
+  // T tokens (bytes s / 8 without the copies) reach each other member with p_gpu (8 experts of 128) and the other node
+  // with p_node (64 of 128, nearly always), one rail-aligned transfer per node; in its own node each member sends
+  // its own part and forwards one part per other node. NCCL's plain all-to-all sends every copy: s / 2 through the
+  // NIC. The NIC bounds the time: tokens x p_node / 50 GB/s.
+  const Topology t = cluster("nvswitch", 2);
+  const double s = 1.0 * kGiB, nic = 50 * kGB;
+  const auto members = first(16);
+  const TokenRouting routing{.experts = 128, .top_k = 8};
+  const double tokens = s / 8;
+  const double p_gpu = token_reach_probability(128, 8, 8), p_node = token_reach_probability(128, 8, 64);
+  EXPECT_GT(p_node, 0.99);
+  const CollectiveCall dispatch{CollectiveKind::all_to_all, s, members, routing};
+  for (const auto& plan : plans(*nccl(), dispatch, t)) {
+    ASSERT_EQ(plan.steps.size(), 2u);
+    EXPECT_EQ(plan.steps[0].sync_members, 16);
+    ASSERT_EQ(plan.steps[1].sends.size(), 8u);  // 7 node peers, one transfer to the other node
+    for (std::size_t j = 0; j + 1 < plan.steps[1].sends.size(); ++j)
+      EXPECT_NEAR(plan.steps[1].sends[j].bytes, 2 * tokens * p_gpu, 1e-9 * s);
+    EXPECT_NEAR(plan.steps[1].sends.back().bytes, tokens * p_node, 1e-9 * s);
+    EXPECT_LT(plan.steps[1].sends.back().bytes, 0.26 * (s / 2));  // about a quarter of the copies NCCL sends
+  }
+  expect_consistent(plans(*nccl(), dispatch, t), "token dispatch over two nodes");
+  const double time = nccl()->estimate_time_s(dispatch, t);
+  EXPECT_NEAR(time, tokens * p_node / nic, 0.01 * tokens * p_node / nic);
+  EXPECT_LT(time, 0.3 * nccl()->estimate_time_s({CollectiveKind::all_to_all, s, members}, t));
+}
+
+TEST(Collective, TokenDispatchRejectsRoutingThatDoesNotSplitOverTheGroup) {
+  const Topology t = cluster("nvswitch", 1);
+  const auto members = first(8);
+  EXPECT_THROW((void)nccl()->estimate_time_s(
+                   {CollectiveKind::all_to_all, 1e6, members, TokenRouting{.experts = 12, .top_k = 2}}, t),
+               ModelError);
+  EXPECT_THROW((void)nccl()->estimate_time_s(
+                   {CollectiveKind::all_reduce, 1e6, members, TokenRouting{.experts = 16, .top_k = 2}}, t),
+               ModelError);
+}
+
 TEST(Collective, PipelinedRingCarriesTheWholeLatencyTerm) {
   // One step per member whose latency plus the route latency paid by the transfer equals 2(n-1) alpha.
   const double route_latency = 3e-6;

@@ -845,6 +845,14 @@ TEST(ContextParallel, GathersKeysAndValuesOfTheWholeSequence) {
   EXPECT_DOUBLE_EQ(bytes_of(workload, 0, "cp_reduce_scatter_dkv"), 2 * 8 * kv);
 }
 
+/// The tiny MoE model on 2 GPUs, its experts split over both (ep 2).
+RunSetup ep2_tiny_moe() {
+  RunSetup s = setup("ep2", 2, 1, 1, 1);
+  s.model = tiny_moe();
+  s.parallelism.ep = 2;
+  return s;
+}
+
 TEST(ExpertParallel, AllToAllMovesTopKCopiesOfEachLocalToken) {
   RunSetup s = setup("ep2_tp2", 4, 2, 1, 1);
   s.model = tiny_moe();
@@ -875,9 +883,7 @@ TEST(ExpertParallel, AllToAllMovesTopKCopiesOfEachLocalToken) {
 TEST(ExpertParallel, ExpertGemmsAreGroupedKernelsOfTheLocalExperts) {
   // Each rank's expert GEMMs (forward, dgrad, wgrad) run its experts / ep local experts as one grouped kernel; every
   // other GEMM is one problem.
-  RunSetup s = setup("ep2", 2, 1, 1, 1);
-  s.model = tiny_moe();
-  s.parallelism.ep = 2;
+  RunSetup s = ep2_tiny_moe();
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
   int expert_gemms = 0, other_gemms = 0;
   for (const Stream& stream : workload.program(0).streams)
@@ -896,12 +902,50 @@ TEST(ExpertParallel, ExpertGemmsAreGroupedKernelsOfTheLocalExperts) {
   EXPECT_GT(other_gemms, 0);
 }
 
+TEST(ExpertParallel, TheHostLaunchesOneGemmPerLocalExpert) {
+  // Transformer Engine's grouped GEMM loops over the experts on the host, one cuBLAS launch each
+  // (multi_stream_cublas_gemm): every expert GEMM costs the host experts / ep launches, every other GEMM one.
+  RunSetup s = ep2_tiny_moe();
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const Program& program = workload.program(0);
+  int expert_gemms = 0;
+  for (const IssueStep& step : program.issue_order) {
+    const Op& op = program.streams[step.stream].ops[step.op];
+    if (op.kind != OpKind::compute || op.kernel_class != KernelClass::gemm) continue;
+    const bool expert_gemm = workload.name(op).rfind("expert_fc", 0) == 0;
+    EXPECT_EQ(step.launches, expert_gemm ? s.model.experts / 2 : 1) << workload.name(op);
+    expert_gemms += expert_gemm ? 1 : 0;
+  }
+  EXPECT_EQ(expert_gemms, 6 * 8);
+}
+
+TEST(ExpertParallel, TheFlexDispatcherMarksEveryExpertAllToAllAsATokenDispatch) {
+  // Dispatch and combine, forward and backward, of every layer carry the model's routing; no other collective does,
+  // and the all-to-all dispatcher marks none.
+  RunSetup s = ep2_tiny_moe();
+  for (const MoeDispatcher dispatcher : {MoeDispatcher::alltoall, MoeDispatcher::flex}) {
+    SCOPED_TRACE(std::string(to_string(dispatcher)));
+    s.training.moe_dispatcher = dispatcher;
+    const Workload workload = build_workload(s.model, s.parallelism, s.training);
+    const bool flex = dispatcher == MoeDispatcher::flex;
+    const TokenRouting expected =
+        flex ? TokenRouting{.experts = s.model.experts, .top_k = s.model.top_k} : TokenRouting{};
+    EXPECT_TRUE(workload.token_routing == expected);
+    int marked = 0;
+    for (const Stream& stream : workload.program(0).streams)
+      for (const Op& op : stream.ops) {
+        const bool expert_all_to_all = op.kind == OpKind::collective && op.group == GroupRole::ep;
+        EXPECT_EQ(op.token_dispatch, flex && expert_all_to_all) << workload.name(op);
+        marked += op.token_dispatch ? 1 : 0;
+      }
+    EXPECT_EQ(marked, flex ? 4 * 8 : 0);
+  }
+}
+
 TEST(ExpertParallel, TheHostWaitsForTheTokenCountsBeforeEachForwardDispatch) {
   // Megatron-Core's all-to-all dispatcher needs the split sizes on the host: one host wait per MoE layer forward, at
   // the permutation before the dispatch; none in the backward.
-  RunSetup s = setup("ep2", 2, 1, 1, 1);
-  s.model = tiny_moe();
-  s.parallelism.ep = 2;
+  RunSetup s = ep2_tiny_moe();
   const Workload workload = build_workload(s.model, s.parallelism, s.training);
   const Program& program = workload.program(0);
   int forward_waits = 0, other_waits = 0;

@@ -45,12 +45,32 @@ struct CollectivePlan {
   std::vector<CollectiveStep> steps;
 };
 
+/// An all_to_all that carries a mixture of experts' tokens through a deduplicating dispatcher (Megatron-Core's flex
+/// token dispatcher with DeepEP or HybridEP): a token routed to several experts travels once to each GPU that holds
+/// one of them, and crosses the fabric once to each other node that does, where it is forwarded over NVLink (DeepEP's
+/// normal kernels: "forwarding data from NVLink domain to RDMA domain", github.com/deepseek-ai/DeepEP README).
+/// `experts` routed experts spread evenly over the group's members, each token sent to `top_k` of them; chopsim
+/// takes the routing as balanced and uniform (the measured runs force-balance it), so a member holding e of the
+/// experts receives a token with probability 1 - C(experts - e, top_k) / C(experts, top_k).
+struct TokenRouting {
+  int experts = 0;  ///< 0: not a token dispatch (a plain all-to-all of distinct parts)
+  int top_k = 0;
+  auto operator<=>(const TokenRouting&) const = default;
+};
+
 /// A collective call as the engine sees it.
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::all_reduce;
+  /// Bytes per CollectiveKind's convention. A token dispatch's (routing.experts > 0): each member's tokens times
+  /// top_k times the bytes per token, what a plain all-to-all of every copy would send.
   double bytes = 0.0;
   std::span<const int> members;  ///< global ranks in group order
+  TokenRouting routing{};        ///< all_to_all: deduplicated token dispatch (routing.experts > 0), else plain
 };
+
+/// The probability that a token routed uniformly to `top_k` distinct experts of `experts` reaches at least one of
+/// `held` of them: 1 - C(experts - held, top_k) / C(experts, top_k) (held >= experts: 1).
+[[nodiscard]] double token_reach_probability(int experts, int top_k, int held);
 
 /// Parameters of the collective model (configs: `collectives:` in a run, defaults in docs/configs.md).
 struct CollectiveParams {

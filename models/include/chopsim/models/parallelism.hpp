@@ -94,6 +94,19 @@ struct OverlapSpec {
 /// GEMMs, and the probabilities are kept for backward.
 inline constexpr std::string_view kEagerAttention = "eager";
 
+/// A mixture of experts' token dispatcher (Megatron-Core's --moe-token-dispatcher-type).
+enum class MoeDispatcher : std::uint8_t {
+  /// NCCL all-to-all (MoEAlltoAllTokenDispatcher): every routed copy of a token is a row of the exchange, so a token
+  /// sent to two experts on one GPU travels twice, and every copy bound for another node crosses the fabric.
+  alltoall,
+  /// The flex dispatcher with DeepEP or HybridEP (MoEFlexTokenDispatcher, --moe-flex-dispatcher-backend): a token
+  /// travels once to each GPU holding one of its experts and crosses the fabric once per destination node, where
+  /// NVLink forwards it (TokenRouting). Megatron-Bridge's MoE recipes select it on Hopper and Blackwell
+  /// (apply_flex_dispatcher_backend).
+  flex,
+};
+[[nodiscard]] std::string_view to_string(MoeDispatcher dispatcher);
+
 /// How a step is implemented, which decides the kernels it launches besides the GEMMs and attention
 /// (StageGenerator) and what it keeps in memory (memory.cpp).
 enum class Framework : std::uint8_t {
@@ -162,6 +175,8 @@ struct TrainingSpec {
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
   /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
   double moe_capacity_factor = 1.0;
+  /// How a mixture of experts moves its tokens to the experts and back (Megatron-Core --moe-token-dispatcher-type).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
   /// "flash2", ...); empty = the hardware's default attention efficiency; kEagerAttention = no fused kernel.
   std::string attention;

@@ -57,6 +57,9 @@ struct Op {
   bool dropout : 1 = false;
   /// compute: a copy from host memory over PCIe (KernelWork::host_to_device).
   bool host_to_device : 1 = false;
+  /// collective all_to_all: a mixture of experts' token dispatch or combine through a deduplicating dispatcher, routed
+  /// as Workload::token_routing says (CollectiveCall::routing); false: a plain all-to-all.
+  bool token_dispatch : 1 = false;
   /// compute GEMM: the equal GEMMs one grouped kernel runs (KernelWork::problems), e.g. the local experts.
   std::uint16_t gemm_problems = 1;
   std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
@@ -127,6 +130,8 @@ struct Workload {
   /// Explicit collective groups (global ranks in group order) for ops with group_index >= 0: measured groups of
   /// replayed traces, which need not be a parallelism role of `layout`.
   std::vector<std::vector<int>> groups;
+  /// How the token dispatches (ops with token_dispatch) route: the model's routed experts and top_k.
+  TokenRouting token_routing{};
   double tokens_per_iteration = 0.0;
   /// Model FLOPs of one iteration over the whole cluster (model_training_flops_per_token * tokens).
   double model_flops_per_iteration = 0.0;
