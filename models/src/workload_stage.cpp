@@ -90,9 +90,6 @@ Op StageGenerator::collective_op(const Comm& comm) const {
   op.collective = comm.kind;
   op.group = comm.group;
   op.bytes = comm.bytes;
-  // Every expert-parallel all-to-all moves routed tokens (dispatch and combine, forward and backward).
-  op.token_dispatch = comm.kind == CollectiveKind::all_to_all && comm.group == GroupRole::ep &&
-                      training_.moe_dispatcher == MoeDispatcher::flex;
   return op;
 }
 

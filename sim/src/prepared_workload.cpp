@@ -96,7 +96,7 @@ PreparedWorkload::PreparedWorkload(const SimulationInput& input, const std::vect
             throw op_error("group_index " + std::to_string(op.group_index) + " outside the workload's " +
                            std::to_string(workload.groups.size()) + " explicit groups");
           const double fixed = op.duration_s >= 0.0 ? op.duration_s : -1.0;
-          const TokenRouting routing = op.token_dispatch ? workload.token_routing : TokenRouting{};
+          const TokenRouting routing = workload.routing_of(op);
           auto [it, inserted] =
               index.emplace(std::make_tuple(op.group, op.group_index, op.collective, op.bytes, fixed, routing),
                             static_cast<std::int32_t>(signatures_[p].size()));

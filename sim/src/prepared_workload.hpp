@@ -22,7 +22,7 @@ struct CollectiveSignature {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes = 0.0;
   double duration_s = -1.0;  ///< Op::duration_s: >= 0, the members meet and the op lasts this (no transfers)
-  TokenRouting routing{};    ///< Op::token_dispatch: Workload::token_routing, else none
+  TokenRouting routing{};    ///< Workload::routing_of(op)
 };
 
 /// A collective as one rank executes it.

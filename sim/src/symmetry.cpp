@@ -99,8 +99,7 @@ Signatures collective_signatures(const Workload& workload) {
     for (const Stream& stream : program.streams)
       for (const Op& op : stream.ops)
         if (op.kind == OpKind::collective)
-          signatures[op.group].emplace(op.collective, op.bytes,
-                                       op.token_dispatch ? workload.token_routing : TokenRouting{});
+          signatures[op.group].emplace(op.collective, op.bytes, workload.routing_of(op));
   return signatures;
 }
 

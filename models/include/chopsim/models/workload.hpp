@@ -57,9 +57,6 @@ struct Op {
   bool dropout : 1 = false;
   /// compute: a copy from host memory over PCIe (KernelWork::host_to_device).
   bool host_to_device : 1 = false;
-  /// collective all_to_all: a mixture of experts' token dispatch or combine through a deduplicating dispatcher, routed
-  /// as Workload::token_routing says (CollectiveCall::routing); false: a plain all-to-all.
-  bool token_dispatch : 1 = false;
   /// compute GEMM: the equal GEMMs one grouped kernel runs (KernelWork::problems), e.g. the local experts.
   std::uint16_t gemm_problems = 1;
   std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
@@ -130,7 +127,8 @@ struct Workload {
   /// Explicit collective groups (global ranks in group order) for ops with group_index >= 0: measured groups of
   /// replayed traces, which need not be a parallelism role of `layout`.
   std::vector<std::vector<int>> groups;
-  /// How the token dispatches (ops with token_dispatch) route: the model's routed experts and top_k.
+  /// How the expert-parallel all-to-alls route their tokens through a deduplicating dispatcher (the model's routed
+  /// experts and top_k under training.moe_dispatcher: flex); none: they are plain all-to-alls.
   TokenRouting token_routing{};
   double tokens_per_iteration = 0.0;
   /// Model FLOPs of one iteration over the whole cluster (model_training_flops_per_token * tokens).
@@ -138,6 +136,13 @@ struct Workload {
 
   [[nodiscard]] const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
   [[nodiscard]] std::string_view name(const Op& op) const { return names[op.name]; }
+  /// The routing `op`'s collective carries (CollectiveCall::routing): token_routing for an expert-parallel all-to-all
+  /// (every one moves routed tokens: dispatch and combine, forward and backward), none for any other op.
+  [[nodiscard]] TokenRouting routing_of(const Op& op) const {
+    const bool expert_all_to_all = op.kind == OpKind::collective && op.collective == CollectiveKind::all_to_all &&
+                                   op.group == GroupRole::ep && op.group_index < 0;
+    return expert_all_to_all ? token_routing : TokenRouting{};
+  }
   /// Executed FLOPs of one iteration summed over every rank (hardware FLOPs, recomputation included).
   [[nodiscard]] double executed_flops_per_iteration() const;
 };
