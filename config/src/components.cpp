@@ -413,6 +413,7 @@ void apply_cluster(Mapping& m, ClusterSpec& cluster, Need need, bool in_run) {
   m.read("gpus_per_node", cluster.gpus_per_node, kPositiveInt, need);
   m.read("node_topology", cluster.node_topology, need);
   m.read("nics_per_node", cluster.nics_per_node, kNonNegativeInt, need);
+  m.read("megatron_host_launch_us", cluster.megatron_host_launch_s, kMicrosecond, kNonNegativeReal, "µs");
   section(m, "fabric", need, "a mapping with at least 'kind'", [&](Mapping& fabric) {
     auto& f = cluster.fabric;
     fabric.read("kind", f.kind, need);
@@ -433,6 +434,11 @@ void check_cluster(const ClusterSpec& cluster, const Locator& locate, std::strin
     fail_at(locate, p + "nics_per_node",
             "fabric '" + cluster.fabric.kind + "' connects nodes through their NICs, but nics_per_node is 0",
             "set nics_per_node >= 1, or use fabric kind 'none' for a single node");
+  // The bound of training.host_launch_us, which this becomes in imported Megatron jobs.
+  if (!(cluster.megatron_host_launch_s < 0.01))
+    fail_at(locate, p + "megatron_host_launch_us",
+            "must be below 10000 µs, found " + std::to_string(std::lround(cluster.megatron_host_launch_s * 1e6)),
+            "give the host time per kernel launch in microseconds (DGX H100: 65)");
 }
 
 }  // namespace chopsim::config_detail

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chopsim/experiments/import.hpp"
+#include "chopsim/models/cluster.hpp"
 
 namespace chopsim::import_detail {
 
@@ -24,6 +25,9 @@ namespace chopsim::import_detail {
 /// The name of the first model file (configs/models of each search root, in name order) that `matches`, or "".
 [[nodiscard]] std::string shipped_model_with_shape(const ConfigSearchPath& search,
                                                    const std::function<bool(const TransformerSpec&)>& matches);
+
+/// The cluster file the job is imported for (a name under the search path's clusters/, or a path), if there is one.
+[[nodiscard]] std::optional<ClusterSpec> find_cluster(const ImportOptions& options);
 
 /// GPUs per node of the cluster the job is imported for (a name under the search path's clusters/, or a path), or
 /// 0 when there is no such file: a job's data-parallel size (and Megatron's default gradient bucket) follows it.

@@ -403,6 +403,11 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     y << "  grad_reduce_dtype: " << (job.flag("model.grad_reduce_in_fp32") ? "fp32" : "bf16") << "\n";
   if (job.has("model.fsdp_grad_reduce_dtype") && job.text("model.fsdp_grad_reduce_dtype") == "bf16")
     y << "  fsdp_reduce_dtype: bf16\n";
+  // Megatron-Core with Transformer Engine spends more host time per kernel launch than eager PyTorch (the default):
+  // the cluster file's figure for its host CPU, where it has one.
+  if (const std::optional<ClusterSpec> cluster = find_cluster(options); cluster && cluster->megatron_host_launch_s > 0)
+    y << "  host_launch_us: " << cluster->megatron_host_launch_s * 1e6
+      << "        # Megatron-Core's host time per launch on this cluster's CPU (its megatron_host_launch_us)\n";
   y << "iterations: 1\n";
   // What the job sets that the mapping did not read: chopsim does not model it (fusion flags, kernels chopsim
   // times as one), or reads it differently; the timeless settings are left out.
@@ -416,15 +421,22 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   return result;
 }
 
-int cluster_gpus_per_node(const ImportOptions& options) {
+std::optional<ClusterSpec> find_cluster(const ImportOptions& options) {
   std::error_code error;
-  if (looks_like_config_path(options.cluster))
-    return fs::is_regular_file(options.cluster, error) ? load_cluster_config(options.cluster).gpus_per_node : 0;
+  if (looks_like_config_path(options.cluster)) {
+    if (fs::is_regular_file(options.cluster, error)) return load_cluster_config(options.cluster);
+    return std::nullopt;
+  }
   for (const auto& root : options.search.roots) {
     const fs::path file = root / "clusters" / (options.cluster + ".yaml");
-    if (fs::is_regular_file(file, error)) return load_cluster_config(file).gpus_per_node;
+    if (fs::is_regular_file(file, error)) return load_cluster_config(file);
   }
-  return 0;
+  return std::nullopt;
+}
+
+int cluster_gpus_per_node(const ImportOptions& options) {
+  const std::optional<ClusterSpec> cluster = find_cluster(options);
+  return cluster ? cluster->gpus_per_node : 0;
 }
 
 bool model_is_hf_config(const std::string& model) { return fs::path(model).extension() == ".json"; }

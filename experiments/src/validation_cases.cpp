@@ -510,6 +510,9 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
       // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
       if (!readme) train.moe_dispatcher = MoeDispatcher::flex;
+      // Megatron-Core's host time per kernel launch on the node's CPU (the cluster file's, fitted on the host-bound
+      // Megatron-LM functional tests: tests/experiments/megatron_host_test.cpp).
+      train.host_launch_s = run.cluster.megatron_host_launch_s;
       train.attention = "cudnn";
       if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
       try {

@@ -665,6 +665,29 @@ TEST_F(ConfigTest, FabricRoutingIsEcmpOrAdaptive) {
   expect_contains(message, {"bad.yaml", "routing", "spray", "adaptive", "ecmp"});
 }
 
+// A cluster's Megatron-Core host time per launch: microseconds in the file, seconds in ClusterSpec, 0 when not
+// measured, bounded as training.host_launch_us is; the DGX files carry the fitted values (megatron_host_test.cpp).
+TEST_F(ConfigTest, ClusterMegatronHostLaunchTimeIsMicrosecondsAndBounded) {
+  const std::string cluster = "gpus_per_node: 8\nnode_topology: nvswitch\nnics_per_node: 8\nfabric: {kind: none}\n";
+  EXPECT_DOUBLE_EQ(load_cluster_config(write("none.yaml", cluster)).megatron_host_launch_s, 0.0);
+  EXPECT_DOUBLE_EQ(
+      load_cluster_config(write("set.yaml", cluster + "megatron_host_launch_us: 65\n")).megatron_host_launch_s, 65e-6);
+  expect_contains(
+      input_error([&] { (void)load_cluster_config(write("slow.yaml", cluster + "megatron_host_launch_us: 20000\n")); }),
+      {"slow.yaml", "megatron_host_launch_us", "must be below 10000 µs", "Fix:"});
+  expect_contains(input_error([&] {
+                    (void)load_cluster_config(write("negative.yaml", cluster + "megatron_host_launch_us: -3\n"));
+                  }),
+                  {"negative.yaml", "megatron_host_launch_us"});
+  const auto shipped = [](const char* name) {
+    return load_cluster_config(test::configs_dir() / "clusters" / name).megatron_host_launch_s;
+  };
+  EXPECT_DOUBLE_EQ(shipped("dgx-h100.yaml"), 65e-6);
+  EXPECT_DOUBLE_EQ(shipped("dgx-b200.yaml"), shipped("dgx-h100.yaml"));  // assumed: no host-bound run on DGX B200
+  EXPECT_DOUBLE_EQ(shipped("dgx-a100.yaml"), 125e-6);
+  EXPECT_DOUBLE_EQ(shipped("mi300x.yaml"), 0.0);  // no Megatron-Core run measured on it
+}
+
 // A hybrid model file: the layer pattern and the Mamba-2 mixer decode; a pattern that does not describe every layer, a
 // symbol that is no layer kind, Mamba layers without a mixer, and a tp that splits the Mamba heads unevenly are
 // rejected at their keys.

@@ -39,6 +39,10 @@ struct ClusterSpec {
   std::string node_topology = "nvswitch";
   int nics_per_node = 8;  ///< scale-out NICs, one per GPU on DGX/MI300X nodes
   FabricSpec fabric;
+  /// Host (CPU) time per kernel launch of Megatron-Core with Transformer Engine on this node type's CPU (s), fitted on
+  /// Megatron-LM's host-bound functional tests (docs/calibration.md); what `chopsim import` gives Megatron-LM, NeMo and
+  /// Megatron-Bridge jobs as TrainingSpec::host_launch_s. 0: not measured for this node type.
+  double megatron_host_launch_s = 0.0;
 
   [[nodiscard]] int gpu_count() const { return nodes * gpus_per_node; }
 };
