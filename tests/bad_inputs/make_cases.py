@@ -135,6 +135,8 @@ config("unknown_training_key", replaced("  micro_batch: 2", "  micro_batch: 2\n 
 config("unknown_parallelism_key", replaced("  dp: 8", "  dp: 8\n  tpp: 1"), "tpp")
 config("unknown_cluster_key", replaced("  nodes: 1", "  nodes: 1\n  node: 1"), "node")
 config("unknown_fabric_key", replaced("{kind: none}", "{kind: none, speed: 3}"), "speed")
+config("cluster_megatron_host_too_slow", replaced("  nodes: 1", "  nodes: 1\n  megatron_host_launch_us: 20000"),
+       "megatron_host_launch_us")
 config("unknown_power_key", BASE + "power: {power_cap_w: 500}\n", "power_cap_w")
 config("unknown_thermal_key", BASE + "thermal: {inlet: 30}\n", "inlet")
 config("unknown_simulation_key", BASE + "simulation: {engin: fast}\n", "engin")
