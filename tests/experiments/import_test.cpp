@@ -408,6 +408,9 @@ TEST_F(Import, MegatronTestConfigsPredictAsTheHandWrittenValidationRuns) {
     EXPECT_EQ(imported.parallelism.tp, reference.parallelism.tp);
     EXPECT_EQ(imported.parallelism.pp, reference.parallelism.pp);
     EXPECT_EQ(imported.parallelism.dp, reference.parallelism.dp);
+    // Megatron-Core's host time per launch on DGX H100, from the cluster file (65 µs, not eager PyTorch's 43 µs).
+    EXPECT_DOUBLE_EQ(imported.training.host_launch_s, 65e-6);
+    EXPECT_DOUBLE_EQ(imported.training.host_launch_s, reference.training.host_launch_s);
     const RunReport a = run_simulation(imported, registries_, {});
     const RunReport b = run_simulation(reference, registries_, {});
     EXPECT_NEAR(a.iteration_time_s, b.iteration_time_s, 1e-9 * b.iteration_time_s);
