@@ -37,11 +37,9 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "chopsim/common/error.hpp"

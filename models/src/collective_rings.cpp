@@ -3,8 +3,11 @@
 #include "collective_rings.hpp"
 
 #include <algorithm>
-#include <numeric>
+#include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
 
 namespace chopsim::collective_detail {
 

@@ -7,8 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,11 +15,10 @@
 #include "chopsim/config/config.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "chopsim_test_paths.hpp"
+#include "validation_internal.hpp"
 
 namespace chopsim {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::vector<ValidationCase> megatron_cases() {
   return load_validation_cases(test::shared_data_dir(), test::configs_dir(), ModelRegistries::with_builtins(),
@@ -38,12 +36,6 @@ std::vector<double> steps_with_host(std::vector<ValidationCase> cases, double ho
   return steps;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // The launch time each machine's host-bound rows imply, and the one its Megatron configs set.
 TEST(MegatronHost, TheHostBoundFunctionalTestsGiveEachMachinesLaunchTime) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
@@ -54,7 +46,7 @@ TEST(MegatronHost, TheHostBoundFunctionalTestsGiveEachMachinesLaunchTime) {
     if (!c.group.starts_with("megatron_lm") || c.metric != ValidationMetric::iteration_time_s) continue;
     const std::string machine = c.group.ends_with("_a100") ? "a100" : c.group.ends_with("_gb200") ? "gb200" : "h100";
     // Every Megatron config of a machine (7B and tiny) sets the same host time.
-    const auto [it, fresh] = configured_by_group.emplace(machine, c.run.training.host_launch_s);
+    const auto it = configured_by_group.emplace(machine, c.run.training.host_launch_s).first;
     EXPECT_DOUBLE_EQ(c.run.training.host_launch_s, it->second) << c.id;
     // The DGX clusters carry their host's value for imported Megatron jobs (GB200's configs borrow dgx-b200's node).
     if (machine != "gb200") {
@@ -86,7 +78,7 @@ TEST(MegatronHost, TheHostBoundFunctionalTestsGiveEachMachinesLaunchTime) {
       EXPECT_GT(slope, 500.0) << cases[i].id;
       implied.push_back(low + (cases[i].measured - at_low[i]) / slope);
     }
-    const double fitted = median(implied);
+    const double fitted = validation_detail::median(implied);
     std::printf("%s: implied host launch time %.1f us (configured %.1f us) over %zu rows\n", machine.c_str(),
                 fitted * 1e6, configured_by_group[machine] * 1e6, implied.size());
     EXPECT_NEAR(configured_by_group[machine], fitted, 0.05 * fitted);

@@ -233,8 +233,9 @@ struct TrainingSpec {
   /// (median, intervals): hta_v100_ns_resolution 7.8 µs (162), tracelens_h100_qwen05b 29 (33),
   /// hta_a100_rank3of8_dlrm 34 (2,485), hta_a100_rank0of16 43 (111), tracelens_b200_eager 79 (778),
   /// hta_a100_rank0of128_sampled 86 (251), hta_a100_2rank_nccl 155 (2,746). The default is the median of the seven,
-  /// each trace counted once; the spread is the framework's and the script's. Megatron-LM with Transformer Engine
-  /// takes more per kernel than eager PyTorch's fast end. 0: the host is never behind (CUDA graphs).
+  /// each trace counted once; the spread is the framework's and the script's. Megatron-Core with Transformer Engine
+  /// takes more, by host CPU: ClusterSpec::megatron_host_launch_s, which `chopsim import` sets here for Megatron-LM,
+  /// NeMo and Megatron-Bridge jobs. 0: the host is never behind (CUDA graphs).
   double host_launch_s = 43e-6;
 
   /// Micro-batches each pipeline processes per iteration: global_batch / (dp * micro_batch).
