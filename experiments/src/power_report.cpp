@@ -68,7 +68,7 @@ std::size_t WindowedExtremes::track(std::vector<double> offsets, std::vector<dou
   std::copy(coefficients.begin(), coefficients.end(), f.coefficients.begin());
   f.span = *std::max_element(offsets.begin(), offsets.end());
   f.scale = scale;
-  for (const double c : coefficients) f.slope_per_watt += std::abs(c) / scale;
+  for (const double c : coefficients) (c > 0.0 ? f.rising_per_watt : f.falling_per_watt) += c / scale;
   span_ = std::max(span_, f.span);
   functionals_.push_back(f);
   return functionals_.size() - 1;
@@ -90,9 +90,10 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
   const auto beyond = [&](double t) { return inclusive ? t > time_s : t >= time_s; };
   for (Functional& f : functionals_) {
     const std::size_t n = f.count;
-    // Every power up to time_s is known and none exceeds max_power_w_ in magnitude, so |dF/dt| <= slope there. The
-    // margin of 1e-9 relative keeps rounding in F's evaluation from mattering.
-    const double slope = f.slope_per_watt * max_power_w_ * (1.0 + 1e-9);
+    // Every power up to time_s is known and lies in [min_power_w_, max_power_w_], so dF/dt <= slope there. The
+    // margin (1e-9 of the largest term) keeps rounding in F's evaluation from mattering.
+    const double rising = f.rising_per_watt * max_power_w_, falling = f.falling_per_watt * min_power_w_;
+    const double slope = rising + falling + 1e-9 * (std::abs(rising) + std::abs(falling));
     for (std::size_t q = 0; q < n; ++q) {
       const double offset = f.offsets[q];
       std::size_t& next = f.next_candidate[q];
@@ -140,7 +141,8 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
 }
 
 void WindowedExtremes::add(double time_s, double power_w) {
-  max_power_w_ = std::max(max_power_w_, std::abs(power_w));
+  max_power_w_ = std::max(max_power_w_, power_w);
+  min_power_w_ = std::min(min_power_w_, power_w);
   if (!started_) {
     started_ = true;
     start_s_ = time_s;

@@ -66,8 +66,10 @@ class WindowedExtremes {
     /// offset q found. Those times only grow: amortised O(1) per lookup instead of a binary search (the 100 ms
     /// window holds thousands of points).
     std::array<std::size_t, kMaxOffsets * kMaxOffsets> cursors{};
-    /// sum_j |c_j| / scale: times the largest power so far, a bound on |dF/dt| (dF/dt = sum_j c_j P(t - o_j) / scale).
-    double slope_per_watt = 0.0;
+    /// dF/dt = sum_j c_j P(t - o_j) / scale is at most rising_per_watt * P_max + falling_per_watt * P_min, with
+    /// rising = sum of the positive c_j / scale and falling = sum of the negative ones: a window average rises at most
+    /// (P_max - P_min) / window, half the bound 2 P_max / window that |c| gives when the GPU idles near 0 W.
+    double rising_per_watt = 0.0, falling_per_watt = 0.0;
     /// Per offset q: the last candidate evaluated (its time and value). F(t) <= value + (t - time) * slope bound, so
     /// later candidates of offset q are skipped while that bound stays below `best`: the 25 and 100 ms averages move
     /// slowly, and most of their candidates are skipped without a lookup.
@@ -89,7 +91,9 @@ class WindowedExtremes {
   std::size_t head_ = 0;
   std::size_t popped_ = 0;  ///< points dropped from the front so far (the absolute index of points_[head_])
   double start_s_ = 0.0;
-  double max_power_w_ = 0.0;  ///< the largest |power| added so far: bounds the slope of every functional
+  /// The largest and smallest power added so far: they bound the slope of every functional.
+  double max_power_w_ = -std::numeric_limits<double>::infinity();
+  double min_power_w_ = std::numeric_limits<double>::infinity();
   /// Points added since candidates were last evaluated; they are evaluated every kBatch points and at finish().
   static constexpr int kBatch = 64;
   int unevaluated_ = 0;
