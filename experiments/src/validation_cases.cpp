@@ -502,6 +502,14 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       train.seq_len = integer(record["seq_len"], 2048);
       train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
       train.overlap.dp = true;
+      // Transformer Engine's userbuffers TP overlap where the record's run used it: the Megatron-LM README's H100 runs
+      // state --tp-comm-overlap; Megatron-Bridge's Llama 3 / 3.1 performance recipes turn it on whenever tp > 1
+      // (scripts/performance/configs/llama3/llama3_llm_pretrain.py and llama3_llm_finetune.py, llama31/: a userbuffers
+      // config per GPU, or CommOverlapConfig(tp_comm_overlap=tp > 1)). Its Qwen3 recipes do too except Qwen3-235B on
+      // H100, the only Qwen3 record with tp > 1; the others' records run tp 1.
+      train.overlap.tp =
+          readme ? record["notes"] && record["notes"].as<std::string>().find("--tp-comm-overlap") != std::string::npos
+                 : name.starts_with("llama3");
       train.cross_entropy_fusion = true;
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.

@@ -91,11 +91,11 @@ OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precisio
   return ref;
 }
 
-OpRef StageGenerator::gemm(std::string_view name, const Gemm& g) {
+OpRef StageGenerator::gemm(std::string_view name, const Gemm& g, bool weight_cast) {
   const Precision precision = precision_of(g);
   if (precision == Precision::fp8) {
     fp8_cast(std::string(name) + "_input_fp8_cast", g.m * g.k);
-    if (pass_ == Pass::forward && micro_batch_ == 0)
+    if (weight_cast && pass_ == Pass::forward && micro_batch_ == 0)
       fp8_cast(std::string(name) + "_weight_fp8_cast", g.weights * g.k * g.n);
   }
   const double output_bytes = g.m * g.n * sizes_.activation_bytes;
@@ -162,65 +162,6 @@ OpRef StageGenerator::elementwise(std::string_view name, double elements, double
   return compute(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
 }
 
-// --- tensor and sequence parallelism --------------------------------------------------------------
-
-std::optional<OpRef> StageGenerator::gather_for_column_parallel() {
-  if (!parallelism_.sequence_parallel) return std::nullopt;  // without SP the input is already replicated
-  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
-  return communicate(training_.overlap.tp, kTpStream,
-                     {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes});
-}
-
-std::optional<OpRef> StageGenerator::reduce_after_row_parallel() {
-  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
-  if (parallelism_.sequence_parallel)
-    return communicate(training_.overlap.tp, kTpStream,
-                       {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, bytes});
-  return communicate(training_.overlap.tp, kTpStream,
-                     {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, bytes});
-}
-
-void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name,
-                                              const Gemm& shape, double gradient_elements, bool expert) {
-  const double input_bytes = shape.m * shape.k * sizes_.activation_bytes;
-  // Megatron keeps only the sequence shard of the input and all-gathers it again for the weight gradient
-  // (LinearWithGradAccumulationAndAsyncCommunication.backward), concurrently with the dgrad GEMM.
-  const bool overlap = training_.overlap.tp || training_.overlap.tp_backward;
-  std::optional<OpRef> input_gather;
-  if (parallelism_.sequence_parallel)
-    input_gather =
-        communicate(overlap, kTpStream,
-                    {"sp_all_gather_input", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, input_bytes});
-  (void)gemm_dgrad(dgrad_name, shape);
-  // The input gradient is summed over tp (backward of the identity/all-gather before the GEMM): an
-  // all-reduce, or a reduce-scatter with SP. With overlap it runs while the wgrad GEMM computes.
-  const std::optional<OpRef> reduce =
-      parallelism_.sequence_parallel
-          ? communicate(
-                overlap, kTpStream,
-                {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, input_bytes})
-          : communicate(overlap, kTpStream,
-                        {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, input_bytes});
-  await(input_gather);
-  const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
-  gradient_ready(gradient_elements, expert, wgrad);
-  await(reduce);
-}
-
-void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,
-                                           double gradient_elements) {
-  // Backward of the reduce-scatter after the GEMM: all-gather the output gradient (SP only; the
-  // backward of an all-reduce is the identity).
-  if (parallelism_.sequence_parallel) {
-    const double bytes = shape.m * shape.n * sizes_.activation_bytes;
-    await(communicate(training_.overlap.tp, kTpStream,
-                      {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes}));
-  }
-  (void)gemm_dgrad(dgrad_name, shape);
-  const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
-  gradient_ready(gradient_elements, false, wgrad);
-}
-
 // --- a layer ----------------------------------------------------------------------------------------------
 // A transformer layer runs its attention and its MLP (or MoE) sublayers, each behind a pre-norm with a residual add
 // after it; a hybrid model's layer runs one sublayer (LayerKind). The norms of a transformer layer are "input_norm"
@@ -244,15 +185,13 @@ void StageGenerator::layer_forward(int layer) {
     if (model_.is_mla()) {
       mla_projections_forward();
     } else {
-      await(gather_for_column_parallel());
-      (void)gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
+      (void)column_parallel_gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
       if (model_.position_embedding == PositionEmbedding::rope)
         (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
                           2.0 * s.activation_bytes);
     }
     attention_forward();
-    (void)gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
-    await(reduce_after_row_parallel());
+    (void)row_parallel_gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
     (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
   }
   if (!kind.mlp && !kind.moe) return;
@@ -510,16 +449,14 @@ void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   const std::string prefix(name);
   // The dense MLP's activation kernels keep their plain names (swiglu, gelu); the shared experts' are prefixed.
   const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
-  await(gather_for_column_parallel());
   // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
-  (void)gemm(prefix + "_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden});
+  (void)column_parallel_gemm(prefix + "_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden});
   if (swiglu) {
     (void)elementwise(activation, s.tokens * ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
     (void)elementwise(activation, s.tokens * ffn_local, activation_flops(), 2.0 * s.activation_bytes);
   }
-  (void)gemm(prefix + "_fc2", {s.tokens, s.hidden, ffn_local});
-  await(reduce_after_row_parallel());
+  (void)row_parallel_gemm(prefix + "_fc2", {s.tokens, s.hidden, ffn_local});
 }
 
 void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {

@@ -39,8 +39,7 @@ void StageGenerator::mamba_forward() {
   const double state = model_.mamba_state_dim, head_dim = model_.mamba_head_dim, chunk = model_.mamba_chunk_size;
   const double channels = s.mamba_channels, in_width = s.mamba_in_width, states = s.mamba_states;
 
-  await(gather_for_column_parallel());
-  (void)gemm("mamba_in_proj", {tokens, in_width, s.hidden});
+  (void)column_parallel_gemm("mamba_in_proj", {tokens, in_width, s.hidden});
   (void)elementwise("mamba_conv1d", tokens * channels, 2.0 * model_.mamba_conv_kernel + kSiluFlops, 2.0 * e);
   (void)elementwise("mamba_chunk_cumsum", tokens * heads, 4.0, e + 2.0 * kFp32Bytes);
   (void)compute("mamba_chunk_state", KernelClass::gemm, high_precision_, tokens * 2.0 * state * head_dim * heads,
@@ -54,8 +53,7 @@ void StageGenerator::mamba_forward() {
                           2.0 * heads * kFp32Bytes + states * e));
   // Reads y and z, writes the gated, normalised output.
   (void)elementwise("mamba_gated_norm", tokens * inner, kRmsNormFlops + kSiluFlops, 3.0 * e, KernelClass::norm);
-  (void)gemm("mamba_out_proj", {tokens, s.hidden, inner});
-  await(reduce_after_row_parallel());
+  (void)row_parallel_gemm("mamba_out_proj", {tokens, s.hidden, inner});
 }
 
 void StageGenerator::mamba_backward() {

@@ -120,7 +120,8 @@ class StageGenerator {
   [[nodiscard]] Op base_op(std::string_view name) const;
 
   // --- layers (workload_layers.cpp) ---------------------------------------------------------------
-  OpRef gemm(std::string_view name, const Gemm& shape);
+  /// `weight_cast`: in fp8 runs, the first forward casts the weights (false for a later chunk of the same GEMM).
+  OpRef gemm(std::string_view name, const Gemm& shape, bool weight_cast = true);
   /// The GEMM's arithmetic precision: the run's, or bf16 for a GEMM that is not Transformer Engine's in an fp8 run.
   [[nodiscard]] Precision precision_of(const Gemm& shape) const;
   /// Transformer Engine's cast of `elements` bf16 values to fp8 ahead of an fp8 GEMM (see workload_layers.cpp).
@@ -150,6 +151,12 @@ class StageGenerator {
   std::optional<OpRef> gather_for_column_parallel();
   /// After a row-parallel GEMM: tensor-parallel all-reduce, or reduce-scatter with sequence parallelism.
   std::optional<OpRef> reduce_after_row_parallel();
+  /// Transformer Engine's userbuffers overlap (training.overlap.tp with sequence parallelism): see workload_layers.cpp.
+  [[nodiscard]] bool userbuffers_overlap() const;
+  /// A Transformer Engine column-parallel GEMM (QKV, fc1) behind its sequence-parallel all-gather.
+  OpRef column_parallel_gemm(std::string_view name, const Gemm& shape);
+  /// A Transformer Engine row-parallel GEMM (output projection, fc2) and the reduction of its output over tp.
+  OpRef row_parallel_gemm(std::string_view name, const Gemm& shape);
   /// Backward of a column-parallel GEMM (QKV, MLP fc1, logits): input re-gather for wgrad (SP), dgrad,
   /// reduction of the input gradient over tp, wgrad. The next compute op awaits the reduction.
   void column_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,

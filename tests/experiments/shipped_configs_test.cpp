@@ -73,6 +73,27 @@ std::string config_test_name(const ::testing::TestParamInfo<std::filesystem::pat
   return name;
 }
 
+// Transformer Engine's userbuffers (training.overlap.tp) on the shipped CharLLM-PPT run that uses them
+// (ub_tp_comm_overlap true): they can only hide tensor-parallel communication that was exposed, so the iteration
+// gets shorter by at most the exposed tp time of the run without them, and the tp communication left exposed shrinks.
+// (Here tp 8 makes each GEMM about as short as its collective, so only part of it can hide.)
+TEST(Userbuffers, HideAtMostTheExposedTensorParallelCommunication) {
+  const auto config = test::configs_dir() / "llama3-70b-scaleout-h100.yaml";
+  const auto registries = ModelRegistries::with_builtins();
+  RunSpec run = load_run_config(config, default_search_path(config), registries);
+  ASSERT_TRUE(run.training.overlap.tp && run.parallelism.sequence_parallel);
+  const RunReport with = run_simulation(run, registries);
+  run.training.overlap.tp = false;
+  const RunReport without = run_simulation(run, registries);
+  const auto tp = static_cast<std::size_t>(CommCategory::tp);
+  const double exposed_without = without.breakdown.exposed_comm_s[tp];
+  const double saved = without.iteration_time_s - with.iteration_time_s;
+  EXPECT_GT(exposed_without, 0.05 * without.iteration_time_s);  // the case is worth testing: tp comm is exposed
+  EXPECT_GT(saved, 0.0);
+  EXPECT_LE(saved, exposed_without * (1.0 + 1e-9));
+  EXPECT_LT(with.breakdown.exposed_comm_s[tp], exposed_without);
+}
+
 INSTANTIATE_TEST_SUITE_P(Configs, ShippedConfig, ::testing::ValuesIn(shipped_configs()), config_test_name);
 
 }  // namespace

@@ -1635,6 +1635,103 @@ TEST(TensorParallel, BackwardInputGradientReductionOverlapsTheWeightGradient) {
   EXPECT_EQ(backward_reduces_on_compute(build_workload(s.model, s.parallelism, s.training)), std::pair(2 * 8 + 1, 0));
 }
 
+TEST(TensorParallel, UserbuffersPipelineTheSequenceParallelCollectivesWithTheirGemms) {
+  // Transformer Engine's userbuffers (training.overlap.tp with SP), as NeMo's / Megatron-Bridge's tables configure
+  // them: ring exchange for the all-gather before QKV / fc1 (all of the GEMM but its last 1/tp of rows runs beside
+  // the gather; that last chunk waits for it), and a pipelined reduce-scatter in 4 splits after the output projection
+  // / fc2 (3/4 of the bytes beside the GEMM, 1/4 after it). Without userbuffers the collectives block the compute
+  // stream right before / after their GEMM.
+  RunSetup s = setup("tp2sp", 1, 2, 1, 1);
+  s.parallelism.sequence_parallel = true;
+  const auto forward_bytes = [](const Workload& w, std::string_view name) {
+    double bytes = 0.0;
+    for (const Stream& stream : w.programs[0].streams)
+      for (const Op& op : stream.ops)
+        if (w.name(op) == name && op.pass == Pass::forward) bytes += op.bytes;
+    return bytes;
+  };
+  const auto forward_flops = [](const Workload& w, std::string_view name) {
+    double flops = 0.0;
+    for (const Op& op : w.programs[0].streams[0].ops)
+      if (w.name(op) == name && op.pass == Pass::forward) flops += op.flops;
+    return flops;
+  };
+  s.training.overlap.tp = false;
+  const Workload blocking = build_workload(s.model, s.parallelism, s.training);
+  s.training.overlap.tp = true;
+  const Workload w = build_workload(s.model, s.parallelism, s.training);
+  // The same work and the same bytes, arranged differently.
+  for (const char* name : {"qkv_proj", "mlp_fc1", "out_proj", "mlp_fc2"})
+    EXPECT_NEAR(forward_flops(w, name), forward_flops(blocking, name), 1e-9 * forward_flops(blocking, name)) << name;
+  for (const char* name : {"sp_all_gather", "sp_reduce_scatter"})
+    EXPECT_NEAR(forward_bytes(w, name), forward_bytes(blocking, name), 1e-9 * forward_bytes(blocking, name)) << name;
+
+  const Program& program = w.programs[0];
+  const auto& compute = program.streams[0].ops;
+  const auto producers = [&](const Op& op) {
+    std::vector<const Op*> found;
+    for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+      const OpDependency& dep = program.dependencies[op.first_dependency + d];
+      found.push_back(&program.streams[dep.stream].ops[dep.op]);
+    }
+    return found;
+  };
+  const auto waits_for = [&](const Op& op, std::string_view name) {
+    for (const Op* producer : producers(op))
+      if (w.name(*producer) == name) return producer;
+    return static_cast<const Op*>(nullptr);
+  };
+  int column = 0, row = 0;
+  for (std::size_t i = 1; i + 1 < compute.size(); ++i) {
+    const std::string name(w.name(compute[i]));
+    if (compute[i].pass != Pass::forward) continue;
+    if ((name == "qkv_proj" || name == "mlp_fc1") && w.name(compute[i + 1]) == name) {
+      ++column;
+      EXPECT_EQ(waits_for(compute[i], "sp_all_gather"), nullptr) << name;  // its rows are there already
+      const Op* gather = waits_for(compute[i + 1], "sp_all_gather");
+      ASSERT_NE(gather, nullptr) << name << ": the last chunk waits for the gather";
+      EXPECT_DOUBLE_EQ(compute[i + 1].flops * (s.parallelism.tp - 1), compute[i].flops) << name;
+      const auto before = producers(*gather);
+      EXPECT_NE(std::find(before.begin(), before.end(), &compute[i - 1]), before.end()) << name;
+    }
+    if (name == "out_proj" || name == "mlp_fc2") {
+      ++row;
+      // The op after the GEMM waits for the last part, which follows the first on the tp stream (in order).
+      const Op* last = waits_for(compute[i + 1], "sp_reduce_scatter");
+      ASSERT_NE(last, nullptr) << name;
+      const auto tp_stream = std::find_if(program.streams.begin(), program.streams.end(),
+                                          [](const Stream& stream) { return stream.name == "tp"; });
+      ASSERT_NE(tp_stream, program.streams.end());
+      const auto& tp_ops = tp_stream->ops;
+      ASSERT_TRUE(last > tp_ops.data() && last < tp_ops.data() + tp_ops.size()) << name;
+      const Op* first = last - 1;
+      ASSERT_EQ(w.name(*first), "sp_reduce_scatter") << name;
+      const auto beside = producers(*first), after = producers(*last);
+      EXPECT_NE(std::find(beside.begin(), beside.end(), &compute[i - 1]), beside.end()) << name;
+      EXPECT_EQ(std::find(beside.begin(), beside.end(), &compute[i]), beside.end()) << name;
+      EXPECT_NE(std::find(after.begin(), after.end(), &compute[i]), after.end()) << name;
+      EXPECT_DOUBLE_EQ(first->bytes, 3.0 * last->bytes) << name;
+    }
+  }
+  EXPECT_EQ(column, 2 * s.model.layers);
+  EXPECT_EQ(row, 2 * s.model.layers);
+  // Without userbuffers the gather sits on the compute stream right before its GEMM, the reduce-scatter right after.
+  const auto& plain = blocking.programs[0].streams[0].ops;
+  int blocked = 0;
+  for (std::size_t i = 1; i + 1 < plain.size(); ++i) {
+    const std::string name(blocking.name(plain[i]));
+    if (plain[i].pass != Pass::forward) continue;
+    if (name == "qkv_proj" || name == "mlp_fc1") blocked += blocking.name(plain[i - 1]) == "sp_all_gather" ? 1 : 0;
+    if (name == "out_proj" || name == "mlp_fc2") blocked += blocking.name(plain[i + 1]) == "sp_reduce_scatter" ? 1 : 0;
+  }
+  EXPECT_EQ(blocked, 4 * s.model.layers);
+  // Userbuffers need sequence parallelism: without it there is no gather, and the GEMMs stay whole.
+  s.parallelism.sequence_parallel = false;
+  const Workload without_sp = build_workload(s.model, s.parallelism, s.training);
+  EXPECT_EQ(count_of(without_sp, 0, "sp_all_gather"), 0);
+  EXPECT_EQ(count_of(without_sp, 0, "qkv_proj", Pass::forward), s.model.layers);
+}
+
 TEST(Workload, RejectsSetupsItCannotLayOut) {
   RunSetup s = setup("bad", 2);
   s.model.layers = 6;
