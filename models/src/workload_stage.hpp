@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "chopsim/models/workload.hpp"
@@ -149,10 +150,13 @@ class StageGenerator {
                     KernelClass kernel_class = KernelClass::elementwise);
   /// Before a column-parallel GEMM: the sequence-parallel all-gather of its input.
   std::optional<OpRef> gather_for_column_parallel();
-  /// After a row-parallel GEMM: tensor-parallel all-reduce, or reduce-scatter with sequence parallelism.
-  std::optional<OpRef> reduce_after_row_parallel();
+  /// After a row-parallel GEMM: tensor-parallel all-reduce, or reduce-scatter with sequence parallelism; `share` of
+  /// its bytes (a split of userbuffers' pipelined reduce-scatter).
+  std::optional<OpRef> reduce_after_row_parallel(double share = 1.0);
   /// Transformer Engine's userbuffers overlap (training.overlap.tp with sequence parallelism): see workload_layers.cpp.
   [[nodiscard]] bool userbuffers_overlap() const;
+  /// A ring-exchange GEMM's rows: the (tp - 1)/tp that run while its all-gather is in flight, and the last 1/tp.
+  [[nodiscard]] std::pair<Gemm, Gemm> ring_exchange_chunks(const Gemm& shape) const;
   /// A Transformer Engine column-parallel GEMM (QKV, fc1) behind its sequence-parallel all-gather.
   OpRef column_parallel_gemm(std::string_view name, const Gemm& shape);
   /// A Transformer Engine row-parallel GEMM (output projection, fc2) and the reduction of its output over tp.

@@ -2,6 +2,7 @@
 // with Transformer Engine's userbuffers overlap, private to the StageGenerator: moved out of workload_layers.cpp.
 
 #include <string>
+#include <utility>
 
 #include "workload_stage.hpp"
 
@@ -14,8 +15,8 @@ std::optional<OpRef> StageGenerator::gather_for_column_parallel() {
                      {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes});
 }
 
-std::optional<OpRef> StageGenerator::reduce_after_row_parallel() {
-  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
+std::optional<OpRef> StageGenerator::reduce_after_row_parallel(double share) {
+  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes * share;
   if (parallelism_.sequence_parallel)
     return communicate(training_.overlap.tp, kTpStream,
                        {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, bytes});
@@ -48,36 +49,37 @@ constexpr double kUserbuffersPipelineSplits = 4.0;
 
 bool StageGenerator::userbuffers_overlap() const { return training_.overlap.tp && parallelism_.sequence_parallel; }
 
+std::pair<StageGenerator::Gemm, StageGenerator::Gemm> StageGenerator::ring_exchange_chunks(const Gemm& shape) const {
+  const double tp = parallelism_.tp;
+  Gemm early = shape, last = shape;
+  early.m = shape.m * (tp - 1.0) / tp;  // the rows that arrive while the ring runs (the local ones first)
+  last.m = shape.m / tp;
+  return {early, last};
+}
+
 OpRef StageGenerator::column_parallel_gemm(std::string_view name, const Gemm& shape) {
   const std::optional<OpRef> gather = gather_for_column_parallel();
   if (!userbuffers_overlap() || !gather) {
     await(gather);
     return gemm(name, shape);
   }
-  const double tp = parallelism_.tp;
-  Gemm early = shape, last = shape;
-  early.m = shape.m * (tp - 1.0) / tp;  // the rows that have arrived while the ring runs
-  last.m = shape.m / tp;
+  const auto [early, last] = ring_exchange_chunks(shape);
   (void)gemm(name, early);
   await(gather);
   return gemm(name, last, false);
 }
 
 OpRef StageGenerator::row_parallel_gemm(std::string_view name, const Gemm& shape) {
-  if (!userbuffers_overlap() || layout_.group_size(GroupRole::tp) <= 1) {
+  if (!userbuffers_overlap()) {
     const OpRef product = gemm(name, shape);
     await(reduce_after_row_parallel());
     return product;
   }
-  // Issued with the GEMM (it follows the op before the GEMM): all splits but the last.
-  const double bytes = sizes_.tokens * sizes_.hidden * sizes_.activation_bytes;
-  const double early = bytes * (kUserbuffersPipelineSplits - 1.0) / kUserbuffersPipelineSplits;
-  const std::optional<OpRef> beside = communicate(
-      true, kTpStream, {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, early});
+  // Issued with the GEMM (it follows the op before the GEMM): all splits but the last; the last follows the GEMM.
+  const double last_share = 1.0 / kUserbuffersPipelineSplits;
+  const std::optional<OpRef> beside = reduce_after_row_parallel(1.0 - last_share);
   const OpRef product = gemm(name, shape);
-  const std::optional<OpRef> after = communicate(
-      true, kTpStream,
-      {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, bytes - early});
+  const std::optional<OpRef> after = reduce_after_row_parallel(last_share);
   await(beside);
   await(after);
   return product;
@@ -123,10 +125,7 @@ void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::str
   if (userbuffers_overlap() && gather) {
     // Ring exchange (see userbuffers_overlap): the dgrad's chunks run as the gradient's rows arrive, the last after
     // the gather's end; the wgrad needs it whole.
-    const double tp = parallelism_.tp;
-    Gemm early = shape, last = shape;
-    early.m = shape.m * (tp - 1.0) / tp;
-    last.m = shape.m / tp;
+    const auto [early, last] = ring_exchange_chunks(shape);
     (void)gemm_dgrad(dgrad_name, early);
     await(gather);
     (void)gemm_dgrad(dgrad_name, last);
