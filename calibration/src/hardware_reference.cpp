@@ -30,6 +30,13 @@ double HardwareReference::peak_for(const std::string& dtype) const {
   return peak;
 }
 
+double HardwareReference::efficiency_peak_for(KernelClass kernel_class, const std::string& dtype) const {
+  const double peak = peak_for(dtype);
+  const auto fp8 = peak_flops_per_s.find("fp8");
+  const bool fp8_units = fp8 != peak_flops_per_s.end() && fp8->second > 0.0;
+  return kernel_class == KernelClass::gemm && dtype == "fp8" && fp8_units ? peak * fp8_gemm_efficiency_ratio : peak;
+}
+
 NodeLinks HardwareReference::default_node_links() const {
   return vendor == "amd" ? NodeLinks::xgmi_mesh : NodeLinks::nvswitch;
 }
@@ -139,6 +146,7 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   hw.nic_latency_s = yaml.optional("nic.latency_us", 0.0) * units::kMicrosecond;
   hw.launch_overhead_s = yaml.optional("kernels.launch_overhead_us", 0.0) * units::kMicrosecond;
   hw.comm_compute_slowdown = yaml.optional("kernels.comm_compute_slowdown", 0.0);
+  hw.fp8_gemm_efficiency_ratio = yaml.optional("kernels.fp8_gemm_efficiency_ratio", 1.0);
   hw.idle_power_w = yaml.optional("power_w.idle", 0.0);
   hw.tdp_w = yaml.optional("power_w.tdp", 0.0);
   hw.thermal_resistance_k_per_w = yaml.optional("thermal.resistance_k_per_w", 0.0);

@@ -143,7 +143,9 @@ KernelClassFit fit_kernel_class(KernelClass kernel_class, const std::string& dty
   for (const KernelSample& s : samples) {
     if (!(s.duration_s > 0.0)) continue;
     const double kernel_clock = held ? held_clock_hz(s, hardware) : clock;
-    const double peak = compute_class ? hardware.peak_for(s.dtype) * kernel_clock / hardware.rated_clock_hz : 0.0;
+    const double peak =
+        compute_class ? hardware.efficiency_peak_for(kernel_class, s.dtype) * kernel_clock / hardware.rated_clock_hz
+                      : 0.0;
     KernelSample usable = s;
     if (!compute_class) usable.flops = 0.0;
     if (usable.flops <= 0.0 && usable.bytes <= 0.0) continue;

@@ -158,6 +158,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                          need);
             kernels.read("comm_compute_slowdown", hw.compute.comm_compute_slowdown, 1.0, kFractionBelowOne, "", need);
             kernels.read("unaligned_gemm_slowdown", hw.compute.unaligned_gemm_slowdown, 1.0, kAtLeastOne, "");
+            kernels.read("fp8_gemm_efficiency_ratio", hw.compute.fp8_gemm_efficiency_ratio, 1.0, kFraction, "");
             read_deterministic_attention(kernels, "deterministic_attention_backward_slowdown",
                                          "deterministic_attention_workspace_bytes_per_score",
                                          hw.compute.deterministic_attention);

@@ -22,6 +22,8 @@ class RooflineModel final : public ComputeModel {
     if (params_.deterministic_attention.backward_slowdown < 1.0)
       throw ModelError("roofline: deterministic attention backward_slowdown must be >= 1");
     if (params_.attention_dropout_slowdown < 1.0) throw ModelError("roofline: attention_dropout_slowdown must be >= 1");
+    if (!(params_.fp8_gemm_efficiency_ratio > 0.0 && params_.fp8_gemm_efficiency_ratio <= 1.0))
+      throw ModelError("roofline: fp8_gemm_efficiency_ratio must be in (0, 1]");
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
@@ -39,6 +41,10 @@ class RooflineModel final : public ComputeModel {
     // The fallback kernel of an unaligned GEMM: slower arithmetic, the same bytes (it stays a GEMM to the roofline's
     // memory limit, and its ideal time is the aligned one, so the breakdown counts the difference as efficiency loss).
     if (work.unaligned) compute_eta /= params_.unaligned_gemm_slowdown;
+    // An fp8 GEMM on fp8 units: a smaller share of that (twice as high) peak than the bf16 efficiency curve gives.
+    // Its ideal time stays at the fp8 peak, so the breakdown counts the difference as efficiency loss.
+    if (work.kernel_class == KernelClass::gemm && work.precision == Precision::fp8 && has_fp8_units())
+      compute_eta *= params_.fp8_gemm_efficiency_ratio;
     // A deterministic attention backward: the whole kernel (arithmetic and traffic) takes the measured factor longer;
     // its ideal time stays the default kernel's, so the breakdown counts the difference as efficiency loss.
     double memory_eta = efficiency.memory;
@@ -89,6 +95,8 @@ class RooflineModel final : public ComputeModel {
       timing.memory_utilization = work.bytes / (timing.duration_s * params_.hbm_bandwidth_bytes_per_s);
     return timing;
   }
+
+  bool has_fp8_units() const { return params_.peak_flops_per_s[static_cast<std::size_t>(Precision::fp8)] > 0.0; }
 
   double peak_for(Precision precision) const {
     double peak = params_.peak_flops_per_s[static_cast<std::size_t>(precision)];

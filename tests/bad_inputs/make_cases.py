@@ -187,6 +187,9 @@ config("tp_heads", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  tp: 8\n  
 config("tp_not_dividing_heads", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  tp: 3\n  pp: 1"), "tp")
 config("pp_not_dividing_layers", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  pp: 8\n  pp_schedule: interleaved\n  virtual_stages: 3"), "layers")
 config("batch_not_divisible", replaced("  global_batch: 16", "  global_batch: 15"), "global_batch")
+config("fp8_ratio_above_one",
+       replaced("hardware: MI300X", "hardware: {name: MI300X, kernels: {fp8_gemm_efficiency_ratio: 1.13}}"),
+       "fp8_gemm_efficiency_ratio")
 config("fabric_none_many_nodes", replaced("  nodes: 1", "  nodes: 2").replace("  dp: 8", "  dp: 16"), "fabric")
 # ---- run configs: names and paths ----------------------------------------------------------------------------------
 config("unknown_model", replaced("model: llama3-8b", "model: llama9-1t"), "llama9-1t")

@@ -986,6 +986,10 @@ TEST_F(ConfigTest, OutOfRangeValuesAreRejected) {
   expect_contains(
       input_error([&] { (void)load(faster); }),
       {"faster.yaml:2:", "key 'hardware.kernels.unaligned_gemm_slowdown': expected a number >= 1, found '0.5'"});
+  const fs::path fp8 = write("fp8.yaml", h100_kernels_run("fp8_gemm_efficiency_ratio: 1.13"));
+  expect_contains(
+      input_error([&] { (void)load(fp8); }),
+      {"fp8.yaml:2:", "key 'hardware.kernels.fp8_gemm_efficiency_ratio': expected a fraction in (0, 1], found '1.13'"});
   const fs::path zero = write("zero.yaml", small_run("llama3-8b", "  dp: 8\n  zero_stage: 4\n", "  global_batch: 8\n"));
   expect_contains(input_error([&] { (void)load(zero); }),
                   {"zero.yaml:6:15: key 'parallelism.zero_stage': expected an integer from 0 to 3, found '4'"});

@@ -55,7 +55,8 @@ struct HardwareReference {
   double nic_efficiency = 1.0;             ///< `nic.efficiency` (default 1)
   double nic_latency_s = 0.0;
   double launch_overhead_s = 0.0;
-  double comm_compute_slowdown = 0.0;  ///< `kernels.comm_compute_slowdown`
+  double comm_compute_slowdown = 0.0;      ///< `kernels.comm_compute_slowdown`
+  double fp8_gemm_efficiency_ratio = 1.0;  ///< `kernels.fp8_gemm_efficiency_ratio` (default 1)
   double idle_power_w = 0.0;
   double tdp_w = 0.0;
   double thermal_resistance_k_per_w = 0.0;   ///< 0 = not in the file
@@ -68,6 +69,10 @@ struct HardwareReference {
   /// The peak for a kernel of element type `dtype` (fp8 falls back to bf16, tf32 to fp32, as the roofline does);
   /// 0 if the GPU has none.
   [[nodiscard]] double peak_for(const std::string& dtype) const;
+  /// The rate a fitted efficiency of `kernel_class` is a fraction of: peak_for(dtype), except that an fp8 GEMM on
+  /// fp8 units is scaled by fp8_gemm_efficiency_ratio, so fp8 kernels fit the bf16-equivalent GEMM efficiency the
+  /// hardware files and the roofline use (models/src/compute_model.cpp).
+  [[nodiscard]] double efficiency_peak_for(KernelClass kernel_class, const std::string& dtype) const;
   /// nvswitch for NVIDIA, xgmi_mesh for AMD (MI300X's full mesh); what the shipped cluster files use.
   [[nodiscard]] NodeLinks default_node_links() const;
 };
