@@ -64,6 +64,30 @@ TEST(KernelRoundTrip, GemmWithoutNoiseIsExact) {
   EXPECT_GT(fit.compute_bound, fit.memory_bound);
 }
 
+TEST(KernelRoundTrip, Fp8GemmsFitTheBf16EquivalentEfficiency) {
+  // A GPU whose fp8 GEMMs reach 0.883 of the bf16 share of their (twice as high) peak, as H100's best measured
+  // matmuls do: fitted against peak x kernels.fp8_gemm_efficiency_ratio, fp8 traces give back the bf16 curve the
+  // hardware files and the roofline use, so a profile fitted on them does not fold the ratio in twice.
+  auto hw = test::round_hardware();
+  hw.peak_flops_per_s["fp8"] = 2.0 * hw.peak_for("bf16");
+  hw.fp8_gemm_efficiency_ratio = 0.883;
+  const Truth truth;
+  std::vector<KernelSample> samples = gemm_samples(truth, hw, 0.0, 1);
+  for (KernelSample& s : samples) {
+    s.dtype = "fp8";
+    const double eta = truth.eta_max * s.flops / (s.flops + truth.f_half);
+    s.duration_s =
+        std::max(s.flops / (hw.peak_for("fp8") * 0.883 * eta), s.bytes / (hw.hbm_bandwidth_bytes_per_s * truth.eta_m));
+  }
+  const KernelClassFit fit = fit_kernel_class(KernelClass::gemm, "fp8", samples, hw, no_cutoff());
+  EXPECT_NEAR(fit.compute, truth.eta_max, 1e-3 * truth.eta_max);
+  EXPECT_NEAR(fit.half_efficiency_flops, truth.f_half, 1e-2 * truth.f_half);
+  // Without the ratio the same traces read as a GEMM efficiency 0.883 x as high.
+  hw.fp8_gemm_efficiency_ratio = 1.0;
+  EXPECT_NEAR(fit_kernel_class(KernelClass::gemm, "fp8", samples, hw, no_cutoff()).compute, 0.883 * truth.eta_max,
+              1e-3 * truth.eta_max);
+}
+
 TEST(KernelRoundTrip, GemmWithFivePercentNoise) {
   const auto hw = test::round_hardware();
   const Truth truth;
