@@ -102,7 +102,7 @@ std::string describe(const RunSpec& run) {
       << ' ' << h.compute.comm_compute_slowdown << ' ' << h.compute.unaligned_gemm_slowdown << ' '
       << h.compute.deterministic_attention.backward_slowdown << ' '
       << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
-      << ' ' << h.host_link_bandwidth_bytes_per_s << '\n';
+      << ' ' << h.compute.fp8_gemm_efficiency_ratio << ' ' << h.host_link_bandwidth_bytes_per_s << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
