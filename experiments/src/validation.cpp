@@ -288,8 +288,11 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
     }
     try {
       if (c.metric == ValidationMetric::peak_memory_bytes) {
-        // Memory needs no simulation: the model's estimate of the allocator peak.
-        const auto memory = estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware);
+        // Memory needs no simulation: the model's estimate of the allocator peak of the last rank, the one that
+        // logs it (Megatron's TensorBoard and W&B writers live on rank world_size - 1: the last pipeline stage;
+        // megatron/training/global_vars.py, _set_tensorboard_writer; the other sources run one stage).
+        const auto memory = estimate_stage_memory(run.model, run.parallelism, run.training, run.hardware,
+                                                  std::max(run.parallelism.pp, 1) - 1);
         result.predicted = memory.total_bytes - memory.reserved_bytes - memory.fragmentation_bytes;
         result.ok = true;
       } else {

@@ -145,7 +145,7 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
       memory.id = std::string(entry.directory) + " peak allocated (" + qualifier + ")";
       memory.metric = ValidationMetric::peak_memory_bytes;
       memory.measured = *std::max_element(peaks.begin(), peaks.end());
-      memory.notes = "max over steps of mem-max-allocated-bytes (rank 0: first pipeline stage)";
+      memory.notes = "max over steps of mem-max-allocated-bytes (the last rank, which logs it: last pipeline stage)";
       cases.push_back(memory);
     }
   }

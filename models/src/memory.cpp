@@ -304,9 +304,15 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   if (pp_stage == parallelism.pp - 1) {
     // The logits of one micro-batch in fp32 (vocab-parallel: the rank's V/tp columns, padding included).
     // Each multi-token prediction module keeps logits of its own until the backward (its loss is added to the main
-    // one).
+    // one). Megatron's unfused vocab-parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py,
+    // calculate_logits_max) makes that fp32 tensor with .float() while GPTModel.forward still holds the head's
+    // output in the compute precision (2 more bytes per logit in mixed precision; in fp32, .float() is the tensor
+    // itself); the backward's cast of the fp32 gradient back to it holds both again. A fused loss kernel reads the
+    // head's output and keeps only the fp32 softmax.
     const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
-    m.transient_bytes = (1.0 + model.mtp_layers) * tokens * model.vocab_per_tp_rank(parallelism.tp) * 4.0;
+    const bool mixed = training.precision != Precision::fp32 && training.precision != Precision::tf32;
+    const double bytes_per_logit = 4.0 + (!training.cross_entropy_fusion && mixed ? 2.0 : 0.0);
+    m.transient_bytes = (1.0 + model.mtp_layers) * tokens * model.vocab_per_tp_rank(parallelism.tp) * bytes_per_logit;
   }
   if (training.deterministic && training.attention != kEagerAttention) {
     // A deterministic attention backward's workspace, per kernel call: micro-batch x the rank's heads x the

@@ -92,6 +92,23 @@ TEST(Memory, Llama3_8BFsdpOnEightGpusShardsSixteenBytesPerParameter) {
   EXPECT_TRUE(m.fits());
 }
 
+TEST(Memory, UnfusedMegatronCrossEntropyHoldsTheFp32CopyBesideTheHeadsOutput) {
+  // megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max makes an fp32 copy with .float() while
+  // GPTModel.forward still holds the head's bf16 output: 4 + 2 bytes per logit. A fused loss keeps the fp32 softmax
+  // only; in fp32 training .float() is the tensor itself.
+  const TransformerSpec model = llama3_8b();
+  const ParallelismSpec parallelism = data_parallel(8, 3);
+  TrainingSpec training = one_sequence_per_rank(8, 8192);
+  const double logits = 8192.0 * 128256.0;
+  training.cross_entropy_fusion = false;
+  EXPECT_NEAR(estimate_stage_memory(model, parallelism, training, gpu(192e9), 0).transient_bytes, 6.0 * logits, 1.0);
+  training.cross_entropy_fusion = true;
+  EXPECT_NEAR(estimate_stage_memory(model, parallelism, training, gpu(192e9), 0).transient_bytes, 4.0 * logits, 1.0);
+  training.cross_entropy_fusion = false;
+  training.precision = Precision::fp32;
+  EXPECT_NEAR(estimate_stage_memory(model, parallelism, training, gpu(192e9), 0).transient_bytes, 4.0 * logits, 1.0);
+}
+
 TEST(Memory, ZeroStagesShardOptimizerThenGradientsThenWeights) {
   const TransformerSpec model = llama3_8b();
   const double n = count_parameters(model).total;
