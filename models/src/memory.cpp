@@ -310,8 +310,8 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     // itself); the backward's cast of the fp32 gradient back to it holds both again. A fused loss kernel reads the
     // head's output and keeps only the fp32 softmax.
     const double tokens = static_cast<double>(training.micro_batch) * training.seq_len / parallelism.cp;
-    const bool mixed = training.precision != Precision::fp32 && training.precision != Precision::tf32;
-    const double bytes_per_logit = 4.0 + (!training.cross_entropy_fusion && mixed ? 2.0 : 0.0);
+    const double head_output_bytes = weight_bytes < 4.0 ? weight_bytes : 0.0;  // fp32: the copy is the tensor
+    const double bytes_per_logit = 4.0 + (training.cross_entropy_fusion ? 0.0 : head_output_bytes);
     m.transient_bytes = (1.0 + model.mtp_layers) * tokens * model.vocab_per_tp_rank(parallelism.tp) * bytes_per_logit;
   }
   if (training.deterministic && training.attention != kEagerAttention) {
