@@ -225,6 +225,29 @@ void decode_training(Mapping& t, TrainingSpec& train) {
       "recompute", train.recompute,
       {{"none", RecomputePolicy::none}, {"selective", RecomputePolicy::selective}, {"full", RecomputePolicy::full}});
   t.read("recompute_layers", train.recompute_layers, kNonNegativeInt);
+  if (t.has("lora")) {
+    Mapping l = t.child("lora");
+    l.read("rank", train.lora.rank, kPositiveInt, Need::required);
+    if (l.has("targets")) {
+      const YAML::Node list = l.value("targets");
+      const std::string fix =
+          "list the linears that get adapters: qkv, proj, fc1, fc2 (Megatron-Bridge's linear_qkv, "
+          "linear_proj, linear_fc1, linear_fc2)";
+      if (!list.IsSequence() || list.size() == 0) l.fail("targets", "expected a non-empty list of linears", fix);
+      train.lora.qkv = train.lora.proj = train.lora.fc1 = train.lora.fc2 = false;
+      for (const YAML::Node& entry : list) {
+        const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
+        bool* target = name == "qkv"    ? &train.lora.qkv
+                       : name == "proj" ? &train.lora.proj
+                       : name == "fc1"  ? &train.lora.fc1
+                       : name == "fc2"  ? &train.lora.fc2
+                                        : nullptr;
+        if (target == nullptr) l.fail("targets", "'" + name + "' is not a linear chopsim adapts", fix);
+        *target = true;
+      }
+    }
+    l.finish();
+  }
   if (t.has("recompute_modules")) {
     const YAML::Node list = t.value("recompute_modules");
     const std::string fix =

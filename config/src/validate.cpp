@@ -340,6 +340,27 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                      str(run.model.mtp_layers) + ")",
                  "use framework: megatron-te, or a model file with mtp_layers: 0");
   }
+  if (train.lora.enabled()) {
+    // What chopsim models of Megatron-Bridge's LoRA (models/src/workload_lora.cpp).
+    if (train.framework != Framework::megatron_te)
+      rules.fail("training.lora", "LoRA is modelled as Megatron-Bridge runs it, on Megatron-Core's layers",
+                 "use framework: megatron-te, or remove training.lora");
+    if (run.model.is_moe() || run.model.is_mla() || run.model.is_hybrid() || run.model.mtp_layers > 0)
+      rules.fail("training.lora",
+                 "LoRA is modelled on dense transformer layers; model '" + run.model.name +
+                     "' has experts, multi-latent attention, Mamba-2 layers or multi-token prediction",
+                 "use a dense model, or remove training.lora");
+    if (par.zero_stage == 3)
+      rules.fail("training.lora", "LoRA is modelled with Megatron's DDP or distributed optimizer (zero_stage 0-2)",
+                 "use fsdp: none or zero_stage 1, or remove training.lora");
+    if (train.lora.rank % par.tp != 0)
+      rules.fail("training.lora.rank",
+                 "must be a multiple of tp=" + str(par.tp) +
+                     " (the adapter of a column-parallel linear splits its "
+                     "rank over tp), found " +
+                     str(train.lora.rank),
+                 "use a rank that tp divides, e.g. " + str(par.tp * ((train.lora.rank + par.tp - 1) / par.tp)));
+  }
   if (train.attention == kEagerAttention && par.cp > 1)
     rules.fail("training.attention",
                "eager attention is not modelled with context parallelism (cp " + str(par.cp) + ")",

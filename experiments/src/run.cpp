@@ -300,6 +300,15 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     for (const std::string& name : recompute_module_names(run.training.recompute_modules)) json.value(name);
     json.end_array();
   }
+  if (run.training.lora.enabled()) {  // only for LoRA runs: full-training runs keep their bytes
+    const LoraSpec& lora = run.training.lora;
+    json.key("lora").begin_object().field("rank", lora.rank);
+    json.key("targets").begin_array();
+    for (const auto& [name, on] :
+         {std::pair{"qkv", lora.qkv}, {"proj", lora.proj}, {"fc1", lora.fc1}, {"fc2", lora.fc2}})
+      if (on) json.value(name);
+    json.end_array().end_object();
+  }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());
   json.end_object();
@@ -436,6 +445,7 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       names += (names.empty() ? "" : ", ") + name;
     out << " (" << names << ")";
   }
+  if (run.training.lora.enabled()) out << ", LoRA rank " << run.training.lora.rank << " (base weights frozen)";
   out << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
   out << "\n";

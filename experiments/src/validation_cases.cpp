@@ -278,8 +278,8 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
 /// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (docs/calibration.md,
 /// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the flex dispatcher, as the recipes run
 /// them.
-/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, LoRA (frozen base
-/// weights), a precision or parallelism the record does not give, a layer split Megatron accepts and chopsim not.
+/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, a precision or
+/// parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                                std::vector<ValidationCase>& cases) {
   const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
@@ -419,10 +419,6 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         skip("the record gives no per-GPU throughput at one GPU count");
         continue;
       }
-      if (task.find("LoRA") != std::string::npos) {
-        skip("LoRA fine-tuning (frozen base weights, low-rank adapters) is not modelled");
-        continue;
-      }
       std::string name;
       if (model.starts_with("LLAMA3_8B")) name = "llama3-8b";
       if (model.starts_with("LLAMA3_70B")) name = "llama3-70b";
@@ -511,6 +507,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
           readme ? record["notes"] && record["notes"].as<std::string>().find("--tp-comm-overlap") != std::string::npos
                  : name.starts_with("llama3");
       train.cross_entropy_fusion = true;
+      // LoRA rows: Megatron-Bridge's llama3_70b_lora_config_* (scripts/performance/configs/llama/
+      // llama3_llm_finetune.py) call llama3_70b_finetune_config(peft="lora"), whose LoRA() keeps its defaults: dim 32
+      // on linear_qkv, linear_proj, linear_fc1 and linear_fc2 (src/megatron/bridge/peft/lora.py).
+      if (task.find("LoRA") != std::string::npos) train.lora.rank = 32;
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
       train.grad_reduce_fp32 = readme;

@@ -110,7 +110,9 @@ std::string group_notes(const std::string& group) {
            "the first k layers of each model chunk, the least k that fits (Megatron's block method); FP8 in any "
            "scaling "
            "as fp8; a table without a precision column (25.09) takes the next release's precision for the same "
-           "model, machine, GPU count and tp/pp/ep (the row's notes say so). Nothing is tuned per record. "
+           "model, machine, GPU count and tp/pp/ep (the row's notes say so); the LoRA rows as Megatron-Bridge's LoRA "
+           "defaults run (rank 32 on the QKV, output projection, fc1 and fc2 linears, base weights frozen: "
+           "training.lora). Nothing is tuned per record. "
            "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
            "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))

@@ -245,8 +245,18 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   MemoryBreakdown m;
   m.pp_stage = pp_stage;
   m.weights_bytes = sharded(zero >= 3, weight_bytes);
-  m.gradients_bytes = sharded(zero >= 2, gradient_bytes);
-  m.optimizer_bytes = sharded(zero >= 1, optimizer_bytes);
+  if (training.lora.enabled()) {
+    // LoRA: the frozen base keeps only its weights; gradient buffers and optimizer state are the adapters' (Megatron's
+    // DDP and distributed optimizer cover the parameters that require a gradient), and the adapters' weights sit
+    // beside the base's. Each adapter matrix is split over tp.
+    const double adapters = params.layers * lora_layer_parameters(model, training.lora) / parallelism.tp;
+    m.weights_bytes += adapters * weight_bytes;
+    m.gradients_bytes = adapters / (zero >= 2 ? dense_shards : 1.0) * gradient_bytes;
+    m.optimizer_bytes = adapters / (zero >= 1 ? dense_shards : 1.0) * optimizer_bytes;
+  } else {
+    m.gradients_bytes = sharded(zero >= 2, gradient_bytes);
+    m.optimizer_bytes = sharded(zero >= 1, optimizer_bytes);
+  }
   if (zero == 3) {
     // The unit computing plus the ones prefetched, gathered in full, and the unit's unsharded gradient
     // until its reduce-scatter has run.

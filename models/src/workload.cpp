@@ -90,6 +90,29 @@ KernelFacts kernel_facts_for(const HardwareSpec& hardware, const TrainingSpec& t
   return facts;
 }
 
+double lora_layer_parameters(const TransformerSpec& model, const LoraSpec& lora) {
+  if (!lora.enabled()) return 0.0;
+  const double h = model.hidden;
+  const double d = model.head_dim();
+  const double qkv_width = (model.heads + 2.0 * model.kv_heads) * d;
+  const double attention_width = model.heads * static_cast<double>(model.v_dim());
+  const double fc1_width = (model.mlp == MlpKind::swiglu ? 2.0 : 1.0) * model.ffn_hidden;
+  double features = 0.0;  // in + out of every targeted linear
+  if (lora.qkv) features += h + qkv_width;
+  if (lora.proj) features += attention_width + h;
+  if (lora.fc1) features += h + fc1_width;
+  if (lora.fc2) features += model.ffn_hidden + h;
+  return lora.rank * features;
+}
+
+double training_flops_per_token(const TransformerSpec& model, const TrainingSpec& training) {
+  const double full = model_training_flops_per_token(model, training.seq_len);
+  if (!training.lora.enabled()) return full;
+  // Full training counts 6 x the active matrices; frozen ones skip their weight gradient (2 of the 6).
+  const double frozen_weight_gradients = 2.0 * count_parameters(model).active_matmul;
+  return full - frozen_weight_gradients + 6.0 * model.layers * lora_layer_parameters(model, training.lora);
+}
+
 Workload build_workload(const TransformerSpec& model, const ParallelismSpec& parallelism, const TrainingSpec& training,
                         const KernelFacts& kernels) {
   detail::validate_training_setup(model, parallelism, training);
@@ -109,8 +132,7 @@ Workload build_workload(const TransformerSpec& model, const ParallelismSpec& par
   if (model.is_moe() && training.moe_dispatcher == MoeDispatcher::flex)
     workload.token_routing = TokenRouting{.experts = model.experts, .top_k = model.top_k};
   workload.tokens_per_iteration = training.tokens_per_iteration();
-  workload.model_flops_per_iteration =
-      model_training_flops_per_token(model, training.seq_len) * workload.tokens_per_iteration;
+  workload.model_flops_per_iteration = training_flops_per_token(model, training) * workload.tokens_per_iteration;
   return workload;
 }
 

@@ -153,7 +153,7 @@ OpRef StageGenerator::norm(std::string_view name, bool backward) {
 // gradient over the tokens into each such bias: a reduction that reads the gradient once more. (The experts' biases
 // of a mixture-of-experts MLP are not modelled.)
 void StageGenerator::bias_gradient(std::string_view name, double elements) {
-  if (!model_.linear_bias) return;
+  if (!model_.linear_bias || frozen_base()) return;
   (void)elementwise(name, elements, 1.0, sizes_.activation_bytes, KernelClass::reduction);
 }
 
@@ -185,13 +185,17 @@ void StageGenerator::layer_forward(int layer) {
     if (model_.is_mla()) {
       mla_projections_forward();
     } else {
-      (void)column_parallel_gemm("qkv_proj", {s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden});
+      const Gemm qkv{s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden};
+      (void)column_parallel_gemm("qkv_proj", qkv);
+      if (training_.lora.qkv) lora_forward("qkv_lora", qkv, true);
       if (model_.position_embedding == PositionEmbedding::rope)
         (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
                           2.0 * s.activation_bytes);
     }
     attention_forward();
-    (void)row_parallel_gemm("out_proj", {s.tokens, s.hidden, s.query_heads * s.v_dim});
+    const Gemm out_proj{s.tokens, s.hidden, s.query_heads * s.v_dim};
+    (void)row_parallel_gemm("out_proj", out_proj);
+    if (training_.lora.proj) lora_forward("out_proj_lora", out_proj, false);
     (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
   }
   if (!kind.mlp && !kind.moe) return;
@@ -230,8 +234,9 @@ void StageGenerator::layer_backward(int layer) {
   if (kind.attention) {
     recompute_sublayer(kind, false);
     bias_gradient("out_proj_bias_grad", residual_elements);
-    row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", {s.tokens, s.hidden, s.query_heads * s.v_dim},
-                          s.query_heads * s.v_dim * s.hidden);
+    const Gemm out_proj{s.tokens, s.hidden, s.query_heads * s.v_dim};
+    if (training_.lora.proj) lora_backward("out_proj_lora", out_proj, false);
+    row_parallel_backward("out_proj_dgrad", "out_proj_wgrad", out_proj, s.query_heads * s.v_dim * s.hidden);
     attention_backward();
     if (model_.is_mla()) {
       mla_projections_backward();
@@ -240,8 +245,9 @@ void StageGenerator::layer_backward(int layer) {
         (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
                           2.0 * s.activation_bytes);
       const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
-      column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", {s.tokens, qkv_width, s.hidden},
-                               qkv_width * s.hidden, false);
+      const Gemm qkv{s.tokens, qkv_width, s.hidden};
+      if (training_.lora.qkv) lora_backward("qkv_lora", qkv, true);
+      column_parallel_backward("qkv_proj_dgrad", "qkv_proj_wgrad", qkv, qkv_width * s.hidden, false);
     }
     gradient_ready(one_norm, false, norm("input_norm_bwd", true));
     (void)elementwise("attention_residual_bwd", residual_elements, 1.0, residual_bytes);
@@ -450,13 +456,17 @@ void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   // The dense MLP's activation kernels keep their plain names (swiglu, gelu); the shared experts' are prefixed.
   const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
   // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
-  (void)column_parallel_gemm(prefix + "_fc1", {s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden});
+  const Gemm fc1{s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden};
+  (void)column_parallel_gemm(prefix + "_fc1", fc1);
+  if (training_.lora.fc1) lora_forward(prefix + "_fc1_lora", fc1, true);
   if (swiglu) {
     (void)elementwise(activation, s.tokens * ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);
   } else {
     (void)elementwise(activation, s.tokens * ffn_local, activation_flops(), 2.0 * s.activation_bytes);
   }
-  (void)row_parallel_gemm(prefix + "_fc2", {s.tokens, s.hidden, ffn_local});
+  const Gemm fc2{s.tokens, s.hidden, ffn_local};
+  (void)row_parallel_gemm(prefix + "_fc2", fc2);
+  if (training_.lora.fc2) lora_forward(prefix + "_fc2_lora", fc2, false);
 }
 
 void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
@@ -465,8 +475,9 @@ void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
   const std::string prefix(name);
   const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
   bias_gradient(prefix + "_fc2_bias_grad", s.norm_tokens * s.hidden);
-  row_parallel_backward(prefix + "_fc2_dgrad", prefix + "_fc2_wgrad", {s.tokens, s.hidden, ffn_local},
-                        ffn_local * s.hidden);
+  const Gemm fc2{s.tokens, s.hidden, ffn_local};
+  if (training_.lora.fc2) lora_backward(prefix + "_fc2_lora", fc2, false);
+  row_parallel_backward(prefix + "_fc2_dgrad", prefix + "_fc2_wgrad", fc2, ffn_local * s.hidden);
   if (swiglu) {
     // Reads gate, up and the output gradient, writes both input gradients.
     (void)elementwise(activation + "_bwd", s.tokens * ffn_local, kBackwardFlopRatio * kSwigluFlops,
@@ -477,8 +488,9 @@ void StageGenerator::mlp_backward(std::string_view name, double ffn_local) {
   }
   const double fc1_width = (swiglu ? 2.0 : 1.0) * ffn_local;
   bias_gradient(prefix + "_fc1_bias_grad", s.tokens * fc1_width);
-  column_parallel_backward(prefix + "_fc1_dgrad", prefix + "_fc1_wgrad", {s.tokens, fc1_width, s.hidden},
-                           fc1_width * s.hidden, false);
+  const Gemm fc1{s.tokens, fc1_width, s.hidden};
+  if (training_.lora.fc1) lora_backward(prefix + "_fc1_lora", fc1, true);
+  column_parallel_backward(prefix + "_fc1_dgrad", prefix + "_fc1_wgrad", fc1, fc1_width * s.hidden, false);
 }
 
 // --- embedding and output head ----------------------------------------------------------------------
@@ -500,6 +512,7 @@ void StageGenerator::embedding_forward() {
 
 void StageGenerator::embedding_backward(double reported) {
   const Sizes& s = sizes_;
+  if (frozen_base()) return;  // LoRA: the table takes no gradient, and nothing before it needs one
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
                       {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp,

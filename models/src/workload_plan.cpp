@@ -60,6 +60,24 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
           str(p.tp) + ", pp=" + str(p.pp) + ", cp=" + str(p.cp) + ", ep=" + str(p.ep) + ")");
     if (model.is_moe()) fail("framework pytorch-eager does not model mixture-of-experts layers");
   }
+  if (training.lora.enabled()) {
+    const LoraSpec& lora = training.lora;
+    // What Megatron-Bridge's LoRA adapts and how (src/megatron/bridge/peft/lora.py, utils.py): chopsim models its
+    // adapters on the dense layers' four Transformer Engine linears, trained with Megatron's DDP or distributed
+    // optimizer.
+    if (training.framework != Framework::megatron_te)
+      fail("LoRA is modelled as Megatron-Bridge runs it (framework megatron-te)");
+    if (model.is_moe() || model.is_mla() || model.is_hybrid() || model.mtp_layers > 0)
+      fail(
+          "LoRA is modelled on dense transformer layers (no experts, multi-latent attention, Mamba-2 or "
+          "multi-token prediction)");
+    if (p.zero_stage == 3) fail("LoRA is modelled with Megatron's DDP or distributed optimizer (zero_stage 0-2)");
+    if (!(lora.qkv || lora.proj || lora.fc1 || lora.fc2)) fail("LoRA needs at least one target (qkv, proj, fc1, fc2)");
+    // The adapters' A of a column-parallel linear splits its rank over tp (ColumnParallelLinear(in, rank)).
+    if (lora.rank % p.tp != 0)
+      fail("LoRA rank=" + str(lora.rank) + " must be a multiple of tp=" + str(p.tp) +
+           " (the adapter of a column-parallel linear splits its rank over tp)");
+  }
   if (training.recompute_layers < 0) fail("recompute_layers must be 0 (every layer) or positive");
   if (training.recompute_layers > 0 && training.recompute != RecomputePolicy::full)
     fail("recompute_layers=" + str(training.recompute_layers) +

@@ -385,13 +385,30 @@ void StageGenerator::end_unit(bool backward) {
 void StageGenerator::zero_gradient_buffer() {
   // Eager PyTorch sets .grad to None between steps (optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default).
   if (parallelism_.zero_stage == 3 || eager()) return;
-  const StageParameters params = stage_parameters(model_, parallelism_, stage_);
+  const StageParameters params = trainable_parameters();
   const double elements = params.dense + params.expert;
   pass_ = Pass::other;
   (void)compute("zero_grad_buffer", KernelClass::elementwise, Precision::fp32, 0.0, elements * sizes_.gradient_bytes);
 }
 
 void StageGenerator::gradient_ready(double elements, bool expert, OpRef producer) {
+  if (frozen_base()) return;  // LoRA: requires_grad is off for every base weight
+  bucket_gradient(elements, expert, producer);
+}
+
+StageParameters StageGenerator::trainable_parameters() const {
+  StageParameters params = stage_parameters(model_, parallelism_, stage_);
+  if (!frozen_base()) return params;
+  // Each adapter matrix is split over tp with its linear (ParallelLinearAdapter): A and B of every targeted linear.
+  const LoraSpec& lora = training_.lora;
+  const int targets = (lora.qkv ? 1 : 0) + (lora.proj ? 1 : 0) + (lora.fc1 ? 1 : 0) + (lora.fc2 ? 1 : 0);
+  params.dense = params.layers * lora_layer_parameters(model_, lora) / parallelism_.tp;
+  params.expert = 0.0;
+  params.tensors = 2.0 * targets * params.layers;
+  return params;
+}
+
+void StageGenerator::bucket_gradient(double elements, bool expert, OpRef producer) {
   if (!final_backward_ || parallelism_.zero_stage == 3 || elements <= 0) return;
   Bucket& bucket = expert ? open_expert_ : open_dense_;
   bucket.expert = expert;
@@ -466,7 +483,7 @@ void StageGenerator::optimizer_step() {
     OpRef last;
     if (builder_.last_op(builder_.stream(stream), last)) await(last);
   }
-  const StageParameters params = stage_parameters(model_, parallelism_, stage_);
+  const StageParameters params = trainable_parameters();
   const bool sharded = parallelism_.zero_stage >= 1;
   const int dense_shards = sharded ? layout_.group_size(GroupRole::shard) : 1;
   const double local =

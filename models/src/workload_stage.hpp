@@ -2,7 +2,8 @@
 // Private to chopsim_models: the generator of one pipeline stage's program. workload_stage.cpp holds the
 // schedule, pipeline point-to-point, data-parallel/FSDP communication and the optimizer;
 // workload_layers.cpp the kernels and tensor/context/expert-parallel collectives of the model's layers.
-// workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers.
+// workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers, workload_lora.cpp
+// LoRA's adapters beside the linears of a dense layer.
 
 #include <cstdint>
 #include <optional>
@@ -169,6 +170,16 @@ class StageGenerator {
   void row_parallel_backward(std::string_view dgrad_name, std::string_view wgrad_name, const Gemm& shape,
                              double gradient_elements);
 
+  // --- LoRA adapters (TrainingSpec::lora; workload_lora.cpp) -------------------------------------
+  /// Whether the base weights are frozen (LoRA): no weight gradients, nothing reduced or stepped but the adapters.
+  [[nodiscard]] bool frozen_base() const { return training_.lora.enabled(); }
+  /// The adapter beside the base linear `base` (its GEMM on this rank), column-parallel (QKV, fc1) or row-parallel
+  /// (output projection, fc2): its forward after the base GEMM, its backward before the base's.
+  void lora_forward(std::string_view name, const Gemm& base, bool column_parallel);
+  /// The adapter's A and B GEMMs on this rank beside the base linear's GEMM `base`.
+  [[nodiscard]] std::pair<Gemm, Gemm> lora_matrices(const Gemm& base, bool column_parallel) const;
+  void lora_backward(std::string_view name, const Gemm& base, bool column_parallel);
+
   void layer_forward(int layer);
   void layer_backward(int layer);
   /// One multi-token prediction module (workload_mtp.cpp): after the output head on the last virtual stage.
@@ -256,8 +267,13 @@ class StageGenerator {
   void begin_unit(int unit, bool backward);
   void end_unit(bool backward);
 
-  /// A gradient of `elements` parameters is complete after `producer` (final micro-batch only).
+  /// A gradient of `elements` parameters of the base model is complete after `producer` (final micro-batch only;
+  /// nothing when the base is frozen).
   void gradient_ready(double elements, bool expert, OpRef producer);
+  /// A trainable gradient into the data-parallel buckets (the base's, or LoRA's adapters').
+  void bucket_gradient(double elements, bool expert, OpRef producer);
+  /// The parameters this rank trains: the stage's (base) parameters, or under LoRA its adapters'.
+  [[nodiscard]] StageParameters trainable_parameters() const;
   void close_bucket(bool expert);
   void reduce_bucket(std::size_t bucket, bool overlap);
   /// ZeRO 0-2: the memset of the gradient buffer at the start of the step.

@@ -92,7 +92,8 @@ void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::
   // (LinearWithGradAccumulationAndAsyncCommunication.backward), concurrently with the dgrad GEMM.
   const bool overlap = training_.overlap.tp || training_.overlap.tp_backward;
   std::optional<OpRef> input_gather;
-  if (parallelism_.sequence_parallel)
+  // A frozen weight (LoRA) has no weight gradient: only the dgrad, and no re-gather of the input.
+  if (parallelism_.sequence_parallel && !frozen_base())
     input_gather =
         communicate(overlap, kTpStream,
                     {"sp_all_gather_input", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, input_bytes});
@@ -106,9 +107,11 @@ void StageGenerator::column_parallel_backward(std::string_view dgrad_name, std::
                 {"sp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::tp, CommCategory::tp, input_bytes})
           : communicate(overlap, kTpStream,
                         {"tp_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, input_bytes});
-  await(input_gather);
-  const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
-  gradient_ready(gradient_elements, expert, wgrad);
+  if (!frozen_base()) {
+    await(input_gather);
+    const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
+    gradient_ready(gradient_elements, expert, wgrad);
+  }
   await(reduce);
 }
 
@@ -133,6 +136,7 @@ void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::str
     await(gather);
     (void)gemm_dgrad(dgrad_name, shape);
   }
+  if (frozen_base()) return;  // LoRA: no weight gradient
   const OpRef wgrad = gemm_wgrad(wgrad_name, shape);
   gradient_ready(gradient_elements, false, wgrad);
 }

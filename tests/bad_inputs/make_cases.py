@@ -158,6 +158,11 @@ config("hybrid_pattern_short", replaced("model: llama3-8b", "model: {name: llama
        "mamba: {heads: 32}}"), "the pattern has 4 symbols but layers is 32")
 config("recompute_modules_unknown", replaced("  recompute: selective", "  recompute: selective\n"
        "  recompute_modules: [attention]"), "'attention' is not a module chopsim recomputes")
+# LoRA: an unknown target, and LoRA with FSDP (the base config shards fully), which chopsim does not model.
+config("lora_target_unknown", replaced("  recompute: selective", "  recompute: selective\n"
+       "  lora: {rank: 16, targets: [qkv, lm_head]}"), "'lm_head' is not a linear chopsim adapts")
+config("lora_with_fsdp", replaced("  recompute: selective", "  recompute: selective\n  lora: {rank: 16}"),
+       "zero_stage 0-2")
 config("hybrid_pattern_symbol", replaced("model: llama3-8b", "model: {name: llama3-8b, layers: 4, "
        "hybrid_pattern: 'M*Q*', mamba: {heads: 32}}"), "symbol 'Q' at position 3")
 config("precision_number", replaced("  precision: bf16", "  precision: 16"), "precision")

@@ -133,7 +133,8 @@ std::string describe(const RunSpec& run) {
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
       << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << ' '
-      << to_string(t.moe_dispatcher) << '\n';
+      << to_string(t.moe_dispatcher) << ' ' << t.lora.rank << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2
+      << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -509,6 +510,28 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
                                "parallelism:\n  dp: 8\ntraining:\n  global_batch: 8\n");
   expect_contains(input_error([&] { (void)load(model); }),
                   {"key 'model.position_embedding': expected one of rope, learned, none, found 'alibi'"});
+}
+
+TEST_F(ConfigTest, LoraDecodesItsRankAndTargets) {
+  const RunSpec all =
+      load(write("all.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  lora: {rank: 32}\n")));
+  EXPECT_EQ(all.training.lora.rank, 32);
+  EXPECT_TRUE(all.training.lora.qkv && all.training.lora.proj && all.training.lora.fc1 && all.training.lora.fc2);
+  const RunSpec some =
+      load(write("some.yaml",
+                 small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  lora: {rank: 16, targets: [qkv, fc2]}\n")));
+  EXPECT_TRUE(some.training.lora.qkv && some.training.lora.fc2);
+  EXPECT_FALSE(some.training.lora.proj || some.training.lora.fc1);
+  EXPECT_FALSE(
+      load(write("none.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"))).training.lora.enabled());
+  const fs::path unknown =
+      write("unknown.yaml",
+            small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  lora: {rank: 16, targets: [lm_head]}\n"));
+  expect_contains(input_error([&] { (void)load(unknown); }),
+                  {"training.lora.targets", "'lm_head' is not a linear chopsim adapts", "qkv, proj, fc1, fc2"});
+  const fs::path rankless =
+      write("rankless.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  lora: {targets: [qkv]}\n"));
+  expect_contains(input_error([&] { (void)load(rankless); }), {"training.lora.rank"});
 }
 
 TEST_F(ConfigTest, MoeDispatcherNamesMegatronsTokenDispatcher) {

@@ -18,22 +18,12 @@
 
 #include "chopsim/common/error.hpp"
 #include "chopsim/models/workload_check.hpp"
+#include "tiny_models.hpp"
 
 namespace chopsim {
 namespace {
 
-// A small Llama-style model: GQA (8 query heads over 4 KV heads), SwiGLU, untied embeddings.
-TransformerSpec tiny_dense() {
-  TransformerSpec m;
-  m.name = "tiny";
-  m.layers = 8;
-  m.hidden = 256;
-  m.ffn_hidden = 688;
-  m.heads = 8;
-  m.kv_heads = 4;
-  m.vocab = 1024;
-  return m;
-}
+using test::tiny_dense;
 
 TransformerSpec tiny_moe() {
   TransformerSpec m = tiny_dense();

@@ -147,12 +147,28 @@ inline constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*
     {"shared_experts", &RecomputeModules::shared_experts},
 }};
 
+/// Low-rank adaptation (LoRA; Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", ICLR 2022) as
+/// Megatron-Bridge's LoRA PEFT runs it (src/megatron/bridge/peft/lora.py, utils.py ParallelLinearAdapter): every base
+/// weight is frozen (no weight gradient, no optimizer state, nothing reduced over dp) and each targeted linear of
+/// every layer gets two trainable matrices, A (in x rank) and B (rank x out), whose product, scaled by alpha / rank,
+/// is added to the linear's output. Bridge's defaults: rank (dim) 32, all four linears.
+struct LoraSpec {
+  int rank = 0;  ///< 0: no LoRA, every weight trains
+  bool qkv = true;
+  bool proj = true;
+  bool fc1 = true;
+  bool fc2 = true;
+  [[nodiscard]] bool enabled() const { return rank > 0; }
+};
+
 struct TrainingSpec {
   Framework framework = Framework::megatron_te;
   int global_batch = 1;                   ///< sequences per iteration (optimizer step)
   int micro_batch = 1;                    ///< sequences per micro-batch on one data-parallel rank
   int seq_len = 2048;                     ///< tokens per sequence
   Precision precision = Precision::bf16;  ///< matmul precision (weights and activations in bf16 for fp8 runs)
+  /// LoRA fine-tuning (frozen base weights, low-rank adapters); rank 0 = full training.
+  LoraSpec lora;
   RecomputePolicy recompute = RecomputePolicy::none;
   /// With full recompute: the transformer layers of each model chunk (virtual pipeline stage) that are recomputed,
   /// the chunk's first ones (Megatron --recompute-method block --recompute-num-layers N; NeMo

@@ -131,7 +131,7 @@ struct Workload {
   /// experts and top_k under training.moe_dispatcher: flex); none: they are plain all-to-alls.
   TokenRouting token_routing{};
   double tokens_per_iteration = 0.0;
-  /// Model FLOPs of one iteration over the whole cluster (model_training_flops_per_token * tokens).
+  /// Model FLOPs of one iteration over the whole cluster (training_flops_per_token * tokens).
   double model_flops_per_iteration = 0.0;
 
   [[nodiscard]] const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
@@ -157,6 +157,15 @@ struct KernelFacts {
 
 /// The KernelFacts of `hardware` for a run with `training`'s attention implementation.
 [[nodiscard]] KernelFacts kernel_facts_for(const HardwareSpec& hardware, const TrainingSpec& training);
+
+/// LoRA (TrainingSpec::lora): the adapters' parameters of one transformer layer, over all its tensor-parallel ranks:
+/// rank x (in + out) per targeted linear (A is in x rank, B rank x out).
+[[nodiscard]] double lora_layer_parameters(const TransformerSpec& model, const LoraSpec& lora);
+
+/// Model FLOPs per token of one training step: model_training_flops_per_token, except that under LoRA a frozen matrix
+/// costs its forward and its input gradient (4 x its parameters: no weight gradient) and the adapters train (6 x
+/// theirs). Attention is counted as in full training (its backward has no weights).
+[[nodiscard]] double training_flops_per_token(const TransformerSpec& model, const TrainingSpec& training);
 
 /// Builds the programs of one training iteration. Inputs must have passed config validation
 /// (divisibility of heads, layers, batch); violations throw ModelError.
