@@ -204,6 +204,34 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
     if (name.find("fp8") != std::string::npos || name.find("mxfp8") != std::string::npos) model["fp8"] = true;
     if (name.rfind("fp16", 0) == 0) trainer["precision"] = "16";
   }
+  // PEFT: Megatron-Bridge's peft section (its LoRA dataclass: dim, target_modules; src/megatron/bridge/peft/lora.py)
+  // in NeMo's names, with Bridge's defaults (dim 32 on all four linears) where the file is silent.
+  if (const YAML::Node peft = section(container, "peft"); is_map(peft)) {
+    const std::string target = peft["_target_"].IsDefined() ? peft["_target_"].Scalar() : "";
+    const bool lora = target.empty() || target.ends_with(".LoRA");
+    model["peft"]["peft_scheme"] = lora ? "lora" : target.substr(target.rfind('.') + 1);
+    if (lora) {
+      model["peft"]["lora_tuning"]["adapter_dim"] = peft["dim"].IsDefined() ? YAML::Clone(peft["dim"]) : YAML::Node(32);
+      YAML::Node modules = model["peft"]["lora_tuning"]["target_modules"];
+      const YAML::Node listed = peft["target_modules"];
+      const std::vector<std::string> bridge_defaults = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+      std::vector<std::string> names = bridge_defaults;
+      if (listed.IsDefined() && listed.IsSequence()) {
+        names.clear();
+        for (const YAML::Node& entry : listed) names.push_back(entry.IsScalar() ? entry.Scalar() : std::string());
+      }
+      for (const std::string& name : names) {
+        const auto at = std::find(bridge_defaults.begin(), bridge_defaults.end(), name);
+        if (at == bridge_defaults.end())
+          fail(listed, "peft.target_modules",
+               "'" + name + "' is not a linear chopsim adapts (wildcards and other modules are not modelled)",
+               "list linear_qkv, linear_proj, linear_fc1, linear_fc2");
+        static constexpr std::array<const char*, 4> kNemoNames = {"attention_qkv", "attention_dense", "mlp_fc1",
+                                                                  "mlp_fc2"};
+        modules.push_back(kNemoNames[static_cast<std::size_t>(at - bridge_defaults.begin())]);
+      }
+    }
+  }
   const YAML::Node optimizer = section(container, "optimizer");
   carry(optimizer, "clip_grad", trainer, "gradient_clip_val");
 

@@ -255,6 +255,44 @@ std::string detect_job_format(const fs::path& file) {
   return "";
 }
 
+namespace {
+
+/// training.lora from NeMo's model.peft.lora_tuning: its adapter_dim and target_modules (NeMo's names; absent, NeMo's
+/// default: the fused QKV only, megatron_gpt_finetuning_config.yaml and NeMo 1's LoraKQVAdapter).
+void write_lora(const Job& job, std::ostringstream& y) {
+  y << "  lora:\n    rank: " << job.integer("model.peft.lora_tuning.adapter_dim", 32)
+    << "        # model.peft.lora_tuning.adapter_dim\n";
+  std::set<std::string> targets;
+  const std::string path = "model.peft.lora_tuning.target_modules";
+  if (!job.has(path)) {
+    targets.insert("qkv");
+  } else {
+    const YAML::Node list = job.at(path);
+    const std::string fix = "use NeMo's names: attention_qkv, attention_dense, mlp_fc1, mlp_fc2, attention, mlp, all";
+    if (!list.IsSequence()) job.fail(path, "expected a list of modules", fix);
+    for (const YAML::Node& entry : list) {
+      const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
+      if (name == "attention_qkv" || name == "attention" || name == "all") targets.insert("qkv");
+      if (name == "attention_dense" || name == "attention" || name == "all") targets.insert("proj");
+      if (name == "mlp_fc1" || name == "mlp" || name == "all") targets.insert("fc1");
+      if (name == "mlp_fc2" || name == "mlp" || name == "all") targets.insert("fc2");
+      if (name != "attention_qkv" && name != "attention_dense" && name != "mlp_fc1" && name != "mlp_fc2" &&
+          name != "attention" && name != "mlp" && name != "all")
+        job.fail(path, "'" + name + "' is not a linear chopsim adapts", fix);
+    }
+  }
+  y << "    targets: [";
+  bool first = true;
+  for (const char* target : {"qkv", "proj", "fc1", "fc2"})  // chopsim's order
+    if (targets.count(target)) {
+      y << (first ? "" : ", ") << target;
+      first = false;
+    }
+  y << "]        # " << path << "\n";
+}
+
+}  // namespace
+
 namespace import_detail {
 
 ImportResult import_megatron_core(const std::string& file, const YAML::Node& root, const ImportOptions& options,
@@ -262,12 +300,19 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   const Job job(file, root);
   ImportResult result;
   result.format = format;
-  if (job.has("model.peft"))
+  if (job.has("inference"))
+    job.fail("inference", "an inference job (NeMo's generation config): chopsim predicts training steps",
+             "import a training config");
+  // PEFT: LoRA is modelled (training.lora), and peft_scheme none is full fine-tuning (every weight trains); NeMo's
+  // other schemes (adapters, p-tuning, IA3) are not.
+  const std::string scheme = job.text("model.peft.peft_scheme");
+  const bool lora = scheme == "lora";
+  if (job.has("model.peft") && !lora && scheme != "none")
     job.fail(
-        "model.peft",
+        "model.peft.peft_scheme",
         "a " + (job.text("model.peft.peft_scheme").empty() ? std::string("PEFT") : job.text("model.peft.peft_scheme")) +
-            " fine-tuning job: chopsim predicts pre-training (all weights trained)",
-        "import a pre-training config");
+            " fine-tuning job: chopsim models full training and LoRA (peft_scheme: lora)",
+        "import a pre-training or LoRA config");
   if (!job.has("trainer") || !job.has("model.tensor_model_parallel_size"))
     job.fail("trainer", "not a NeMo training config (no trainer and model.tensor_model_parallel_size)",
              "pass a NeMo/Megatron-Core training YAML, e.g. one written by NeMo's launcher");
@@ -332,8 +377,19 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "training:\n";
   y << "  global_batch: " << job.integer("model.global_batch_size") << "        # model.global_batch_size\n";
   y << "  micro_batch: " << job.integer("model.micro_batch_size") << "        # model.micro_batch_size\n";
-  y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048))
-    << "        # model.encoder_seq_length\n";
+  if (lora && job.has("model.data.train_ds.max_seq_length")) {
+    (void)job.has("model.encoder_seq_length");  // read: the model's longest position, not the samples' length
+    // A fine-tuning step runs the data's samples, at most max_seq_length tokens each (NeMo's GPTSFTDataset pads a
+    // micro-batch to its longest sample, so shorter samples run faster than predicted).
+    y << "  seq_len: " << job.integer("model.data.train_ds.max_seq_length")
+      << "        # model.data.train_ds.max_seq_length (the longest sample)\n";
+    result.notes.push_back(
+        "seq_len: the fine-tuning data's max_seq_length, an upper bound (NeMo pads a micro-batch "
+        "to its longest sample)");
+  } else {
+    y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048))
+      << "        # model.encoder_seq_length\n";
+  }
   const std::string precision = job.text("trainer.precision");
   std::string chopsim_precision = "bf16";
   if (job.flag("model.fp8")) {
@@ -387,6 +443,7 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
       << (job.text("trainer.gradient_clip_val") != "0" && job.text("trainer.gradient_clip_val") != "0.0" ? "true"
                                                                                                          : "false")
       << "\n";
+  if (lora) write_lora(job, y);
   y << "  overlap:\n";
   y << "    dp: " << (job.flag("model.optim.overlap_grad_sync") ? "true" : "false") << "\n";
   // NeMo's distributed_fused_adam overlap_param_sync (Megatron --overlap-param-gather); absent: as the reduction.

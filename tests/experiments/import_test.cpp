@@ -97,14 +97,29 @@ TEST_F(Import, EveryCharLlmPptPretrainingConfigImportsButThoseMegatronRejects) {
   EXPECT_EQ(rejected, (std::map<std::string, int>{{"parallelism.pp", 4}, {"training.global_batch", 1}}));
 }
 
-TEST_F(Import, LoraJobsAndUnknownShapesAreRefused) {
+TEST_F(Import, NemoLoraJobsImportAndOtherPeftSchemesAreRefused) {
   CHOPSIM_REQUIRE_SHARED_DATA("configs/charllm_ppt");
+  // CharLLM-PPT's Llama-3-70B LoRA job (NeMo 1: peft_scheme lora, lora_tuning.adapter_dim 32, no target_modules:
+  // NeMo's default, the fused QKV), fine-tuning on samples of at most max_seq_length 2048 tokens.
   const fs::path lora = corpus() / "lora" / "llama3-70b";
   fs::path job;
   for (const auto& entry : fs::recursive_directory_iterator(lora))
     if (entry.path().extension() == ".yaml") job = entry.path();
   ASSERT_FALSE(job.empty());
-  EXPECT_NE(test::input_error([&] { (void)import_and_load(job); }).find("lora fine-tuning job"), std::string::npos);
+  const RunSpec run = import_and_load(job);
+  EXPECT_EQ(run.training.lora.rank, 32);
+  EXPECT_TRUE(run.training.lora.qkv);
+  EXPECT_FALSE(run.training.lora.proj || run.training.lora.fc1 || run.training.lora.fc2);
+  EXPECT_EQ(run.training.seq_len, 2048);
+  // Another scheme (p-tuning) is refused at its key.
+  std::ifstream in(job);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string scheme = "peft_scheme: lora";
+  ASSERT_NE(text.find(scheme), std::string::npos);
+  text.replace(text.find(scheme), scheme.size(), "peft_scheme: ptuning");
+  const std::string refused = test::input_error([&] { (void)import_and_load(write("ptuning.yaml", text)); });
+  EXPECT_NE(refused.find("model.peft.peft_scheme"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("a ptuning fine-tuning job"), std::string::npos) << refused;
 
   const fs::path odd = write("odd.yaml",
                              "trainer: {num_nodes: 1}\nmodel:\n  tensor_model_parallel_size: 1\n  num_layers: 7\n"
@@ -699,6 +714,38 @@ TEST_F(Import, BridgeOverrideFileWithAShapeFindsTheModel) {
   EXPECT_FALSE(run.training.grad_clip);
   EXPECT_FALSE(run.training.overlap.dp);
   EXPECT_TRUE(run.training.grad_reduce_fp32);
+}
+
+TEST_F(Import, BridgePeftSectionBecomesLora) {
+  // A ConfigContainer with Megatron-Bridge's LoRA dataclass: its dim and target_modules, in Bridge's names.
+  const std::string head =
+      "model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  num_layers: 32\n  hidden_size: 4096\n"
+      "  ffn_hidden_size: 14336\n  num_attention_heads: 32\n  num_query_groups: 8\n"
+      "train: {global_batch_size: 16, micro_batch_size: 1}\ndataset: {seq_length: 4096}\n";
+  const RunSpec run = load_run_config(
+      write("bridge_lora.yaml",
+            import_bridge(write("lora.yaml", head + "peft: {_target_: megatron.bridge.peft.lora.LoRA, dim: 16,\n"
+                                                    "       target_modules: [linear_qkv, linear_fc2]}\n"),
+                          dgx_h100(1))
+                .yaml),
+      dgx_h100(1).search, registries_);
+  EXPECT_EQ(run.training.lora.rank, 16);
+  EXPECT_TRUE(run.training.lora.qkv && run.training.lora.fc2);
+  EXPECT_FALSE(run.training.lora.proj || run.training.lora.fc1);
+  // Bridge's defaults where the section is silent: dim 32 on all four linears.
+  const RunSpec defaults = load_run_config(
+      write("bridge_defaults.yaml",
+            import_bridge(write("d.yaml", head + "peft: {_target_: megatron.bridge.peft.lora.LoRA}\n"), dgx_h100(1))
+                .yaml),
+      dgx_h100(1).search, registries_);
+  EXPECT_EQ(defaults.training.lora.rank, 32);
+  EXPECT_TRUE(defaults.training.lora.qkv && defaults.training.lora.proj && defaults.training.lora.fc1 &&
+              defaults.training.lora.fc2);
+  // DoRA is not LoRA.
+  const std::string dora = test::input_error([&] {
+    (void)import_bridge(write("dora.yaml", head + "peft: {_target_: megatron.bridge.peft.dora.DoRA}\n"), dgx_h100(1));
+  });
+  EXPECT_NE(dora.find("a DoRA fine-tuning job"), std::string::npos) << dora;
 }
 
 TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {
