@@ -345,11 +345,17 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
     if (train.framework != Framework::megatron_te)
       rules.fail("training.lora", "LoRA is modelled as Megatron-Bridge runs it, on Megatron-Core's layers",
                  "use framework: megatron-te, or remove training.lora");
-    if (run.model.is_moe() || run.model.is_mla() || run.model.is_hybrid() || run.model.mtp_layers > 0)
+    if (run.model.is_mla() || run.model.is_hybrid() || run.model.mtp_layers > 0)
       rules.fail("training.lora",
-                 "LoRA is modelled on dense transformer layers; model '" + run.model.name +
-                     "' has experts, multi-latent attention, Mamba-2 layers or multi-token prediction",
-                 "use a dense model, or remove training.lora");
+                 "LoRA is modelled on transformer layers with standard attention; model '" + run.model.name +
+                     "' has multi-latent attention, Mamba-2 layers or multi-token prediction",
+                 "use another model, or remove training.lora");
+    if (run.model.is_moe() && (train.lora.fc1 || train.lora.fc2))
+      rules.fail("training.lora.targets",
+                 "model '" + run.model.name +
+                     "' is a mixture of experts: chopsim adapts its attention (qkv, proj) and keeps the experts "
+                     "frozen; adapters on the experts' fc1/fc2 are not modelled",
+                 "use targets: [qkv] or [qkv, proj]");
     if (par.zero_stage == 3)
       rules.fail("training.lora", "LoRA is modelled with Megatron's DDP or distributed optimizer (zero_stage 0-2)",
                  "use fsdp: none or zero_stage 1, or remove training.lora");

@@ -123,6 +123,28 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
     bytes += tokens * mlp_intermediates;
     if (recomputed.mlp) dropped += tokens * mlp_intermediates;
   }
+  if (training.lora.enabled()) {
+    // LoRA: a frozen linear needs no input for a weight gradient, and Transformer Engine keeps the input only when
+    // the weight takes one (backward_needs_input = weight.requires_grad); an adapter keeps its own: the norm's output
+    // of the whole sequence for QKV and fc1 (gathered for it by Transformer Engine or by the adapter itself), the
+    // attention output (flash attention keeps it anyway) and fc2's input as the base did. The experts and the router
+    // of an MoE layer are frozen: their inputs go, the permuted tokens' probabilities stay.
+    const LoraSpec& lora = training.lora;
+    double frozen = 0.0;  // inputs nothing keeps any more
+    if (!recomputed.layernorm) frozen += replicated_tokens * sublayers * h * element;
+    if (kind.attention && lora.qkv) bytes += tokens * h * element;
+    if (kind.mlp && lora.fc1) bytes += tokens * h * element;
+    if (kind.mlp && !lora.fc2 && !recomputed.mlp) frozen += tokens * f_local * element;
+    if (kind.moe && !recomputed.moe) {
+      const double expert_rows = replicated_tokens * model.top_k * training.moe_capacity_factor *
+                                 (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
+      const double expert_width = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
+      frozen += expert_rows * h * element;                                      // the experts' fc1 input
+      if (!recomputed.moe_act) frozen += expert_rows * expert_width * element;  // and their fc2 input
+      if (!recomputed.shared_experts) frozen += tokens * (model.shared_expert_ffn_hidden / tp) * element;
+    }
+    bytes -= frozen;
+  }
   // The norms' outputs (the next GEMM's input, one per sublayer), and flash attention's log-sum-exp.
   if (recomputed.layernorm) dropped += replicated_tokens * sublayers * h * element;
   if (recomputed.core_attn && kind.attention && training.attention != kEagerAttention)

@@ -20,8 +20,7 @@
 //    B = ColumnParallelLinear(rank, out, gather_output=True) (an all-gather of the T x out result), and under SP a
 //    scatter back to the sequence shard (a slice; its backward all-gathers the output gradient).
 // Autograd runs the adapter's backward before the base's (it was recorded later), then adds the two input gradients.
-// Activation memory is counted as full training's: the adapters keep the linears' inputs, which the frozen GEMMs no
-// longer need for a weight gradient.
+// Their activation memory (what the adapters keep, the frozen linears' inputs no longer kept) is memory.cpp's.
 
 #include <string>
 #include <utility>

@@ -103,7 +103,9 @@ void StageGenerator::moe_backward() {
         {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
   const Gemm fc2{s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts};
   (void)gemm_dgrad("expert_fc2_dgrad", fc2);
-  gradient_ready(local_experts * s.expert_ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
+  // Frozen experts (LoRA on the attention only) take no weight gradient.
+  if (!frozen_base())
+    gradient_ready(local_experts * s.expert_ffn_local * s.hidden, true, gemm_wgrad("expert_fc2_wgrad", fc2));
   if (swiglu) {
     (void)elementwise("expert_swiglu_bwd", s.expert_tokens * s.expert_ffn_local, kBackwardFlopRatio * kSwigluFlops,
                       5.0 * s.activation_bytes);
@@ -123,7 +125,7 @@ void StageGenerator::moe_backward() {
                                           : communicate(training_.overlap.tp, kTpStream,
                                                         {"moe_tp_all_reduce", CollectiveKind::all_reduce,
                                                          GroupRole::expert_tp, CommCategory::tp, expert_bytes});
-  gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
+  if (!frozen_base()) gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
   await(reduce);
   await(communicate(
       training_.overlap.ep, kEpStream,
@@ -134,7 +136,7 @@ void StageGenerator::moe_backward() {
                     s.activation_bytes + 8.0, KernelClass::reduction);
   const Gemm router{.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false};
   (void)gemm_dgrad("router_dgrad", router);
-  gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
+  if (!frozen_base()) gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
 }
 
 }  // namespace chopsim::detail

@@ -63,14 +63,20 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (training.lora.enabled()) {
     const LoraSpec& lora = training.lora;
     // What Megatron-Bridge's LoRA adapts and how (src/megatron/bridge/peft/lora.py, utils.py): chopsim models its
-    // adapters on the dense layers' four Transformer Engine linears, trained with Megatron's DDP or distributed
-    // optimizer.
+    // adapters on each layer's four Transformer Engine linears (an MoE model's attention only), trained with
+    // Megatron's DDP or distributed optimizer.
     if (training.framework != Framework::megatron_te)
       fail("LoRA is modelled as Megatron-Bridge runs it (framework megatron-te)");
-    if (model.is_moe() || model.is_mla() || model.is_hybrid() || model.mtp_layers > 0)
+    if (model.is_mla() || model.is_hybrid() || model.mtp_layers > 0)
       fail(
-          "LoRA is modelled on dense transformer layers (no experts, multi-latent attention, Mamba-2 or "
+          "LoRA is modelled on transformer layers with standard attention (no multi-latent attention, Mamba-2 or "
           "multi-token prediction)");
+    // Megatron-Bridge's fc1/fc2 targets also adapt every expert (is_expert_linear); chopsim adapts the attention of
+    // an MoE model and keeps its experts frozen.
+    if (model.is_moe() && (lora.fc1 || lora.fc2))
+      fail(
+          "LoRA on a mixture of experts is modelled on the attention only (targets qkv, proj): adapters on the "
+          "experts' fc1/fc2 are not");
     if (p.zero_stage == 3) fail("LoRA is modelled with Megatron's DDP or distributed optimizer (zero_stage 0-2)");
     if (!(lora.qkv || lora.proj || lora.fc1 || lora.fc2)) fail("LoRA needs at least one target (qkv, proj, fc1, fc2)");
     // The adapters' A of a column-parallel linear splits its rank over tp (ColumnParallelLinear(in, rank)).

@@ -167,7 +167,50 @@ TEST(Lora, TheFrozenBaseKeepsNoGradientOrOptimizerState) {
   EXPECT_DOUBLE_EQ(lora.weights_bytes, trained.weights_bytes + 2.0 * adapters);  // bf16 base + bf16 adapters
   EXPECT_DOUBLE_EQ(lora.gradients_bytes, 2.0 * adapters);                        // bf16 gradient buffer
   EXPECT_DOUBLE_EQ(lora.optimizer_bytes, 12.0 * adapters);                       // fp32 master, m, v
+  // Activations: the frozen linears' inputs go, the adapters keep theirs. On every linear (tp 1) that is the same
+  // bytes: QKV's and fc1's adapters keep the norms' outputs, fc2's its input.
   EXPECT_DOUBLE_EQ(lora.activations_bytes, trained.activations_bytes);
+  // On the QKV alone, the MLP's norm output and fc2's input (SwiGLU's product) are no longer kept: T (h + f) bf16
+  // elements per layer of the one micro-batch in flight.
+  r.training.lora.proj = r.training.lora.fc1 = r.training.lora.fc2 = false;
+  const MemoryBreakdown qkv_only = estimate_stage_memory(r.model, r.parallelism, r.training, h100, 0);
+  const double tokens = r.training.seq_len;
+  EXPECT_DOUBLE_EQ(trained.activations_bytes - qkv_only.activations_bytes,
+                   r.model.layers * tokens * (r.model.hidden + r.model.ffn_hidden) * 2.0);
+  // Under sequence parallelism (tp 2) the adapters of QKV and fc1 keep the whole sequence of the norms' outputs, where
+  // the base kept its shard: T h / 2 more elements each per layer.
+  LoraRun sp = lora_run(1, 2, 1);
+  TrainingSpec sp_full = sp.training;
+  sp_full.lora = {};
+  EXPECT_DOUBLE_EQ(estimate_stage_memory(sp.model, sp.parallelism, sp.training, h100, 0).activations_bytes -
+                       estimate_stage_memory(sp.model, sp.parallelism, sp_full, h100, 0).activations_bytes,
+                   sp.model.layers * 2.0 * (tokens * r.model.hidden / 2.0) * 2.0);
+}
+
+TEST(Lora, AnExpertModelAdaptsItsAttentionAndKeepsItsExpertsFrozen) {
+  // NeMo's default LoRA target (the fused QKV) on a mixture of experts, as CharLLM-PPT's Mixtral LoRA jobs run it:
+  // the experts and the router take no weight gradient; every matrix still runs forward and passes its input
+  // gradient back.
+  LoraRun r = lora_run(2, 1, 1);
+  r.model.experts = 4;
+  r.model.top_k = 2;
+  r.parallelism.ep = 2;
+  r.training.lora.proj = r.training.lora.fc1 = r.training.lora.fc2 = false;
+  const Workload workload = build_workload(r.model, r.parallelism, r.training);
+  EXPECT_NO_THROW(check_workload_completes(workload));
+  const double tokens = workload.tokens_per_iteration;
+  const double base = count_parameters(r.model).active_matmul;
+  const double adapters = r.model.layers * lora_layer_parameters(r.model, r.training.lora);
+  const auto base_ops = [](std::string_view name) { return !is_adapter(name); };
+  const double tolerance = 6.0 * base * tokens * 1e-12;
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, base_ops), 2.0 * base * tokens, tolerance);
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, base_ops), 2.0 * base * tokens, tolerance);
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, is_adapter), 4.0 * adapters * tokens, tolerance);
+  EXPECT_EQ(ops_named(workload, "expert_fc1_wgrad").second, 0);
+  EXPECT_EQ(ops_named(workload, "router_wgrad").second, 0);
+  // Only the adapters are stepped: no expert-parallel gradient anywhere.
+  EXPECT_DOUBLE_EQ(ops_named(workload, "adamw").first,
+                   (12.0 + 2.0 + 12.0 + 2.0) * r.model.layers * lora_layer_parameters(r.model, r.training.lora) / 2.0);
 }
 
 TEST(Lora, RejectsWhatItDoesNotModel) {
@@ -177,7 +220,7 @@ TEST(Lora, RejectsWhatItDoesNotModel) {
   r.training.lora.rank = 16;
   r.training.lora.qkv = r.training.lora.proj = r.training.lora.fc1 = r.training.lora.fc2 = false;
   EXPECT_THROW((void)build_workload(r.model, r.parallelism, r.training), ModelError);
-  LoraRun moe = lora_run(1, 1, 1);
+  LoraRun moe = lora_run(1, 1, 1);  // adapters on the experts' fc1/fc2: not modelled
   moe.model.experts = 4;
   moe.model.top_k = 2;
   EXPECT_THROW((void)build_workload(moe.model, moe.parallelism, moe.training), ModelError);
