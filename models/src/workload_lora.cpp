@@ -1,5 +1,5 @@
-// LoRA's adapters (TrainingSpec::lora) beside the linears of a dense transformer layer, private to the
-// StageGenerator.
+// LoRA's adapters (TrainingSpec::lora) beside the linears of a transformer layer (an MoE layer's attention only),
+// private to the StageGenerator.
 //
 // Megatron-Bridge wraps each targeted linear in a LoRALinear whose forward is base(x) + adapter(x), the adapter a
 // ParallelLinearAdapter (src/megatron/bridge/peft/lora.py, lora_layers.py, utils.py): linear_in (A, in -> rank) and
