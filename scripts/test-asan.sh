@@ -18,7 +18,9 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp"
 # from threads: it hung once in a fresh-clone CI run on 2026-11-26, its child asleep on a lock), the 16,384-GPU
 # golden (2 minutes), and SimGrid's 16,385-actor test, whose ucontext stacks exceed what ASan's shadow memory can map
 # on a 24 GiB machine ("Failed to mmap").
+# The agreement case rail_traffic_across_spines (a 64-GPU rail-optimized fabric under SimGrid: 166 s under ASan on
+# 2026-11-29, the stage's longest test) stays out too: the smaller agreement cases run the same code under ASan.
 # The shipped profiles' freshness check (tests/calibration/calibrate_cli_test.sh) runs in the normal suite only.
 export CHOPSIM_SKIP_PROFILE_CHECK=1
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
-  -E 'FastEngineAgreesWithSimGrid/(gpt3_175b|llama3_70b)|EitherEnginePredictsTheSameTable|llama3_405b_16k|RunsMoreActorsThanStackGuardPagesAllow|SimGridEngine.ManySimulationsInOneProcess'
+  -E 'FastEngineAgreesWithSimGrid/(gpt3_175b|llama3_70b|rail_traffic_across_spines)|EitherEnginePredictsTheSameTable|llama3_405b_16k|RunsMoreActorsThanStackGuardPagesAllow|SimGridEngine.ManySimulationsInOneProcess'
