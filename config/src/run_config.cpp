@@ -234,16 +234,13 @@ void decode_training(Mapping& t, TrainingSpec& train) {
           "list the linears that get adapters: qkv, proj, fc1, fc2 (Megatron-Bridge's linear_qkv, "
           "linear_proj, linear_fc1, linear_fc2)";
       if (!list.IsSequence() || list.size() == 0) l.fail("targets", "expected a non-empty list of linears", fix);
-      train.lora.qkv = train.lora.proj = train.lora.fc1 = train.lora.fc2 = false;
+      for (const auto& [name, target] : kLoraTargetNames) train.lora.*target = false;
       for (const YAML::Node& entry : list) {
         const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-        bool* target = name == "qkv"    ? &train.lora.qkv
-                       : name == "proj" ? &train.lora.proj
-                       : name == "fc1"  ? &train.lora.fc1
-                       : name == "fc2"  ? &train.lora.fc2
-                                        : nullptr;
-        if (target == nullptr) l.fail("targets", "'" + name + "' is not a linear chopsim adapts", fix);
-        *target = true;
+        const auto found = std::find_if(kLoraTargetNames.begin(), kLoraTargetNames.end(),
+                                        [&](const auto& known) { return known.first == name; });
+        if (found == kLoraTargetNames.end()) l.fail("targets", "'" + name + "' is not a linear chopsim adapts", fix);
+        train.lora.*(found->second) = true;
       }
     }
     l.finish();

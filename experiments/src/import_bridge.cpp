@@ -213,22 +213,28 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
     if (lora) {
       model["peft"]["lora_tuning"]["adapter_dim"] = peft["dim"].IsDefined() ? YAML::Clone(peft["dim"]) : YAML::Node(32);
       YAML::Node modules = model["peft"]["lora_tuning"]["target_modules"];
+      // Bridge's module names (its defaults, all four) and NeMo's for the same linears.
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kBridgeToNemo{{
+          {"linear_qkv", "attention_qkv"},
+          {"linear_proj", "attention_dense"},
+          {"linear_fc1", "mlp_fc1"},
+          {"linear_fc2", "mlp_fc2"},
+      }};
       const YAML::Node listed = peft["target_modules"];
-      const std::vector<std::string> bridge_defaults = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
-      std::vector<std::string> names = bridge_defaults;
+      std::vector<std::string> names;
+      for (const auto& [bridge, nemo] : kBridgeToNemo) names.emplace_back(bridge);
       if (listed.IsDefined() && listed.IsSequence()) {
         names.clear();
         for (const YAML::Node& entry : listed) names.push_back(entry.IsScalar() ? entry.Scalar() : std::string());
       }
       for (const std::string& name : names) {
-        const auto at = std::find(bridge_defaults.begin(), bridge_defaults.end(), name);
-        if (at == bridge_defaults.end())
+        const auto known = std::find_if(kBridgeToNemo.begin(), kBridgeToNemo.end(),
+                                        [&](const auto& pair) { return pair.first == name; });
+        if (known == kBridgeToNemo.end())
           fail(listed, "peft.target_modules",
                "'" + name + "' is not a linear chopsim adapts (wildcards and other modules are not modelled)",
                "list linear_qkv, linear_proj, linear_fc1, linear_fc2");
-        static constexpr std::array<const char*, 4> kNemoNames = {"attention_qkv", "attention_dense", "mlp_fc1",
-                                                                  "mlp_fc2"};
-        modules.push_back(kNemoNames[static_cast<std::size_t>(at - bridge_defaults.begin())]);
+        modules.push_back(std::string(known->second));
       }
     }
   }

@@ -4,12 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "chopsim/common/config_files.hpp"
@@ -262,30 +264,41 @@ namespace {
 void write_lora(const Job& job, std::ostringstream& y) {
   y << "  lora:\n    rank: " << job.integer("model.peft.lora_tuning.adapter_dim", 32)
     << "        # model.peft.lora_tuning.adapter_dim\n";
-  std::set<std::string> targets;
+  // NeMo's module names and the linears each stands for.
+  struct NemoModule {
+    std::string_view name;
+    LoraSpec targets;
+  };
+  static constexpr std::array<NemoModule, 7> kNemoModules{{
+      {"attention_qkv", {.qkv = true, .proj = false, .fc1 = false, .fc2 = false}},
+      {"attention_dense", {.qkv = false, .proj = true, .fc1 = false, .fc2 = false}},
+      {"mlp_fc1", {.qkv = false, .proj = false, .fc1 = true, .fc2 = false}},
+      {"mlp_fc2", {.qkv = false, .proj = false, .fc1 = false, .fc2 = true}},
+      {"attention", {.qkv = true, .proj = true, .fc1 = false, .fc2 = false}},
+      {"mlp", {.qkv = false, .proj = false, .fc1 = true, .fc2 = true}},
+      {"all", {}},
+  }};
   const std::string path = "model.peft.lora_tuning.target_modules";
-  if (!job.has(path)) {
-    targets.insert("qkv");
-  } else {
+  LoraSpec chosen = kNemoModules.front().targets;  // absent: NeMo's default, the fused QKV
+  if (job.has(path)) {
     const YAML::Node list = job.at(path);
     const std::string fix = "use NeMo's names: attention_qkv, attention_dense, mlp_fc1, mlp_fc2, attention, mlp, all";
     if (!list.IsSequence()) job.fail(path, "expected a list of modules", fix);
+    for (const auto& [name, target] : kLoraTargetNames) chosen.*target = false;
     for (const YAML::Node& entry : list) {
       const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-      if (name == "attention_qkv" || name == "attention" || name == "all") targets.insert("qkv");
-      if (name == "attention_dense" || name == "attention" || name == "all") targets.insert("proj");
-      if (name == "mlp_fc1" || name == "mlp" || name == "all") targets.insert("fc1");
-      if (name == "mlp_fc2" || name == "mlp" || name == "all") targets.insert("fc2");
-      if (name != "attention_qkv" && name != "attention_dense" && name != "mlp_fc1" && name != "mlp_fc2" &&
-          name != "attention" && name != "mlp" && name != "all")
-        job.fail(path, "'" + name + "' is not a linear chopsim adapts", fix);
+      const auto module = std::find_if(kNemoModules.begin(), kNemoModules.end(),
+                                       [&](const NemoModule& known) { return known.name == name; });
+      if (module == kNemoModules.end()) job.fail(path, "'" + name + "' is not a linear chopsim adapts", fix);
+      for (const auto& [target_name, target] : kLoraTargetNames)
+        chosen.*target = chosen.*target || module->targets.*target;
     }
   }
   y << "    targets: [";
   bool first = true;
-  for (const char* target : {"qkv", "proj", "fc1", "fc2"})  // chopsim's order
-    if (targets.count(target)) {
-      y << (first ? "" : ", ") << target;
+  for (const auto& [name, target] : kLoraTargetNames)
+    if (chosen.*target) {
+      y << (first ? "" : ", ") << name;
       first = false;
     }
   y << "]        # " << path << "\n";

@@ -304,9 +304,8 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     const LoraSpec& lora = run.training.lora;
     json.key("lora").begin_object().field("rank", lora.rank);
     json.key("targets").begin_array();
-    for (const auto& [name, on] :
-         {std::pair{"qkv", lora.qkv}, {"proj", lora.proj}, {"fc1", lora.fc1}, {"fc2", lora.fc2}})
-      if (on) json.value(name);
+    for (const auto& [name, target] : kLoraTargetNames)
+      if (lora.*target) json.value(name);
     json.end_array().end_object();
   }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));

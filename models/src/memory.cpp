@@ -96,14 +96,16 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   }
   const RecomputeModules recomputed = training.recomputed_modules();
   double dropped = 0.0;  // what the recomputed modules do not keep
+  // An MoE layer's expert rows on this rank (the routed copies it receives, after the expert tensor-parallel
+  // all-gather) and an expert's width here (f / etp).
+  const double copies = model.top_k * training.moe_capacity_factor;
+  const double expert_rows =
+      kind.moe ? replicated_tokens * copies * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1) : 0.0;
+  const double expert_width = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
   if (kind.moe) {
-    const double copies = model.top_k * training.moe_capacity_factor;
     // Router probabilities (fp32, per routed token), the permuted expert inputs after the expert tensor-parallel
     // all-gather (whole hidden width), and the experts' intermediates (f / etp wide).
     const double router = replicated_tokens * model.experts * 4.0;
-    const double expert_rows =
-        replicated_tokens * copies * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
-    const double expert_width = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
     const double expert_intermediates =
         (swiglu ? 3.0 : 2.0) * static_cast<double>(model.ffn_hidden) / parallelism.expert_tp() * element;
     const double experts = expert_rows * (h * element + expert_intermediates);
@@ -136,9 +138,6 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
     if (kind.mlp && lora.fc1) bytes += tokens * h * element;
     if (kind.mlp && !lora.fc2 && !recomputed.mlp) frozen += tokens * f_local * element;
     if (kind.moe && !recomputed.moe) {
-      const double expert_rows = replicated_tokens * model.top_k * training.moe_capacity_factor *
-                                 (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
-      const double expert_width = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();
       frozen += expert_rows * h * element;                                      // the experts' fc1 input
       if (!recomputed.moe_act) frozen += expert_rows * expert_width * element;  // and their fc2 input
       if (!recomputed.shared_experts) frozen += tokens * (model.shared_expert_ffn_hidden / tp) * element;

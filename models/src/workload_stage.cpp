@@ -401,10 +401,11 @@ StageParameters StageGenerator::trainable_parameters() const {
   if (!frozen_base()) return params;
   // Each adapter matrix is split over tp with its linear (ParallelLinearAdapter): A and B of every targeted linear.
   const LoraSpec& lora = training_.lora;
-  const int targets = (lora.qkv ? 1 : 0) + (lora.proj ? 1 : 0) + (lora.fc1 ? 1 : 0) + (lora.fc2 ? 1 : 0);
+  const auto targets = std::count_if(kLoraTargetNames.begin(), kLoraTargetNames.end(),
+                                     [&](const auto& target) { return lora.*(target.second); });
   params.dense = params.layers * lora_layer_parameters(model_, lora) / parallelism_.tp;
   params.expert = 0.0;
-  params.tensors = 2.0 * targets * params.layers;
+  params.tensors = 2.0 * static_cast<double>(targets) * params.layers;
   return params;
 }
 

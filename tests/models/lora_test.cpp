@@ -65,6 +65,25 @@ std::pair<double, int> ops_named(const Workload& workload, std::string_view name
 
 bool is_adapter(std::string_view name) { return name.find("_lora") != std::string_view::npos; }
 
+/// Forward: every matrix once (2 FLOPs per parameter and token); backward: the frozen ones only their input gradient
+/// (2 more), the adapters their input and weight gradients (4); the model FLOPs say the same, with attention as in
+/// full training.
+void expect_lora_gemm_flops(const LoraRun& r, const Workload& workload) {
+  const double tokens = workload.tokens_per_iteration;
+  const double base = count_parameters(r.model).active_matmul;
+  const double adapters = r.model.layers * lora_layer_parameters(r.model, r.training.lora);
+  const auto base_ops = [](std::string_view name) { return !is_adapter(name); };
+  const double tolerance = 6.0 * base * tokens * 1e-12;
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, base_ops), 2.0 * base * tokens, tolerance);
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, base_ops), 2.0 * base * tokens, tolerance);
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, is_adapter), 2.0 * adapters * tokens, tolerance);
+  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, is_adapter), 4.0 * adapters * tokens, tolerance);
+  TrainingSpec full = r.training;
+  full.lora = {};
+  EXPECT_NEAR(workload.model_flops_per_iteration,
+              (training_flops_per_token(r.model, full) - 2.0 * base + 6.0 * adapters) * tokens, tolerance);
+}
+
 class LoraMix : public testing::TestWithParam<std::tuple<int, int, int>> {};
 
 TEST_P(LoraMix, FrozenMatricesCostFourFlopsPerParameterAndTokenAdaptersSix) {
@@ -72,22 +91,7 @@ TEST_P(LoraMix, FrozenMatricesCostFourFlopsPerParameterAndTokenAdaptersSix) {
   const LoraRun r = lora_run(dp, tp, pp);
   const Workload workload = build_workload(r.model, r.parallelism, r.training);
   EXPECT_NO_THROW(check_workload_completes(workload));
-  const double tokens = workload.tokens_per_iteration;
-  const double base = count_parameters(r.model).active_matmul;
-  const double adapters = r.model.layers * lora_layer_parameters(r.model, r.training.lora);
-  const auto base_ops = [](std::string_view name) { return !is_adapter(name); };
-  const double tolerance = 6.0 * base * tokens * 1e-12;
-  // Forward: every matrix once (2 FLOPs per parameter and token); backward: the frozen ones only their input gradient
-  // (2 more), the adapters their input and weight gradients (4).
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, base_ops), 2.0 * base * tokens, tolerance);
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, base_ops), 2.0 * base * tokens, tolerance);
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, is_adapter), 2.0 * adapters * tokens, tolerance);
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, is_adapter), 4.0 * adapters * tokens, tolerance);
-  // The model FLOPs say the same, with attention as in full training.
-  TrainingSpec full = r.training;
-  full.lora = {};
-  EXPECT_NEAR(workload.model_flops_per_iteration,
-              (training_flops_per_token(r.model, full) - 2.0 * base + 6.0 * adapters) * tokens, tolerance);
+  expect_lora_gemm_flops(r, workload);
 }
 
 TEST_P(LoraMix, OnlyTheAdaptersAreReducedAndStepped) {
@@ -198,14 +202,7 @@ TEST(Lora, AnExpertModelAdaptsItsAttentionAndKeepsItsExpertsFrozen) {
   r.training.lora.proj = r.training.lora.fc1 = r.training.lora.fc2 = false;
   const Workload workload = build_workload(r.model, r.parallelism, r.training);
   EXPECT_NO_THROW(check_workload_completes(workload));
-  const double tokens = workload.tokens_per_iteration;
-  const double base = count_parameters(r.model).active_matmul;
-  const double adapters = r.model.layers * lora_layer_parameters(r.model, r.training.lora);
-  const auto base_ops = [](std::string_view name) { return !is_adapter(name); };
-  const double tolerance = 6.0 * base * tokens * 1e-12;
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::forward, base_ops), 2.0 * base * tokens, tolerance);
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, base_ops), 2.0 * base * tokens, tolerance);
-  EXPECT_NEAR(summed(workload, KernelClass::gemm, Pass::backward, is_adapter), 4.0 * adapters * tokens, tolerance);
+  expect_lora_gemm_flops(r, workload);
   EXPECT_EQ(ops_named(workload, "expert_fc1_wgrad").second, 0);
   EXPECT_EQ(ops_named(workload, "router_wgrad").second, 0);
   // Only the adapters are stepped: no expert-parallel gradient anywhere.

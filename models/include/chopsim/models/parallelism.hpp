@@ -161,6 +161,15 @@ struct LoraSpec {
   [[nodiscard]] bool enabled() const { return rank > 0; }
 };
 
+/// LoRA targets by their YAML name, in chopsim's order (Megatron-Bridge's linear_qkv, linear_proj, linear_fc1,
+/// linear_fc2).
+inline constexpr std::array<std::pair<std::string_view, bool LoraSpec::*>, 4> kLoraTargetNames{{
+    {"qkv", &LoraSpec::qkv},
+    {"proj", &LoraSpec::proj},
+    {"fc1", &LoraSpec::fc1},
+    {"fc2", &LoraSpec::fc2},
+}};
+
 struct TrainingSpec {
   Framework framework = Framework::megatron_te;
   int global_batch = 1;                   ///< sequences per iteration (optimizer step)
