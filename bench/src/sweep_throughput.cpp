@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     std::filesystem::path configs_dir;
     int threads = 2;
     int points = 8;
+    bool as_is = false;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if ((arg == "--configs" || arg == "--threads" || arg == "--points") && i + 1 < argc) {
@@ -34,15 +35,17 @@ int main(int argc, char** argv) {
         if (arg == "--configs") configs_dir = value;
         if (arg == "--threads") threads = std::stoi(value);
         if (arg == "--points") points = std::stoi(value);
+      } else if (arg == "--as-is") {
+        as_is = true;
       } else if (config.empty() && arg.rfind("--", 0) != 0) {
         config = arg;
       } else {
-        std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N]\n";
+        std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is]\n";
         return 2;
       }
     }
     if (config.empty() || threads < 1 || points < 1) {
-      std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N]\n";
+      std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is]\n";
       return 2;
     }
     const auto registries = chopsim::ModelRegistries::with_builtins();
@@ -52,8 +55,12 @@ int main(int argc, char** argv) {
     // Micro-batch sizes that divide the batch per data-parallel rank.
     const int per_rank = base.training.global_batch / base.parallelism.dp;
     std::vector<int> micro_batches;
-    for (int m = 1; m <= per_rank && micro_batches.size() < 4; m *= 2)
-      if (per_rank % m == 0) micro_batches.push_back(m);
+    if (as_is) {
+      micro_batches.push_back(base.training.micro_batch);
+    } else {
+      for (int m = 1; m <= per_rank && micro_batches.size() < 4; m *= 2)
+        if (per_rank % m == 0) micro_batches.push_back(m);
+    }
 
     std::vector<double> iteration_times(static_cast<std::size_t>(points), 0.0);
     tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));

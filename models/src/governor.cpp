@@ -17,6 +17,30 @@ constexpr double kCapTolerance = 1e-9;
 /// Absolute tolerance (K) when comparing a temperature with the slowdown point (a crossing event lands on it).
 constexpr double kTemperatureTolerance_k = 1e-9;
 
+/// highest_clock_within for any callable: the governor's searches call their power lambdas directly, without a
+/// std::function's indirect call at each of their up to ten probes per decision.
+template <typename PowerAt>
+double highest_step_within(double floor_hz, double ceiling_hz, double step_hz, double target_w,
+                           const PowerAt& power_at) {
+  if (ceiling_hz <= floor_hz) return ceiling_hz;
+  if (power_at(ceiling_hz) <= target_w) return ceiling_hz;
+  // Candidates: floor, every multiple of the step strictly between, the ceiling (already rejected).
+  const auto first = static_cast<long long>(std::floor(floor_hz / step_hz)) + 1;
+  const auto last = static_cast<long long>(std::ceil(ceiling_hz / step_hz)) - 1;
+  long long lo = first, hi = last;  // find the highest k in [first, last] with power_at(k * step) <= target
+  long long best = first - 1;       // first - 1 stands for the floor
+  while (lo <= hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    if (power_at(static_cast<double>(mid) * step_hz) <= target_w) {
+      best = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return best >= first ? static_cast<double>(best) * step_hz : floor_hz;
+}
+
 void check(const GovernorParams& p) {
   if (!(p.window_s > 0.0)) throw ModelError("governor: window_s must be positive");
   if (p.response_s < 0.0) throw ModelError("governor: response_s must be >= 0");
@@ -102,7 +126,7 @@ class FirmwareGovernor final : public Governor {
     }
 
     double common = top;
-    if (target < free_power) common = highest_clock_within(floor, top, step, target, domain_power);
+    if (target < free_power) common = highest_step_within(floor, top, step, target, domain_power);
     apply_clocks(c, state, common, out);
     out.next_s = std::min(next, next_thermal_event_s(c, state, out));
   }
@@ -155,7 +179,7 @@ class FirmwareGovernor final : public Governor {
       const double decay = period_decay_;
       const double target =
           steady ? c.cap_w() : std::max(0.0, (c.cap_w() - c.filtered_power_w() * decay) / (1.0 - decay));
-      const double common = highest_clock_within(c.floor_hz(), top, params_.clock_step_hz, target, domain_power);
+      const double common = highest_step_within(c.floor_hz(), top, params_.clock_step_hz, target, domain_power);
       const bool settled = steady && common == state.held_common_hz && !thermal_changed && !any_throttled;
       state.held_common_hz = common;
       // Settled: the next decision (a load change) begins the next period.
@@ -192,8 +216,8 @@ class FirmwareGovernor final : public Governor {
     for (int d = 0; d < c.dies(); ++d)
       if (state.thermal_throttled[static_cast<std::size_t>(d)])
         state.die_ceiling_hz[static_cast<std::size_t>(d)] =
-            highest_clock_within(c.floor_hz(), ceiling, params_.clock_step_hz, c.sustainable_power_w(d),
-                                 [&](double f) { return c.die_power_w(d, f); });
+            highest_step_within(c.floor_hz(), ceiling, params_.clock_step_hz, c.sustainable_power_w(d),
+                                [&](double f) { return c.die_power_w(d, f); });
   }
 
   /// The domain's clock `common` on every die, each at most its own ceiling, and why a die runs below the ceiling.
@@ -251,23 +275,7 @@ class FixedGovernor final : public Governor {
 
 double highest_clock_within(double floor_hz, double ceiling_hz, double step_hz, double target_w,
                             const std::function<double(double)>& power_at) {
-  if (ceiling_hz <= floor_hz) return ceiling_hz;
-  if (power_at(ceiling_hz) <= target_w) return ceiling_hz;
-  // Candidates: floor, every multiple of the step strictly between, the ceiling (already rejected).
-  const auto first = static_cast<long long>(std::floor(floor_hz / step_hz)) + 1;
-  const auto last = static_cast<long long>(std::ceil(ceiling_hz / step_hz)) - 1;
-  long long lo = first, hi = last;  // find the highest k in [first, last] with power_at(k * step) <= target
-  long long best = first - 1;       // first - 1 stands for the floor
-  while (lo <= hi) {
-    const long long mid = lo + (hi - lo) / 2;
-    if (power_at(static_cast<double>(mid) * step_hz) <= target_w) {
-      best = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return best >= first ? static_cast<double>(best) * step_hz : floor_hz;
+  return highest_step_within(floor_hz, ceiling_hz, step_hz, target_w, power_at);
 }
 
 void register_builtin_governors(GovernorRegistry& registry) {

@@ -1,8 +1,8 @@
 #include "chopsim/models/power_dynamics.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -94,10 +94,29 @@ DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
 }
 
 double PowerDomain::power_at(const DieActivity& activity, double clock_hz, double temperature_c) const {
-  const auto bits = std::bit_cast<std::uint64_t>(clock_hz);
-  ScaleMemo& memo = scale_memo_[((bits * 0x9E3779B97F4A7C15ULL) >> 58) & 63];  // Fibonacci hashing, 6 bits
-  if (memo.clock_hz != clock_hz) memo = {clock_hz, power_.dynamic_scale(clock_hz)};
-  return power_.power_at_scale_w(activity, memo.scale, temperature_c);
+  return power_.power_at_scale_w(activity, scale_at(clock_hz), temperature_c);
+}
+
+double PowerDomain::scale_at(double clock_hz) const {
+  // highest_clock_within probes the steps as k * step: the same product finds the entry.
+  const double step = governor_.params().clock_step_hz;
+  const double k = std::round(clock_hz / step);
+  if (k >= 0.0 && k * step == clock_hz) {
+    if (scale_by_step_.empty())
+      scale_by_step_.assign(static_cast<std::size_t>(std::ceil(settings_.ceiling_hz / step)) + 2,
+                            std::numeric_limits<double>::quiet_NaN());
+    const auto index = static_cast<std::size_t>(k);
+    if (index < scale_by_step_.size()) {
+      double& scale = scale_by_step_[index];
+      if (std::isnan(scale)) scale = power_.dynamic_scale(clock_hz);
+      return scale;
+    }
+  }
+  if (off_step_clock_hz_ != clock_hz) {
+    off_step_clock_hz_ = clock_hz;
+    off_step_scale_ = power_.dynamic_scale(clock_hz);
+  }
+  return off_step_scale_;
 }
 
 const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieState& die, double clock_hz) const {
@@ -118,9 +137,12 @@ double PowerDomain::die_power_w(int die, double clock_hz) const {
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
   const DieState& d = dies_[static_cast<std::size_t>(die)];
   if (!(d.period_s > 0.0)) return die_power_w(die, clock_hz);
-  DieActivity average;
-  add_scaled(average, d.period_load, 1.0 / d.period_s);
-  return power_at(average, clock_hz, d.temperature_c);
+  if (!d.period_average_valid) {
+    d.period_average = DieActivity{};
+    add_scaled(d.period_average, d.period_load, 1.0 / d.period_s);
+    d.period_average_valid = true;
+  }
+  return power_at(d.period_average, clock_hz, d.temperature_c);
 }
 
 void PowerDomain::refresh_power(DieState& d) const {
@@ -158,6 +180,7 @@ void PowerDomain::integrate(double time_s) {
     d.energy_j += d.power_w * dt;
     add_scaled(d.period_load, d.activity, dt);
     d.period_s += dt;
+    d.period_average_valid = false;
     d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
     total += d.power_w;
   }
@@ -208,6 +231,7 @@ void PowerDomain::decide() {
     if (decision_.period_started) {
       d.period_load = DieActivity{};
       d.period_s = 0.0;
+      d.period_average_valid = false;
     }
     refresh_power(d);
     if ((clock_changed || d.load_changed) && listener_ != nullptr && !d.kernels.empty())

@@ -16,7 +16,6 @@
 // d(f) at clock f (ComputeModel::timing) progresses at share / d(f) of itself per second, so a clock change stretches
 // compute-bound kernels in proportion and memory-bound ones hardly at all (only their compute limit scales).
 
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -151,6 +150,10 @@ class PowerDomain final : private GovernorContext {
     /// Integral of `activity` over the governor's present control period (activity x seconds), and its length.
     DieActivity period_load;
     double period_s = 0.0;
+    /// period_load / period_s, computed when the governor first asks after either changed (its clock search asks at
+    /// up to ten clocks for one period's load); `period_average_valid` is cleared when they change.
+    mutable DieActivity period_average;
+    mutable bool period_average_valid = false;
     bool reported = false;  ///< a sample was sent
     double reported_power_w = 0.0, reported_clock_hz = 0.0;
     std::uint8_t reported_flags = 0;
@@ -190,8 +193,10 @@ class PowerDomain final : private GovernorContext {
   // GovernorContext::temperature_c is the public accessor above.
 
   DieActivity activity(const DieState& die, double clock_hz) const;
-  /// power_.power_w(activity, clock_hz, temperature_c), with g(clock_hz) from scale_memo_.
+  /// power_.power_w(activity, clock_hz, temperature_c), with g(clock_hz) from scale_by_step_.
   double power_at(const DieActivity& activity, double clock_hz, double temperature_c) const;
+  /// power_.dynamic_scale(clock_hz), remembered per clock step.
+  double scale_at(double clock_hz) const;
   /// The kernel's timing at `clock_hz`, cached per kernel (`die_clock_hz`: the clock its die runs at now).
   const KernelTiming& timing_at(const Kernel& kernel, double clock_hz, double die_clock_hz) const;
   void integrate(double time_s);
@@ -222,13 +227,13 @@ class PowerDomain final : private GovernorContext {
   bool decision_pending_ = false;  ///< the load changed at now_s_ and the governor has not been asked since
   KernelHandle next_handle_ = 1;
   PowerDomainStats stats_;
-  /// g(f) of the clocks seen lately, direct-mapped by the clock's bits (the governor's search evaluates the same few
-  /// clock steps at every decision; a pow() each was a tenth of a large run's time).
-  struct ScaleMemo {
-    double clock_hz = -1.0;
-    double scale = 0.0;
-  };
-  mutable std::array<ScaleMemo, 64> scale_memo_{};
+  /// g(f) of every clock step k * step the governor has probed, indexed by k (NaN: not yet computed): its searches
+  /// evaluate the same clock steps decision after decision, and a pow() each was a tenth of a large run's time.
+  /// Sized at the first probe (ceiling / step + 2 entries: 3 KiB for MI300X's 5 MHz steps).
+  mutable std::vector<double> scale_by_step_;
+  /// The last clock probed that is not a whole step (a locked clock or a floor between steps) and its g(f).
+  mutable double off_step_clock_hz_ = -1.0;
+  mutable double off_step_scale_ = 0.0;
 };
 
 /// Limits of a die's clock under its power limit, for sustained_clock_hz().
