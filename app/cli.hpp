@@ -26,19 +26,20 @@ inline constexpr int kExitOutOfMemory = 3;
 /// What an option takes (or a command's positional arguments are): the parser needs only none vs a value; the shell
 /// completions (`chopsim completion bash|zsh`, generated from the tables below) offer what fits.
 enum class Value : std::uint8_t {
-  none,           ///< a switch
-  text,           ///< a number or free text: nothing to offer
-  directory,      ///< a folder
-  file,           ///< any file
-  run_config,     ///< a run config file or the name of a shipped run config
-  hardware,       ///< a name of configs/hardware
-  cluster,        ///< a name of configs/clusters
-  model,          ///< a name of configs/models, or a Hugging Face config.json
-  engine,         ///< a registered engine
-  import_format,  ///< a job format chopsim import reads
-  trace_format,   ///< a trace reader of chopsim ingest
-  objective,      ///< a sweep objective
-  node_links,     ///< how calibrate's node joins its GPUs
+  none,             ///< a switch
+  text,             ///< a number or free text: nothing to offer
+  directory,        ///< a folder
+  file,             ///< any file
+  run_config,       ///< a run config file or the name of a shipped run config
+  hardware,         ///< a name of configs/hardware
+  cluster,          ///< a name of configs/clusters
+  model,            ///< a name of configs/models, or a Hugging Face config.json
+  engine,           ///< a registered engine
+  import_format,    ///< a job format chopsim import reads
+  trace_format,     ///< a trace reader of chopsim ingest
+  objective,        ///< a sweep objective
+  node_links,       ///< how calibrate's node joins its GPUs
+  timeline_format,  ///< run's --timeline-format
 };
 
 /// One option of a command: its name ("--out", "-o") and what it takes.
@@ -105,11 +106,19 @@ int command_completion(const std::vector<std::string>& args);
 [[nodiscard]] std::string completion_script(std::string_view shell);
 
 // The options of each command: what it parses and what the completions offer.
-inline constexpr Option kRunOptions[] = {{"--out", Value::directory},   {"-o", Value::directory},
-                                         {"--iterations", Value::text}, {"--configs", Value::directory},
-                                         {"--engine", Value::engine},   {"--timeline-ranks", Value::text},
-                                         {"--set", Value::text},        {"--simulate-oom", Value::none},
-                                         {"--force", Value::none},      {"--report", Value::none}};
+inline constexpr Option kRunOptions[] = {{"--out", Value::directory},
+                                         {"-o", Value::directory},
+                                         {"--iterations", Value::text},
+                                         {"--configs", Value::directory},
+                                         {"--engine", Value::engine},
+                                         {"--timeline-ranks", Value::text},
+                                         {"--set", Value::text},
+                                         {"--simulate-oom", Value::none},
+                                         {"--force", Value::none},
+                                         {"--report", Value::none},
+                                         {"--timeline-format", Value::timeline_format}};
+/// run's --timeline-format values (RunOptions::timeline_format).
+inline constexpr std::string_view kTimelineFormatNames[] = {"json", "perfetto"};
 inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
                                            {"-o", Value::directory},
                                            {"--jobs", Value::text},
@@ -173,7 +182,7 @@ inline constexpr Option kReplayOptions[] = {
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
-    "             [--simulate-oom] [--force] [--set KEY=VALUE]... [--report]\n"
+    "             [--timeline-format json|perfetto] [--simulate-oom] [--force] [--set KEY=VALUE]... [--report]\n"
     "      Predict one training iteration of the run described by CONFIG (YAML, see docs/configs.md): a file,\n"
     "      or the name of a shipped run config (llama3-8b-fsdp) looked up in CHOPSIM_CONFIG_PATH's folders and\n"
     "      the installed configs (PREFIX/share/chopsim/configs).\n"
@@ -183,6 +192,8 @@ inline constexpr std::string_view kRunUsage =
     "      --engine NAME    fast (the default) or simgrid (the reference); overrides simulation.engine\n"
     "      --timeline-ranks LIST  GPUs timeline.json shows, e.g. 0,8,16 (default: every GPU simulated, one per\n"
     "                       symmetry class; a GPU not simulated is shown through its class's representative)\n"
+    "      --timeline-format perfetto  write DIR/timeline.pftrace (Perfetto's protobuf trace, about 40 % of\n"
+    "                       timeline.json's size; ui.perfetto.dev opens it) instead of DIR/timeline.json\n"
     "      --simulate-oom   simulate even when the run does not fit in GPU memory\n"
     "      --force          simulate a run of more than 2e10 ops (GPUs x ops per iteration x iterations), and\n"
     "                       write a timeline.json estimated above 2 GiB\n"

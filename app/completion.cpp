@@ -43,6 +43,11 @@ std::string fixed_values(Value value) {
       for (const std::string_view name : kNodeLinkNames) names.emplace_back(name);
       return joined(names);
     }
+    case Value::timeline_format: {
+      std::vector<std::string> names;
+      for (const std::string_view name : kTimelineFormatNames) names.emplace_back(name);
+      return joined(names);
+    }
     default:
       return "";
   }

@@ -13,6 +13,7 @@
 #include "chopsim/models/thermal.hpp"
 #include "chopsim/models/workload.hpp"
 #include "chopsim/sim/engine.hpp"
+#include "timeline_formats.hpp"
 
 namespace chopsim::detail {
 
@@ -110,13 +111,14 @@ class LossBreakdownObserver final : public SimulationObserver {
   std::vector<std::uint32_t> representative_;
 };
 
-/// Writes a Chrome/Perfetto trace (timeline.json): one process per GPU, one thread per stream, one
-/// complete event per op with its size in the arguments. Events stream to disk as ops end.
+/// Writes the run's timeline (timeline_formats.hpp: a Chrome trace, timeline.json, or Perfetto's protobuf,
+/// timeline.pftrace): a track group per GPU, a track per stream, one slice per op with its size in the arguments,
+/// and power, clock and temperature counters. Events stream to disk as ops end.
 class TimelineWriter final : public SimulationObserver {
  public:
   /// `ranks`: the GPUs to show (empty: every GPU that has events).
   TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
-                 std::vector<int> ranks = {});
+                 std::vector<int> ranks = {}, TimelineFormat format = TimelineFormat::json);
   /// Refuse (OutputError, before the first event is written) a timeline whose estimated size exceeds `max_bytes`:
   /// the ranks it shows x their ops x `iterations` x kTimelineBytesPerOp (with telemetry when `telemetry`).
   /// `source`: the run file, for the message.

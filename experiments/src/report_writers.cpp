@@ -1,4 +1,5 @@
-// Output files of a run: timeline.json (Chrome/Perfetto trace), ops.h5 (HDF5 op table), summary.json.
+// Output files of a run: the timeline (timeline.json or timeline.pftrace, timeline_formats.hpp), ops.h5 (HDF5 op
+// table), summary.json.
 
 #include <H5Cpp.h>
 
@@ -44,11 +45,6 @@ std::string_view category_label(const Op& op) {
   return op.kind == OpKind::compute ? std::string_view("compute") : to_string(op.category);
 }
 
-/// Bytes of timeline.json per op of a GPU shown, for TimelineWriter::limit_size's estimate: an op's complete event
-/// ("X") averaged 235 bytes, and under power dynamics the power, clock and temperature points written around it
-/// another 2.1 counter events of 92 bytes (Llama-3-70B on 64 H100: 1.49 M ops, 3.08 M counter points, 643 MB).
-constexpr double kTimelineBytesPerOp = 240.0;
-constexpr double kTimelineTelemetryBytesPerOp = 195.0;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -56,8 +52,9 @@ constexpr double kTimelineTelemetryBytesPerOp = 195.0;
 
 struct TimelineWriter::State {
   const Workload& workload;
+  TimelineFormat format;
   std::ofstream file;
-  JsonWriter json;
+  std::unique_ptr<TimelineEncoder> encoder;
   bool finished = false;
   struct Counters {
     bool any = false;
@@ -74,12 +71,13 @@ struct TimelineWriter::State {
   std::string source;
   double estimated_bytes = 0.0;
   int ranks_shown = 0;
+  std::vector<SliceArgument> arguments;  ///< scratch of on_op_event
 
-  State(const Workload& w, const std::filesystem::path& path)
-      : workload(w), file(open_for_writing(path)), json(file, 0) {}
+  State(const Workload& w, const std::filesystem::path& path, TimelineFormat f)
+      : workload(w), format(f), file(open_for_writing(path)), encoder(make_timeline_encoder(f, file)) {}
 
-  /// Names the processes (GPUs) and threads (streams): every GPU, or under symmetry the representatives, each with
-  /// the GPUs it stands for.
+  /// Names the GPUs and their streams: every GPU, or under symmetry the representatives, each with the GPUs it
+  /// stands for.
   void describe(const std::vector<std::uint32_t>& representative) {
     if (described) return;
     described = true;
@@ -92,6 +90,7 @@ struct TimelineWriter::State {
       for (const int r : requested)
         shown[representative.empty() ? static_cast<std::size_t>(r) : representative[static_cast<std::size_t>(r)]] = 1;
     }
+    const TimelineBytesPerOp per_op = timeline_bytes_per_op(format);
     for (int rank = 0; rank < world; ++rank) {
       if (!representative.empty() && representative[static_cast<std::size_t>(rank)] != static_cast<std::uint32_t>(rank))
         continue;
@@ -103,22 +102,14 @@ struct TimelineWriter::State {
       if (!representative.empty())
         label += ", stands for " + std::to_string(members[static_cast<std::size_t>(rank)]) +
                  " GPUs (its data-parallel replicas: chopsim simulated one per symmetry class)";
-      json.begin_object().field("name", "process_name").field("ph", "M").field("pid", rank);
-      json.key("args").begin_object().field("name", label).end_object().end_object();
-      json.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", rank);
-      json.key("args").begin_object().field("sort_index", rank).end_object().end_object();
+      const auto& streams = workload.program(rank).streams;
+      std::vector<std::string> stream_names;
+      stream_names.reserve(streams.size());
+      for (const auto& stream : streams) stream_names.push_back(stream.name);
+      encoder->gpu(static_cast<std::uint32_t>(rank), label, stream_names);
       ++ranks_shown;
       estimated_bytes += static_cast<double>(workload.program(rank).op_count()) * iterations *
-                         (kTimelineBytesPerOp + (telemetry ? kTimelineTelemetryBytesPerOp : 0.0));
-      const auto& streams = workload.program(rank).streams;
-      for (std::size_t s = 0; s < streams.size(); ++s) {
-        json.begin_object()
-            .field("name", "thread_name")
-            .field("ph", "M")
-            .field("pid", rank)
-            .field("tid", static_cast<int>(s));
-        json.key("args").begin_object().field("name", streams[s].name).end_object().end_object();
-      }
+                         (per_op.op + (telemetry ? per_op.telemetry : 0.0));
     }
     if (max_bytes > 0.0 && estimated_bytes > max_bytes)
       throw InputError({source}, "",
@@ -130,18 +121,14 @@ struct TimelineWriter::State {
 };
 
 TimelineWriter::TimelineWriter(const Workload& workload, const std::filesystem::path& path, int gpus_per_node,
-                               std::vector<int> ranks)
-    : state_(std::make_unique<State>(workload, path)) {
+                               std::vector<int> ranks, TimelineFormat format)
+    : state_(std::make_unique<State>(workload, path, format)) {
   state_->gpus_per_node = gpus_per_node;
   for (const int r : ranks)
     if (r < 0 || r >= workload.layout.world_size())
       throw ModelError("timeline: GPU " + std::to_string(r) + " is not among the run's " +
                        std::to_string(workload.layout.world_size()));
   state_->requested = std::move(ranks);
-  auto& json = state_->json;
-  json.begin_object();
-  json.field("displayTimeUnit", "ns");
-  json.key("traceEvents").begin_array();
 }
 
 void TimelineWriter::on_rank_classes(const std::vector<std::uint32_t>& representative) {
@@ -161,37 +148,38 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
   state_->describe({});  // every GPU, unless the classes came first
   if (!event.is_end) return;
   if (!state_->shown.empty() && !state_->shown[event.rank]) return;
-  auto& json = state_->json;
   const Op& op = op_of(state_->workload, event);
   if (op.kind == OpKind::delay) return;  // host gaps of replayed traces: the empty space between kernels
   std::string name(state_->workload.name(op));
   if (op.kind != OpKind::compute) name += " " + format_bytes(op.bytes);
-  json.begin_object();
-  json.field("name", name);
-  json.field("cat", category_label(op));
-  json.field("ph", "X");
-  json.field("ts", event.start_s * 1e6);  // Chrome traces count microseconds
-  json.field("dur", (event.time_s - event.start_s) * 1e6);
-  json.field("pid", static_cast<std::uint64_t>(event.rank));
-  json.field("tid", static_cast<std::uint64_t>(event.stream));
-  json.key("args").begin_object();
-  json.field("iteration", static_cast<std::uint64_t>(event.iteration));
-  if (op.layer >= 0) json.field("layer", op.layer);
-  if (op.micro_batch >= 0) json.field("micro_batch", op.micro_batch);
-  json.field("pass", to_string(op.pass));
+  auto& args = state_->arguments;
+  args.clear();
+  args.push_back(SliceArgument::of_integer("iteration", event.iteration));
+  if (op.layer >= 0) args.push_back(SliceArgument::of_integer("layer", op.layer));
+  if (op.micro_batch >= 0) args.push_back(SliceArgument::of_integer("micro_batch", op.micro_batch));
+  args.push_back(SliceArgument::of_text("pass", to_string(op.pass)));
   if (op.kind == OpKind::compute) {
-    json.field("class", to_string(op.kernel_class));
-    json.field("flops", op.flops);
-    json.field("bytes", op.bytes);
+    args.push_back(SliceArgument::of_text("class", to_string(op.kernel_class)));
+    args.push_back(SliceArgument::of_real("flops", op.flops));
+    args.push_back(SliceArgument::of_real("bytes", op.bytes));
   } else {
-    json.field("kind", op.kind == OpKind::collective ? to_string(op.collective) : to_string(op.kind));
-    json.field("group", op.kind != OpKind::collective ? std::string_view("pp")
-                        : op.group_index >= 0         ? std::string_view("explicit")
-                                                      : to_string(op.group));
-    json.field("bytes", op.bytes);
+    args.push_back(
+        SliceArgument::of_text("kind", op.kind == OpKind::collective ? to_string(op.collective) : to_string(op.kind)));
+    args.push_back(SliceArgument::of_text("group", op.kind != OpKind::collective ? std::string_view("pp")
+                                                   : op.group_index >= 0         ? std::string_view("explicit")
+                                                                                 : to_string(op.group)));
+    args.push_back(SliceArgument::of_real("bytes", op.bytes));
   }
-  json.end_object();
-  json.end_object();
+  SliceRecord slice;
+  slice.rank = event.rank;
+  slice.stream = event.stream;
+  slice.start_s = event.start_s;
+  slice.end_s = event.time_s;
+  slice.name = name;
+  slice.category = category_label(op);
+  slice.arguments = std::move(args);
+  state_->encoder->slice(slice);
+  args = std::move(slice.arguments);  // the scratch keeps its capacity
 }
 
 void TimelineWriter::on_telemetry(const GpuStateSample& sample) {
@@ -200,20 +188,13 @@ void TimelineWriter::on_telemetry(const GpuStateSample& sample) {
   auto& counters = state_->counters;
   if (sample.gpu >= counters.size()) counters.resize(sample.gpu + 1);
   auto& last = counters[sample.gpu];
-  auto& json = state_->json;
-  auto counter = [&](const char* name, const char* unit, double value) {
-    json.begin_object();
-    json.field("name", name);
-    json.field("ph", "C");
-    json.field("ts", sample.time_s * 1e6);
-    json.field("pid", static_cast<std::uint64_t>(sample.gpu));
-    json.key("args").begin_object().field(unit, value).end_object();
-    json.end_object();
-  };
-  if (!last.any || sample.power_w != last.power_w) counter("power (W)", "W", sample.power_w);
-  if (!last.any || sample.clock_hz != last.clock_hz) counter("clock (MHz)", "MHz", sample.clock_hz / 1e6);
+  TimelineEncoder& encoder = *state_->encoder;
+  if (!last.any || sample.power_w != last.power_w)
+    encoder.counter(sample.gpu, TimelineCounter::power, sample.time_s, sample.power_w);
+  if (!last.any || sample.clock_hz != last.clock_hz)
+    encoder.counter(sample.gpu, TimelineCounter::clock, sample.time_s, sample.clock_hz / 1e6);
   if (!last.any || std::abs(sample.temperature_c - last.temperature_c) >= 0.1) {
-    counter("temperature (°C)", "C", sample.temperature_c);
+    encoder.counter(sample.gpu, TimelineCounter::temperature, sample.time_s, sample.temperature_c);
     last.temperature_c = sample.temperature_c;
   }
   last.any = true;
@@ -224,9 +205,8 @@ void TimelineWriter::on_telemetry(const GpuStateSample& sample) {
 void TimelineWriter::finish() {
   if (state_->finished) return;
   state_->describe({});
-  state_->json.end_array();
-  state_->json.end_object();
-  state_->file << '\n';
+  state_->encoder->finish();
+  if (state_->format == TimelineFormat::json) state_->file << '\n';
   state_->file.close();
   if (!state_->file) throw OutputError("cannot write the timeline file");
   state_->finished = true;

@@ -157,8 +157,9 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     std::unique_ptr<detail::TimelineWriter> timeline;
     std::unique_ptr<detail::OpsTableWriter> ops_table;
     if (write_files) {
-      timeline = std::make_unique<detail::TimelineWriter>(workload, outputs.stage(options.output_dir / "timeline.json"),
-                                                          run.cluster.gpus_per_node, options.timeline_ranks);
+      timeline = std::make_unique<detail::TimelineWriter>(
+          workload, outputs.stage(options.output_dir / detail::timeline_file_name(options.timeline_format)),
+          run.cluster.gpus_per_node, options.timeline_ranks, options.timeline_format);
       timeline->limit_size(options.force ? 0.0 : kLargestTimelineBytes, run.iterations, power.enabled(),
                            run.source.string());
       ops_table =
@@ -212,7 +213,9 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     file.close();
     if (!file) throw OutputError("cannot write " + staged.string());
     outputs.commit();
-    for (const char* name : {"summary.json", "timeline.json", "ops.h5"})
+    for (const std::string_view name :
+         {std::string_view("summary.json"), detail::timeline_file_name(options.timeline_format),
+          std::string_view("ops.h5")})
       if (std::filesystem::exists(options.output_dir / name)) report.files_written.push_back(options.output_dir / name);
   }
   report.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -51,8 +51,12 @@ _chopsim() {
           mapfile -t COMPREPLY < <(compgen -W "fast simgrid" -- "$cur")
           return
           ;;
+        --timeline-format)
+          mapfile -t COMPREPLY < <(compgen -W "json perfetto" -- "$cur")
+          return
+          ;;
       esac
-      options="--out -o --iterations --configs --engine --timeline-ranks --set --simulate-oom --force --report --help"
+      options="--out -o --iterations --configs --engine --timeline-ranks --set --simulate-oom --force --report --timeline-format --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

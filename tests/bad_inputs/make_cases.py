@@ -466,6 +466,7 @@ for name, command, code, word in [
     ("run_engine_unknown", "run " + CFG + " --engine warp", 2, "warp"),
     ("run_timeline_ranks_bad", "run " + CFG + " --timeline-ranks 0,99", 2, "--timeline-ranks"),
     ("run_timeline_ranks_text", "run " + CFG + " --timeline-ranks a", 2, "--timeline-ranks"),
+    ("run_timeline_format_unknown", "run " + CFG + " --timeline-format protobuf --out {out}", 2, "--timeline-format"),
     ("run_out_is_file", "run " + CFG + " --out {link}", 2, "--out"),
     ("run_out_read_only", "run " + CFG + " --out {ro}/sub", 2, "--out"),
     ("run_configs_missing", "run " + CFG + " --configs {src}/no_such_configs --out {out}", 0, ""),

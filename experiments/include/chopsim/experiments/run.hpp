@@ -2,6 +2,7 @@
 // Simulate one run end to end: memory check, workload, topology, engine, reports.
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <string>
@@ -73,6 +74,10 @@ struct PowerReport {
   double thermal_throttled_fraction = 0.0;
 };
 
+/// The timeline's file format: the Chrome trace event format (timeline.json), or Perfetto's protobuf trace
+/// (timeline.pftrace, 38-41 % of the JSON's size; ui.perfetto.dev opens both).
+enum class TimelineFormat : std::uint8_t { json, perfetto };
+
 struct RunOptions {
   std::filesystem::path output_dir;  ///< empty: write no files
   bool simulate_when_out_of_memory = false;
@@ -81,6 +86,7 @@ struct RunOptions {
   /// GPUs the timeline shows (empty: every GPU simulated, i.e. one per symmetry class). Under symmetry a GPU that
   /// is not simulated is shown through the representative of its class.
   std::vector<int> timeline_ranks;
+  TimelineFormat timeline_format = TimelineFormat::json;
   /// Simulate even a run larger than kLargestRunOps, and write a timeline larger than kLargestTimelineBytes
   /// (`chopsim run --force`).
   bool force = false;
