@@ -17,6 +17,14 @@ void check_engine_name(const ModelRegistries& registries, const std::string& nam
   throw argument_error("--engine " + name + " is not an engine", "use one of: " + valid);
 }
 
+TimelineFormat timeline_format_option(const Arguments& args) {
+  const auto format = args.option("--timeline-format");
+  if (!format || *format == "json") return TimelineFormat::json;
+  if (*format == "perfetto") return TimelineFormat::perfetto;
+  throw argument_error("--timeline-format expects json or perfetto, found '" + *format + "'",
+                       "write --timeline-format perfetto (timeline.pftrace) or json (timeline.json, the default)");
+}
+
 namespace {
 bool contains(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();

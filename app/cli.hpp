@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/experiments/run.hpp"  // TimelineFormat
 
 namespace chopsim {
 struct ModelRegistries;
@@ -76,6 +77,8 @@ class Arguments {
 [[nodiscard]] InputError argument_error(const std::string& problem, const std::string& fix);
 /// Throws an argument error for an --engine value that is not a registered engine, listing the valid ones.
 void check_engine_name(const ModelRegistries& registries, const std::string& name);
+/// The --timeline-format of `args` (json when absent); an unknown value is an argument error.
+[[nodiscard]] TimelineFormat timeline_format_option(const Arguments& args);
 
 struct Command {
   std::string_view name;
@@ -174,11 +177,18 @@ inline constexpr Option kCalibrateOptions[] = {{"--hardware", Value::hardware},
                                                {"--quiet", Value::none}};
 /// calibrate's --node-links values.
 inline constexpr std::string_view kNodeLinkNames[] = {"nvswitch", "xgmi_mesh"};
-inline constexpr Option kReplayOptions[] = {
-    {"--hardware", Value::hardware}, {"--cluster", Value::cluster},           {"--out", Value::directory},
-    {"-o", Value::directory},        {"--configs", Value::directory},         {"--measured-hardware", Value::hardware},
-    {"--calibration", Value::file},  {"--measured-calibration", Value::file}, {"--dependency-window-us", Value::text},
-    {"--engine", Value::engine},     {"--simulate-collectives", Value::none}};
+inline constexpr Option kReplayOptions[] = {{"--hardware", Value::hardware},
+                                            {"--cluster", Value::cluster},
+                                            {"--out", Value::directory},
+                                            {"-o", Value::directory},
+                                            {"--configs", Value::directory},
+                                            {"--measured-hardware", Value::hardware},
+                                            {"--calibration", Value::file},
+                                            {"--measured-calibration", Value::file},
+                                            {"--dependency-window-us", Value::text},
+                                            {"--engine", Value::engine},
+                                            {"--simulate-collectives", Value::none},
+                                            {"--timeline-format", Value::timeline_format}};
 
 inline constexpr std::string_view kRunUsage =
     "  run CONFIG [--out DIR] [--iterations N] [--configs DIR] [--engine NAME] [--timeline-ranks LIST]\n"
@@ -292,7 +302,7 @@ inline constexpr std::string_view kCalibrateUsage =
 inline constexpr std::string_view kReplayUsage =
     "  replay STORE.h5 [--hardware NAME] [--cluster NAME] [--out DIR] [--measured-hardware NAME]\n"
     "         [--calibration PROFILE] [--measured-calibration PROFILE] [--simulate-collectives]\n"
-    "         [--dependency-window-us T] [--configs DIR] [--engine NAME]\n"
+    "         [--dependency-window-us T] [--configs DIR] [--engine NAME] [--timeline-format json|perfetto]\n"
     "      Run the measured kernel sequences of a kernel store (chopsim ingest) through the engine and report\n"
     "      measured vs replayed time per kernel class and in total (docs/replay.md).\n"
     "      --hardware NAME  replay on this GPU (default: the measured one): kernels scaled by the roofline's\n"
@@ -304,6 +314,7 @@ inline constexpr std::string_view kReplayUsage =
     "      --simulate-collectives  re-simulate matched collectives on the measured hardware too\n"
     "      --dependency-window-us T  cross-stream dependency when a kernel starts within T of another's end (5)\n"
     "      --engine NAME    fast (the default) or simgrid (the reference)\n"
+    "      --timeline-format perfetto  write DIR/timeline.pftrace instead of DIR/timeline.json (as run does)\n"
     "      example: chopsim replay store.h5 --hardware H200-SXM-141GB --out replay/\n";
 inline constexpr std::string_view kCompletionUsage =
     "  completion bash|zsh\n"

@@ -24,6 +24,7 @@ int command_replay(const std::vector<std::string>& raw) {
   options.simulate_collectives = args.has_switch("--simulate-collectives");
   if (const auto out = args.option("--out")) options.output_dir = *out;
   if (const auto out = args.option("-o")) options.output_dir = *out;
+  options.timeline_format = timeline_format_option(args);
   if (const auto window = args.option("--dependency-window-us")) {
     try {
       std::size_t used = 0;

@@ -66,13 +66,7 @@ int command_run(const std::vector<std::string>& raw) {
   options.simulate_when_out_of_memory = args.has_switch("--simulate-oom");
   options.force = args.has_switch("--force");
   if (const auto list = args.option("--timeline-ranks")) options.timeline_ranks = parse_rank_list(*list, run);
-  if (const auto format = args.option("--timeline-format")) {
-    if (*format == "perfetto")
-      options.timeline_format = TimelineFormat::perfetto;
-    else if (*format != "json")
-      throw argument_error("--timeline-format expects json or perfetto, found '" + *format + "'",
-                           "write --timeline-format perfetto (timeline.pftrace) or json (timeline.json, the default)");
-  }
+  options.timeline_format = timeline_format_option(args);
   const bool html = args.has_switch("--report");
   if (html && options.output_dir.empty())
     throw argument_error("--report needs --out DIR (the report is drawn from the run's files)",

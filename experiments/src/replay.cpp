@@ -408,7 +408,8 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
   std::unique_ptr<detail::TimelineWriter> timeline;
   if (write_files) {
     timeline = std::make_unique<detail::TimelineWriter>(
-        replay.workload, outputs.stage(options.output_dir / "timeline.json"), gpus_per_node);
+        replay.workload, outputs.stage(options.output_dir / detail::timeline_file_name(options.timeline_format)),
+        gpus_per_node, std::vector<int>{}, options.timeline_format);
     observers.add(*timeline);
   }
   SimulationInput input;
@@ -485,7 +486,8 @@ ReplayReport run_replay(const ReplayOptions& options, const ModelRegistries& reg
     file.close();
     if (!file) throw OutputError("cannot write " + staged.string());
     outputs.commit();
-    report.files_written = {options.output_dir / "summary.json", options.output_dir / "timeline.json"};
+    report.files_written = {options.output_dir / "summary.json",
+                            options.output_dir / detail::timeline_file_name(options.timeline_format)};
   }
   report.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return report;

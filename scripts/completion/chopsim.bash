@@ -269,8 +269,12 @@ _chopsim() {
           mapfile -t COMPREPLY < <(compgen -W "fast simgrid" -- "$cur")
           return
           ;;
+        --timeline-format)
+          mapfile -t COMPREPLY < <(compgen -W "json perfetto" -- "$cur")
+          return
+          ;;
       esac
-      options="--hardware --cluster --out -o --configs --measured-hardware --calibration --measured-calibration --dependency-window-us --engine --simulate-collectives --help"
+      options="--hardware --cluster --out -o --configs --measured-hardware --calibration --measured-calibration --dependency-window-us --engine --simulate-collectives --timeline-format --help"
       if [[ $cur == -* ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return

@@ -480,6 +480,24 @@ TEST_F(ReplayTest, SameStoreSameBytes) {
   EXPECT_EQ(bytes[0], bytes[1]);
 }
 
+TEST_F(ReplayTest, PerfettoTimelineReplacesTheJsonOne) {
+  CHOPSIM_REQUIRE_SHARED_DATA("traces/kineto/hta_a100_rank3of8_dlrm.json.gz");
+  const fs::path store = store_of("dlrm_a100", {"traces/kineto/hta_a100_rank3of8_dlrm.json.gz"});
+  ReplayOptions o;
+  o.store = store;
+  o.configs_dir = test::configs_dir();
+  o.output_dir = dir_ / "perfetto";
+  o.timeline_format = TimelineFormat::perfetto;
+  const ReplayReport r = run_replay(o, registries_);
+  EXPECT_FALSE(fs::exists(o.output_dir / "timeline.json"));
+  ASSERT_TRUE(fs::exists(o.output_dir / "timeline.pftrace"));
+  EXPECT_EQ(r.files_written.back(), o.output_dir / "timeline.pftrace");
+  // A protobuf Trace: its first byte is the key of field 1 (packet), length-delimited.
+  std::ifstream in(o.output_dir / "timeline.pftrace", std::ios::binary);
+  EXPECT_EQ(in.get(), 0x0A);
+  EXPECT_GT(fs::file_size(o.output_dir / "timeline.pftrace"), 1000u);
+}
+
 TEST(ReplayGpuNames, TraceGpuNamesMapToTheShippedFiles) {
   EXPECT_EQ(hardware_for_gpu_name("NVIDIA H100 80GB HBM3"), "H100-SXM5-80GB");
   EXPECT_EQ(hardware_for_gpu_name("NVIDIA H100 PCIe"), "");

@@ -14,6 +14,7 @@
 
 #include "chopsim/common/kernel_class.hpp"
 #include "chopsim/config/registries.hpp"
+#include "chopsim/experiments/run.hpp"  // TimelineFormat
 
 namespace chopsim {
 
@@ -35,8 +36,9 @@ struct ReplayOptions {
   bool simulate_collectives = false;
   /// A kernel that starts within this time after a kernel of another stream of its rank ends depends on it.
   double dependency_window_s = 5e-6;
-  std::filesystem::path output_dir;  ///< empty: no files; else summary.json and timeline.json (all or nothing)
-  std::string engine = "fast";       ///< engine registry name
+  std::filesystem::path output_dir;  ///< empty: no files; else summary.json and the timeline (all or nothing)
+  TimelineFormat timeline_format = TimelineFormat::json;  ///< timeline.json or timeline.pftrace
+  std::string engine = "fast";                            ///< engine registry name
 };
 
 /// Measured and replayed GPU time of one kernel class (sum of record durations; a collective's time includes its
