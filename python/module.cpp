@@ -41,10 +41,17 @@ chopsim::RunSpec load_spec(const std::string& config, const std::vector<std::pai
 
 /// Runs `config` with `overrides` (key, YAML text); returns summary.json's text.
 std::string run(const std::string& config, const std::vector<std::pair<std::string, std::string>>& overrides,
-                const std::string& out, const std::string& configs, bool simulate_oom) {
+                const std::string& out, const std::string& configs, bool simulate_oom,
+                const std::string& timeline_format) {
+  chopsim::RunOptions options;
+  if (timeline_format == "perfetto")
+    options.timeline_format = chopsim::TimelineFormat::perfetto;
+  else if (timeline_format != "json")
+    throw chopsim::InputError(chopsim::SourceLocation{"chopsim.run", 0, 0}, "timeline_format",
+                              "timeline_format expects 'json' or 'perfetto', found '" + timeline_format + "'",
+                              "pass timeline_format=\"perfetto\" (timeline.pftrace) or \"json\" (timeline.json)");
   const auto registries = chopsim::ModelRegistries::with_builtins();
   const chopsim::RunSpec spec = load_spec(config, overrides, configs, registries, "chopsim.run");
-  chopsim::RunOptions options;
   options.output_dir = out;
   options.simulate_when_out_of_memory = simulate_oom;
   chopsim::RunReport report;
@@ -114,7 +121,7 @@ PYBIND11_MODULE(_chopsim, m) {
     }
   });
   m.def("run", &run, py::arg("config"), py::arg("overrides"), py::arg("out"), py::arg("configs"),
-        py::arg("simulate_oom"));
+        py::arg("simulate_oom"), py::arg("timeline_format"));
   m.def("load_config", &load_config, py::arg("config"), py::arg("overrides"), py::arg("configs"));
   m.def("sweep", &sweep, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));
   m.def("study", &study, py::arg("file"), py::arg("out"), py::arg("jobs"), py::arg("configs"));

@@ -102,13 +102,13 @@ class RunResult:
             self._summary.get("tokens_per_s", 0.0), 100.0 * self._summary.get("mfu", 0.0))
 
 
-def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, **keys):
+def run(config, overrides=None, *, out=None, configs=None, simulate_oom=False, timeline_format="json", **keys):
     """Predicts one run of `config` (a path, or a shipped run config by name) with its keys overridden; `out` also writes summary.json,
-    timeline.json and ops.h5 there. Returns a RunResult (status "out_of_memory" when it does not fit, unless
-    simulate_oom)."""
+    the timeline (timeline.json, or with timeline_format="perfetto" timeline.pftrace) and ops.h5 there. Returns a
+    RunResult (status "out_of_memory" when it does not fit, unless simulate_oom)."""
     pairs = _override_pairs(overrides, keys)
     text = _chopsim.run(os.fspath(config), pairs, os.fspath(out) if out else "", os.fspath(configs) if configs else "",
-                        bool(simulate_oom))
+                        bool(simulate_oom), str(timeline_format))
     return RunResult(json.loads(text), os.fspath(out) if out else None)
 
 

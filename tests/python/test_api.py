@@ -27,6 +27,16 @@ def test_run_gives_the_cli_figures(tmp_path):
     assert "MFU" in repr(result)
 
 
+def test_perfetto_timeline_is_written_instead_of_the_json_one(tmp_path):
+    chopsim.run(QUICK_START, out=tmp_path / "pf", timeline_format="perfetto")
+    assert not (tmp_path / "pf" / "timeline.json").exists()
+    data = (tmp_path / "pf" / "timeline.pftrace").read_bytes()
+    assert data[0] == 0x0A  # a protobuf Trace: field 1 (packet), length-delimited
+    with pytest.raises(chopsim.InputError, match="timeline_format"):
+        chopsim.run(QUICK_START, out=tmp_path / "bad", timeline_format="protobuf")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_overrides_as_keywords_or_a_mapping_are_checked_like_the_file():
     a = chopsim.run(QUICK_START, training__micro_batch=1)
     b = chopsim.run(QUICK_START, overrides={"training.micro_batch": 1})
