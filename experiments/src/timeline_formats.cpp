@@ -1,7 +1,9 @@
 #include "timeline_formats.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 
 #include "chopsim/common/error.hpp"
@@ -284,17 +286,23 @@ class PerfettoTimelineEncoder final : public TimelineEncoder {
   void finish() override {}
 
  private:
+  /// Strings by their text, looked up without building a std::string (C++20 heterogeneous lookup).
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  using InternTable = std::unordered_map<std::string, std::uint64_t, TextHash, std::equal_to<>>;
+
   /// The iid of `text` among `table`'s, defining it in interned_ (for the next packet) the first time.
-  std::uint64_t intern(std::unordered_map<std::string, std::uint64_t>& table, std::uint32_t field,
-                       std::string_view text) {
-    const auto [it, inserted] = table.try_emplace(std::string(text), table.size() + 1);
-    if (inserted) {
-      ProtoMessage entry;
-      entry.add_varint(interned_data::iid, it->second);
-      entry.add_bytes(interned_data::name, text);
-      interned_.add_message(field, entry);
-    }
-    return it->second;
+  std::uint64_t intern(InternTable& table, std::uint32_t field, std::string_view text) {
+    if (const auto found = table.find(text); found != table.end()) return found->second;
+    const std::uint64_t iid = table.size() + 1;
+    table.emplace(std::string(text), iid);
+    entry_.clear();
+    entry_.add_varint(interned_data::iid, iid);
+    entry_.add_bytes(interned_data::name, text);
+    interned_.add_message(field, entry_);
+    return iid;
   }
 
   void descriptor(const ProtoMessage& track) {
@@ -317,14 +325,15 @@ class PerfettoTimelineEncoder final : public TimelineEncoder {
   }
 
   void emit() {
-    ProtoMessage framed;  // Trace.packet: key and length, then the packet
-    framed.add_message(trace::packet, packet_);
-    out_.write(framed.bytes().data(), static_cast<std::streamsize>(framed.bytes().size()));
+    framed_.clear();  // Trace.packet: key and length, then the packet
+    framed_.add_message(trace::packet, packet_);
+    out_.write(framed_.bytes().data(), static_cast<std::streamsize>(framed_.bytes().size()));
   }
 
   std::ostream& out_;
-  ProtoMessage packet_, event_, annotation_, interned_;
-  std::unordered_map<std::string, std::uint64_t> names_, categories_, argument_names_;
+  // Scratch messages, reused from packet to packet.
+  ProtoMessage packet_, event_, annotation_, interned_, entry_, framed_;
+  InternTable names_, categories_, argument_names_;
 };
 
 }  // namespace
