@@ -98,15 +98,17 @@ double PowerDomain::power_at(const DieActivity& activity, double clock_hz, doubl
 }
 
 double PowerDomain::scale_at(double clock_hz) const {
-  // highest_clock_within probes the steps as k * step: the same product finds the entry.
-  const double step = governor_.params().clock_step_hz;
-  const double k = std::round(clock_hz / step);
-  if (k >= 0.0 && k * step == clock_hz) {
-    if (scale_by_step_.empty())
-      scale_by_step_.assign(static_cast<std::size_t>(std::ceil(settings_.ceiling_hz / step)) + 2,
-                            std::numeric_limits<double>::quiet_NaN());
-    const auto index = static_cast<std::size_t>(k);
-    if (index < scale_by_step_.size()) {
+  // highest_clock_within probes the steps as k * step: the same product finds the entry (a multiply and a truncation
+  // here; std::round and a division cost more than the lookup saved).
+  if (scale_by_step_.empty()) {
+    step_hz_ = governor_.params().clock_step_hz;
+    scale_by_step_.assign(static_cast<std::size_t>(std::ceil(settings_.ceiling_hz / step_hz_)) + 2,
+                          std::numeric_limits<double>::quiet_NaN());
+    inverse_step_ = 1.0 / step_hz_;
+  }
+  if (clock_hz >= 0.0) {
+    const auto index = static_cast<std::size_t>(clock_hz * inverse_step_ + 0.5);
+    if (index < scale_by_step_.size() && static_cast<double>(index) * step_hz_ == clock_hz) {
       double& scale = scale_by_step_[index];
       if (std::isnan(scale)) scale = power_.dynamic_scale(clock_hz);
       return scale;
@@ -137,12 +139,13 @@ double PowerDomain::die_power_w(int die, double clock_hz) const {
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
   const DieState& d = dies_[static_cast<std::size_t>(die)];
   if (!(d.period_s > 0.0)) return die_power_w(die, clock_hz);
-  if (!d.period_average_valid) {
-    d.period_average = DieActivity{};
-    add_scaled(d.period_average, d.period_load, 1.0 / d.period_s);
-    d.period_average_valid = true;
+  if (!d.period_line_valid) {
+    DieActivity average;
+    add_scaled(average, d.period_load, 1.0 / d.period_s);
+    d.period_line = power_.power_line(average, d.temperature_c);
+    d.period_line_valid = true;
   }
-  return power_at(d.period_average, clock_hz, d.temperature_c);
+  return d.period_line.at(scale_at(clock_hz));
 }
 
 void PowerDomain::refresh_power(DieState& d) const {
@@ -180,7 +183,7 @@ void PowerDomain::integrate(double time_s) {
     d.energy_j += d.power_w * dt;
     add_scaled(d.period_load, d.activity, dt);
     d.period_s += dt;
-    d.period_average_valid = false;
+    d.period_line_valid = false;
     d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
     total += d.power_w;
   }
@@ -231,7 +234,7 @@ void PowerDomain::decide() {
     if (decision_.period_started) {
       d.period_load = DieActivity{};
       d.period_s = 0.0;
-      d.period_average_valid = false;
+      d.period_line_valid = false;
     }
     refresh_power(d);
     if ((clock_changed || d.load_changed) && listener_ != nullptr && !d.kernels.empty())

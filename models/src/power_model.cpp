@@ -28,14 +28,14 @@ class Cv2fPowerModel final : public PowerModel {
     return dynamic_power_scale(params_.voltage, clock_hz, params_.max_clock_hz);
   }
 
-  double power_at_scale_w(const DieActivity& a, double scale, double temperature_c) const override {
+  PowerLine power_line(const DieActivity& a, double temperature_c) const override {
     const double activity = params_.busy_activity * a.busy + params_.tensor_activity * a.tensor +
                             params_.vector_activity * a.vector + params_.communication_activity * a.communication;
     const double hbm = std::min(1.0, a.hbm + params_.communication_hbm * a.communication);
     const double leakage = params_.leakage_w_per_k * (temperature_c - params_.reference_c);
     // Leakage never takes the board below a third of its idle power (a cold GPU still draws its fixed loads).
     const double static_w = std::max(params_.idle_w + leakage, params_.idle_w / 3.0);
-    return static_w + params_.dynamic_w * scale * activity + params_.hbm_w * hbm;
+    return {static_w + params_.hbm_w * hbm, params_.dynamic_w * activity};
   }
 
   const PowerParams& params() const override { return params_; }

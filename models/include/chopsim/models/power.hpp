@@ -45,17 +45,29 @@ struct DieActivity {
   double communication = 0.0;  ///< 1 while a communication kernel runs, else 0
 };
 
+/// A die's power at one load and temperature as a function of its clock: base_w + per_scale_w * g(f). Static and
+/// HBM power do not depend on the core clock; the core's dynamic power is g(f) times its value at the max clock.
+struct PowerLine {
+  double base_w = 0.0;       ///< W at any clock: static (idle, leakage) and HBM
+  double per_scale_w = 0.0;  ///< W per unit of g(f): the dynamic power at the max clock
+  [[nodiscard]] double at(double dynamic_scale) const { return base_w + per_scale_w * dynamic_scale; }
+};
+
 class PowerModel {
  public:
   virtual ~PowerModel() = default;
   /// Power (W) of a die with `activity` at core clock `clock_hz` and temperature `temperature_c` (°C).
   [[nodiscard]] double power_w(const DieActivity& activity, double clock_hz, double temperature_c) const {
-    return power_at_scale_w(activity, dynamic_scale(clock_hz), temperature_c);
+    return power_line(activity, temperature_c).at(dynamic_scale(clock_hz));
   }
   /// The same at a clock whose dynamic_scale() the caller already has: a power domain evaluates many loads at the
   /// few clocks of the governor's steps and computes g(f) (a pow()) once per clock.
-  [[nodiscard]] virtual double power_at_scale_w(const DieActivity& activity, double dynamic_scale,
-                                                double temperature_c) const = 0;
+  [[nodiscard]] double power_at_scale_w(const DieActivity& activity, double dynamic_scale, double temperature_c) const {
+    return power_line(activity, temperature_c).at(dynamic_scale);
+  }
+  /// Power against g(f) at one load and temperature (a governor searching the clock for a recorded load needs it
+  /// once, then one multiply-add per clock it tries).
+  [[nodiscard]] virtual PowerLine power_line(const DieActivity& activity, double temperature_c) const = 0;
   /// g(f): dynamic power at `clock_hz` relative to the max clock at equal activity.
   [[nodiscard]] virtual double dynamic_scale(double clock_hz) const = 0;
   [[nodiscard]] virtual const PowerParams& params() const = 0;

@@ -150,10 +150,11 @@ class PowerDomain final : private GovernorContext {
     /// Integral of `activity` over the governor's present control period (activity x seconds), and its length.
     DieActivity period_load;
     double period_s = 0.0;
-    /// period_load / period_s, computed when the governor first asks after either changed (its clock search asks at
-    /// up to ten clocks for one period's load); `period_average_valid` is cleared when they change.
-    mutable DieActivity period_average;
-    mutable bool period_average_valid = false;
+    /// The power line of period_load / period_s at the die's temperature, computed when the governor first asks
+    /// after any of them changed (its clock search asks at up to ten clocks for one period's load: each then costs a
+    /// multiply-add); `period_line_valid` is cleared when they change (integrate, a new period).
+    mutable PowerLine period_line;
+    mutable bool period_line_valid = false;
     bool reported = false;  ///< a sample was sent
     double reported_power_w = 0.0, reported_clock_hz = 0.0;
     std::uint8_t reported_flags = 0;
@@ -231,6 +232,8 @@ class PowerDomain final : private GovernorContext {
   /// evaluate the same clock steps decision after decision, and a pow() each was a tenth of a large run's time.
   /// Sized at the first probe (ceiling / step + 2 entries: 3 KiB for MI300X's 5 MHz steps).
   mutable std::vector<double> scale_by_step_;
+  mutable double step_hz_ = 0.0;       ///< the governor's clock step, read at the first probe
+  mutable double inverse_step_ = 0.0;  ///< 1 / step_hz_
   /// The last clock probed that is not a whole step (a locked clock or a floor between steps) and its g(f).
   mutable double off_step_clock_hz_ = -1.0;
   mutable double off_step_scale_ = 0.0;
