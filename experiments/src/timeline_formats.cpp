@@ -190,7 +190,9 @@ constexpr std::uint32_t name = 2;
 /// The one packet sequence chopsim writes (any nonzero id).
 constexpr std::uint64_t kSequenceId = 1;
 
-/// Track uuids: a GPU's group, its streams and its counters (nonzero, unique while a GPU has fewer than 2^16 streams).
+/// Track uuids: the root that orders the GPUs, a GPU's group, its streams and its counters (nonzero, unique while a
+/// GPU has fewer than 2^16 streams).
+constexpr std::uint64_t kRootTrack = 1;
 std::uint64_t gpu_track(std::uint32_t rank) { return (static_cast<std::uint64_t>(rank) + 1) << 20; }
 std::uint64_t stream_track(std::uint32_t rank, std::uint32_t stream) { return gpu_track(rank) + 1 + stream; }
 std::uint64_t counter_track(std::uint32_t rank, TimelineCounter which) {
@@ -208,13 +210,22 @@ class PerfettoTimelineEncoder final : public TimelineEncoder {
     packet_.add_varint(packet::trusted_packet_sequence_id, kSequenceId);
     packet_.add_varint(packet::sequence_flags, packet::kSeqIncrementalStateCleared);
     emit();
+    // One root track holds the GPUs in rank order (tracks without a parent have no defined order in the UI, and
+    // by name "GPU 16" would come before "GPU 4").
+    ProtoMessage root;
+    root.add_varint(track_descriptor::uuid, kRootTrack);
+    root.add_bytes(track_descriptor::name, "GPUs");
+    root.add_varint(track_descriptor::child_ordering, track_descriptor::kExplicitOrder);
+    descriptor(root);
   }
 
   void gpu(std::uint32_t rank, std::string_view label, const std::vector<std::string>& streams) override {
     ProtoMessage track;
     track.add_varint(track_descriptor::uuid, gpu_track(rank));
+    track.add_varint(track_descriptor::parent_uuid, kRootTrack);
     track.add_bytes(track_descriptor::name, label);
     track.add_varint(track_descriptor::child_ordering, track_descriptor::kExplicitOrder);
+    track.add_int(track_descriptor::sibling_order_rank, rank);
     descriptor(track);
     for (std::size_t s = 0; s < streams.size(); ++s) {
       track.clear();

@@ -107,6 +107,7 @@ struct Decoded {
   std::size_t without_state_flag = 0;  ///< packets with interned ids but without SEQ_NEEDS_INCREMENTAL_STATE
   std::set<std::uint64_t> sequences;
   std::size_t counter_tracks_without_descriptor = 0;
+  std::vector<std::pair<std::int64_t, std::string>> gpu_groups;  ///< the root's children: (sibling rank, name)
 };
 
 Decoded decode_pftrace(const std::string& file) {
@@ -115,6 +116,7 @@ Decoded decode_pftrace(const std::string& file) {
     std::string name;
     std::uint64_t parent = 0;
     bool counter = false;
+    std::int64_t order = 0;  ///< sibling_order_rank
   };
   std::map<std::uint64_t, Track> tracks;
   std::map<std::uint64_t, std::string> names;
@@ -151,8 +153,11 @@ Decoded decode_pftrace(const std::string& file) {
         if (f.number == 2) track.name = f.bytes;
         if (f.number == 5) track.parent = f.varint;
         if (f.number == 8) track.counter = true;
+        if (f.number == 12) track.order = static_cast<std::int64_t>(f.varint);
       }
       tracks[uuid] = track;
+      if (track.parent != 0 && tracks.count(track.parent) && tracks[track.parent].parent == 0)
+        out.gpu_groups.emplace_back(track.order, track.name);
     }
     if (event.empty()) continue;
     std::uint64_t type = 0, track_uuid = 0, name_iid = 0;
@@ -250,6 +255,10 @@ TEST(PerfettoTimeline, ShowsWhatTheJsonTimelineShowsAsAWellFormedTrace) {
   EXPECT_EQ(decoded.sequences, std::set<std::uint64_t>{1});
   EXPECT_EQ(decoded.unresolved, 0u);
   EXPECT_EQ(decoded.counter_tracks_without_descriptor, 0u);
+  // The GPUs hang under one root track, ranked by their GPU index (the label starts "GPU <rank> ").
+  ASSERT_EQ(decoded.gpu_groups.size(), 8u);
+  for (const auto& [order, name] : decoded.gpu_groups)
+    EXPECT_EQ(name.rfind("GPU " + std::to_string(order) + " ", 0), 0u) << name;
 
   const auto [json_slices, json_counters] = read_json_timeline(json);
   ASSERT_EQ(decoded.slices.size(), json_slices.size()) << "tracks with slices";
