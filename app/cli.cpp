@@ -19,8 +19,8 @@ void check_engine_name(const ModelRegistries& registries, const std::string& nam
 
 TimelineFormat timeline_format_option(const Arguments& args) {
   const auto format = args.option("--timeline-format");
-  if (!format || *format == "json") return TimelineFormat::json;
-  if (*format == "perfetto") return TimelineFormat::perfetto;
+  if (!format) return TimelineFormat::json;
+  if (const auto named = timeline_format_named(*format)) return *named;
   throw argument_error("--timeline-format expects json or perfetto, found '" + *format + "'",
                        "write --timeline-format perfetto (timeline.pftrace) or json (timeline.json, the default)");
 }

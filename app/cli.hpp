@@ -120,8 +120,7 @@ inline constexpr Option kRunOptions[] = {{"--out", Value::directory},
                                          {"--force", Value::none},
                                          {"--report", Value::none},
                                          {"--timeline-format", Value::timeline_format}};
-/// run's --timeline-format values (RunOptions::timeline_format).
-inline constexpr std::string_view kTimelineFormatNames[] = {"json", "perfetto"};
+
 inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
                                            {"-o", Value::directory},
                                            {"--jobs", Value::text},

@@ -44,9 +44,9 @@ std::string run(const std::string& config, const std::vector<std::pair<std::stri
                 const std::string& out, const std::string& configs, bool simulate_oom,
                 const std::string& timeline_format) {
   chopsim::RunOptions options;
-  if (timeline_format == "perfetto")
-    options.timeline_format = chopsim::TimelineFormat::perfetto;
-  else if (timeline_format != "json")
+  if (const auto named = chopsim::timeline_format_named(timeline_format))
+    options.timeline_format = *named;
+  else
     throw chopsim::InputError(chopsim::SourceLocation{"chopsim.run", 0, 0}, "timeline_format",
                               "timeline_format expects 'json' or 'perfetto', found '" + timeline_format + "'",
                               "pass timeline_format=\"perfetto\" (timeline.pftrace) or \"json\" (timeline.json)");

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chopsim/config/registries.hpp"
@@ -77,6 +79,14 @@ struct PowerReport {
 /// The timeline's file format: the Chrome trace event format (timeline.json), or Perfetto's protobuf trace
 /// (timeline.pftrace, 38-41 % of the JSON's size; ui.perfetto.dev opens both).
 enum class TimelineFormat : std::uint8_t { json, perfetto };
+/// The formats' names as the command line and Python take them, in TimelineFormat's order.
+inline constexpr std::string_view kTimelineFormatNames[] = {"json", "perfetto"};
+/// The format called `name`, or nothing for an unknown name.
+[[nodiscard]] inline std::optional<TimelineFormat> timeline_format_named(std::string_view name) {
+  if (name == kTimelineFormatNames[0]) return TimelineFormat::json;
+  if (name == kTimelineFormatNames[1]) return TimelineFormat::perfetto;
+  return std::nullopt;
+}
 
 struct RunOptions {
   std::filesystem::path output_dir;  ///< empty: write no files
