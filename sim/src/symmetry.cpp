@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "chopsim/models/collective.hpp"
@@ -63,17 +64,31 @@ int shifted(const RankLayout& layout, const AxisOrders& orders, int rank, RankAx
 constexpr std::size_t kLargestPermutedGroup = 65536;
 
 /// True when the member that `permutation` sends member i to plans what member i plans with every peer p replaced by
-/// permutation[p]: the same steps, sizes, channels, latencies and synchronisation counts.
+/// permutation[p]: the same steps, sizes, channels, latencies and synchronisation counts. A step's transfers are
+/// compared as a set: both engines post them at once and each (peer, channel) has its own mailbox, so their order in
+/// the plan does not matter (a grouped all-to-all lists its node's peers from the member's own position on, so a
+/// shift that swaps neighbours within a node reorders the list without changing it).
 bool equivariant(const SimulationInput& input, const CollectiveCall& call, const std::vector<int>& permutation) {
   const std::vector<CollectivePlan> plans = input.collectives->plan_all(call, *input.topology);
   if (plans.size() != permutation.size()) return false;
+  using Key = std::tuple<int, double, int>;  // (peer, bytes, channel)
+  std::vector<Key> mapped, expected;
   auto same = [&](const std::vector<Transfer>& mine, const std::vector<Transfer>& theirs) {
     if (mine.size() != theirs.size()) return false;
-    for (std::size_t t = 0; t < mine.size(); ++t)
-      if (permutation[static_cast<std::size_t>(mine[t].peer)] != theirs[t].peer || mine[t].bytes != theirs[t].bytes ||
-          mine[t].channel != theirs[t].channel)
+    mapped.clear();
+    expected.clear();
+    for (std::size_t t = 0; t < mine.size(); ++t) {
+      mapped.emplace_back(permutation[static_cast<std::size_t>(mine[t].peer)], mine[t].bytes, mine[t].channel);
+      expected.emplace_back(theirs[t].peer, theirs[t].bytes, theirs[t].channel);
+    }
+    if (mapped == expected) return true;  // the usual case: the same order
+    std::sort(mapped.begin(), mapped.end());
+    std::sort(expected.begin(), expected.end());
+    // Two transfers on one (peer, channel) match in plan order: then the order matters, and it differs.
+    for (std::size_t t = 1; t < mapped.size(); ++t)
+      if (std::get<0>(mapped[t]) == std::get<0>(mapped[t - 1]) && std::get<2>(mapped[t]) == std::get<2>(mapped[t - 1]))
         return false;
-    return true;
+    return mapped == expected;
   };
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const CollectivePlan& mine = plans[i];

@@ -74,6 +74,20 @@ std::vector<AgreementCase> agreement_cases() {
                      run.parallelism.ep = 16;
                      run.training.moe_dispatcher = MoeDispatcher::flex;
                    }});
+  // Tensor-parallel pairs inside an expert group over two nodes (tp 2 with SP, etp 1, ep 16): the grouped all-to-all
+  // lists a member's node peers from its own position on, so swapping the pair's members reorders the list without
+  // changing it, and the pairs fold (sim/src/symmetry.cpp, equivariant).
+  cases.push_back({"moe_tp_peers_across_nodes", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     run.model.experts = 32;
+                     run.model.top_k = 4;
+                     run.model.ffn_hidden = 3584;
+                     run.parallelism.tp = 2;
+                     run.parallelism.dp = 16;
+                     run.parallelism.ep = 16;
+                     run.parallelism.etp = 1;
+                     run.parallelism.sequence_parallel = true;
+                     run.training.moe_dispatcher = MoeDispatcher::flex;
+                   }});
   // DeepSeek's layout on Mixtral's shape: two dense first layers of their own width, then MoE layers with a shared
   // expert (a dense MLP beside the routed ones): layers of two kinds, no all-to-all in the first two.
   cases.push_back({"moe_dense_first_shared_expert", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
@@ -207,6 +221,22 @@ TEST_P(Symmetry, OneGpuPerClassGivesTheFiguresOfEveryGpuSimulated) {
   expect_agreement(reduced, full, 1e-3);
 }
 
+// The case above folds its tensor-parallel pairs: before, the reordered all-to-all plans kept them apart and twice as
+// many GPUs were simulated.
+TEST(SymmetryExpertParallel, TensorParallelPairsOfAnExpertGroupOverNodesFold) {
+  const auto registries = ModelRegistries::with_builtins();
+  for (const AgreementCase& c : agreement_cases()) {
+    if (c.name != "moe_tp_peers_across_nodes") continue;
+    RunSpec run = load_case(c, registries);
+    run.engine = "fast";
+    const RunReport report = run_simulation(run, registries);
+    EXPECT_EQ(report.stats.symmetry_limit.find("tp:"), std::string::npos) << report.stats.symmetry_limit;
+    EXPECT_LE(static_cast<int>(report.stats.simulated_ranks) * 4, report.gpus) << report.stats.symmetry_limit;
+    return;
+  }
+  FAIL() << "the case moe_tp_peers_across_nodes is missing";
+}
+
 // Under adaptive routing the spine layer has no per-flow choice (docs/design.md, "Symmetry"): a class's flows load
 // the links exactly as its members' do, so folding gives the full simulation's figures to rounding, where ECMP's
 // hashed spine choices let the images of one transfer collide on different spines.
@@ -235,7 +265,8 @@ std::vector<AgreementCase> symmetric_cases() {
     if (c.name == "llama3-70b-h100-3d" || c.name == "llama3-8b-mi250-3d" || c.name == "mixtral-8x7b-h200-ep" ||
         c.name == "megatron-gpt3-7b-tp1-pp4" || c.name == "uneven_stages" || c.name == "moe_oversubscribed_fat_tree" ||
         c.name == "hot_rear_slots" || c.name == "moe_dense_first_shared_expert" || c.name == "multi_latent_attention" ||
-        c.name == "rail_traffic_across_spines" || c.name == "moe_flex_dispatch_across_nodes")
+        c.name == "rail_traffic_across_spines" || c.name == "moe_flex_dispatch_across_nodes" ||
+        c.name == "moe_tp_peers_across_nodes")
       cases.push_back(c);
   // The same with ECMP. Not an engine-agreement case: folded, the images of one transfer can hash onto different
   // spines, and the class's flow moves at its most loaded image's rate (exposed pipeline communication 0.081 against
