@@ -18,9 +18,14 @@ namespace chopsim::cli {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& words) {
+/// `words` (strings or string_views) separated by spaces.
+template <typename Words>
+std::string joined(const Words& words) {
   std::string text;
-  for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
+  for (const auto& word : words) {
+    if (!text.empty()) text += ' ';
+    text += word;
+  }
   return text;
 }
 
@@ -38,16 +43,10 @@ std::string fixed_values(Value value) {
     }
     case Value::objective:
       return joined(sweep_objective_names());
-    case Value::node_links: {
-      std::vector<std::string> names;
-      for (const std::string_view name : kNodeLinkNames) names.emplace_back(name);
-      return joined(names);
-    }
-    case Value::timeline_format: {
-      std::vector<std::string> names;
-      for (const std::string_view name : kTimelineFormatNames) names.emplace_back(name);
-      return joined(names);
-    }
+    case Value::node_links:
+      return joined(kNodeLinkNames);
+    case Value::timeline_format:
+      return joined(kTimelineFormatNames);
     default:
       return "";
   }

@@ -177,9 +177,8 @@ void TimelineWriter::on_op_event(const OpEvent& event) {
   slice.end_s = event.time_s;
   slice.name = name;
   slice.category = category_label(op);
-  slice.arguments = std::move(args);
+  slice.arguments = args;
   state_->encoder->slice(slice);
-  args = std::move(slice.arguments);  // the scratch keeps its capacity
 }
 
 void TimelineWriter::on_telemetry(const GpuStateSample& sample) {
@@ -206,7 +205,6 @@ void TimelineWriter::finish() {
   if (state_->finished) return;
   state_->describe({});
   state_->encoder->finish();
-  if (state_->format == TimelineFormat::json) state_->file << '\n';
   state_->file.close();
   if (!state_->file) throw OutputError("cannot write the timeline file");
   state_->finished = true;

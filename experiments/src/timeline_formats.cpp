@@ -21,7 +21,7 @@ constexpr std::string_view kCounterNames[] = {"power (W)", "clock (MHz)", "tempe
 
 class JsonTimelineEncoder final : public TimelineEncoder {
  public:
-  explicit JsonTimelineEncoder(std::ostream& out) : json_(out, 0) {
+  explicit JsonTimelineEncoder(std::ostream& out) : out_(out), json_(out, 0) {
     json_.begin_object();
     json_.field("displayTimeUnit", "ns");
     json_.key("traceEvents").begin_array();
@@ -86,9 +86,11 @@ class JsonTimelineEncoder final : public TimelineEncoder {
     json_.end_array();
     json_.end_object();
     json_.flush();
+    out_ << '\n';
   }
 
  private:
+  std::ostream& out_;
   JsonWriter json_;
 };
 

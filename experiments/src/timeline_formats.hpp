@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,7 +45,7 @@ struct SliceRecord {
   double end_s = 0.0;
   std::string_view name;
   std::string_view category;
-  std::vector<SliceArgument> arguments;
+  std::span<const SliceArgument> arguments;
 };
 
 /// The counter tracks of a GPU.

@@ -54,7 +54,9 @@ PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, c
       governor_(governor),
       settings_(std::move(settings)),
       sink_(sink),
-      listener_(listener) {
+      listener_(listener),
+      step_hz_(governor.params().clock_step_hz),
+      inverse_step_(step_hz_ > 0.0 ? 1.0 / step_hz_ : 0.0) {
   if (settings_.dies.empty()) throw ModelError("power domain: no dies");
   if (!(settings_.cap_w > 0.0)) throw ModelError("power domain: the power cap must be positive");
   if (!(settings_.ceiling_hz > 0.0) || settings_.floor_hz < 0.0 || settings_.floor_hz > settings_.ceiling_hz)
@@ -67,6 +69,11 @@ PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, c
     dies_[d].temperature_c = settings_.dies[d].initial_c;
     dies_[d].clock_hz = settings_.ceiling_hz;
   }
+  // Clock steps up to the ceiling (and one beyond, for a ceiling between steps). The firmware governor requires a
+  // step of 0.1 MHz or more; without a step every clock goes through the off-step memo.
+  if (step_hz_ > 0.0)
+    scale_by_step_.assign(static_cast<std::size_t>(std::ceil(settings_.ceiling_hz / step_hz_)) + 2,
+                          std::numeric_limits<double>::quiet_NaN());
 }
 
 // ---- the governor's view -------------------------------------------------------------------------------------
@@ -100,12 +107,6 @@ double PowerDomain::power_at(const DieActivity& activity, double clock_hz, doubl
 double PowerDomain::scale_at(double clock_hz) const {
   // highest_clock_within probes the steps as k * step: the same product finds the entry (a multiply and a truncation
   // here; std::round and a division cost more than the lookup saved).
-  if (scale_by_step_.empty()) {
-    step_hz_ = governor_.params().clock_step_hz;
-    scale_by_step_.assign(static_cast<std::size_t>(std::ceil(settings_.ceiling_hz / step_hz_)) + 2,
-                          std::numeric_limits<double>::quiet_NaN());
-    inverse_step_ = 1.0 / step_hz_;
-  }
   if (clock_hz >= 0.0) {
     const auto index = static_cast<std::size_t>(clock_hz * inverse_step_ + 0.5);
     if (index < scale_by_step_.size() && static_cast<double>(index) * step_hz_ == clock_hz) {

@@ -228,12 +228,12 @@ class PowerDomain final : private GovernorContext {
   bool decision_pending_ = false;  ///< the load changed at now_s_ and the governor has not been asked since
   KernelHandle next_handle_ = 1;
   PowerDomainStats stats_;
+  double step_hz_;       ///< the governor's clock step
+  double inverse_step_;  ///< 1 / step_hz_
   /// g(f) of every clock step k * step the governor has probed, indexed by k (NaN: not yet computed): its searches
   /// evaluate the same clock steps decision after decision, and a pow() each was a tenth of a large run's time.
-  /// Sized at the first probe (ceiling / step + 2 entries: 3 KiB for MI300X's 5 MHz steps).
+  /// ceiling / step + 2 entries (3 KiB for MI300X's 5 MHz steps).
   mutable std::vector<double> scale_by_step_;
-  mutable double step_hz_ = 0.0;       ///< the governor's clock step, read at the first probe
-  mutable double inverse_step_ = 0.0;  ///< 1 / step_hz_
   /// The last clock probed that is not a whole step (a locked clock or a floor between steps) and its g(f).
   mutable double off_step_clock_hz_ = -1.0;
   mutable double off_step_scale_ = 0.0;
