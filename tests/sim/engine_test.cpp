@@ -217,6 +217,43 @@ TEST_P(Engine, TwoFlowsSharingALinkEachGetHalf) {
   }
 }
 
+TEST_P(Engine, FlowsJoiningMidTransferTakeTheirMaxMinShareOfTheSharedLink) {
+  // B sends S to A from the start. C runs two kernels of d each at once (they share the GPU and end together at
+  // 2 d), then sends S to A and S to D: C's outbound link gives each of its flows B/2, and on A's inbound link B's
+  // flow keeps the other half (max-min). Until then it had the whole link: it ends at L + j + 2 (S - B j) / B, the
+  // joining flows at j + L + 2 S / B (j: when they join). SimGrid 3.32's lazy network update (network/optim:Lazy,
+  // its default) left B's flow at the full rate here, ending at L + S / B; the engine runs it with optim:Full.
+  const double bw = 50 * kGB, route_latency = 2e-6, s = 0.5 * kGiB, d = 2e-3;
+  ParallelismSpec p;
+  p.pp = 4;
+  Workload w;
+  w.layout = RankLayout(p);
+  w.names = {"x"};
+  Program a, b, c, dst;
+  a.streams.push_back({"from_b", {p2p_op(OpKind::recv, 1, 7, s)}});
+  a.streams.push_back({"from_c", {p2p_op(OpKind::recv, 2, 8, s)}});
+  b.streams.push_back({"to_a", {p2p_op(OpKind::send, -1, 7, s)}});
+  c.streams.push_back({"to_a", {compute_op(d), p2p_op(OpKind::send, -2, 8, s)}});
+  c.streams.push_back({"to_d", {compute_op(d), p2p_op(OpKind::send, 1, 9, s)}});
+  dst.streams.push_back({"from_c", {p2p_op(OpKind::recv, -1, 9, s)}});
+  w.programs = {a, b, c, dst};
+  w.program_of_rank = {0, 1, 2, 3};
+  const Topology t = uniform_star(4, bw, route_latency);
+  const auto compute = roofline(test_compute_params());
+  const auto model = nccl();
+  const Result r = simulate(w, t, *compute, *model);
+  const OpEvent* kernel = r.observer.end_of(2, 0, 0);
+  ASSERT_NE(kernel, nullptr);
+  const double joined = kernel->time_s;
+  EXPECT_NEAR(joined, 2.0 * d, 1e-9);
+  const OpEvent* from_b = r.observer.end_of(0, 0, 0);
+  const OpEvent* from_c = r.observer.end_of(0, 1, 0);
+  ASSERT_NE(from_b, nullptr);
+  ASSERT_NE(from_c, nullptr);
+  EXPECT_NEAR(from_b->time_s, route_latency + joined + 2.0 * (s - bw * joined) / bw, 1e-9);
+  EXPECT_NEAR(from_c->time_s, joined + route_latency + 2.0 * s / bw, 1e-9);
+}
+
 TEST_P(Engine, LargeTransferOverLongLinkGetsFullBandwidth) {
   // SimGrid's TCP window bound (network/TCP-gamma) would cap this flow at gamma / (2 latency) ~ 2 GB/s; the engine
   // disables it, so the transfer takes latency + S/B.
