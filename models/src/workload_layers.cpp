@@ -85,7 +85,7 @@ double StageGenerator::deterministic_workspace_bytes(double keys) const {
 OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precision precision, double bytes,
                                   bool unaligned) {
   Op op = compute_op(name, KernelClass::gemm, precision, 2.0 * g.m * g.n * g.k, bytes, unaligned);
-  op.gemm_problems = static_cast<std::uint16_t>(std::clamp(g.weights, 1.0, 65535.0));
+  op.gemm_problems = launch_count(g.weights);
   const OpRef ref = append_to_compute_stream(op);
   if (op.gemm_problems > 1) builder_.set_host_issue(ref, op.gemm_problems, false);
   return ref;

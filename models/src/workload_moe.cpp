@@ -47,6 +47,7 @@ void StageGenerator::moe_forward() {
   (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.expert_ffn_local, s.hidden, local_experts});
   expert_activation_forward();
   (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
+  expert_fc2_bias_forward();
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
                       {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::expert_tp, CommCategory::tp,
@@ -84,6 +85,51 @@ void StageGenerator::expert_activation_forward() {
   }
 }
 
+// --- the experts' biases (gpt-oss: TransformerSpec::linear_bias on a mixture of experts) ---------------------
+// Megatron-Core's TEGroupedMLP (megatron/core/transformer/moe/experts.py, from "Enable bias in expert mlp",
+// a329dd6da5, 2025-09-22, until the packed path of 883533e049, 2026-08-14) builds linear_fc1 without skip_bias_add,
+// so fc1's biases are added in the grouped GEMM's epilogue and their gradients come from its wgrad (no kernel of
+// their own), and linear_fc2 with skip_bias_add, whose biases _apply_bias adds expert by expert, weighted by each
+// row's routing probability:
+//   torch.cat([t + b * p for t, b, p in zip(split(out, tokens_per_expert), biases, split(probs, ...))]).to(dtype)
+// p is fp32, so b * p and the sum are fp32 [rows_e, h] tensors: per local expert a multiply (writes 4 B per element)
+// and an add (reads 2 + 4, writes 4), then one cat (reads 4, writes 4) and one cast back (reads 4, writes 2): 28 B
+// per element of the expert rows, 2 E + 2 launches. Autograd runs the mirror image: the cast's gradient (2 -> 4 B),
+// per expert the add's gradient cast to t's dtype (4 -> 2 B) and the multiply's two gradients, each a product and a
+// sum (grad * p summed over rows for b, grad * b summed over the hidden size for p: 12 B per element each), then
+// the cat of the split's gradient (2 -> 2 B): 40 B per element, 5 E + 2 launches. Megatron's DDP hooks add each
+// bias's gradient (2 E parameters, fc1's and fc2's) to its main_grad: 2 E more tiny launches. The host issues every
+// one of them (a Python list comprehension and autograd's per-op nodes), which is what makes the loop cost: the GPU
+// work is a few bytes per element, the launches scale with the local experts.
+void StageGenerator::expert_fc2_bias_forward() {
+  if (!model_.linear_bias) return;
+  const Sizes& s = sizes_;
+  const double elements = s.expert_tokens * s.hidden;
+  const double local_experts = model_.experts / parallelism_.ep;
+  const OpRef loop = elementwise("expert_fc2_bias", elements, 2.0, 14.0);
+  builder_.set_host_issue(loop, launch_count(2.0 * local_experts), false);
+  (void)compute("expert_fc2_bias_cat", KernelClass::memcpy, Precision::fp32, 0.0, 8.0 * elements);
+  (void)elementwise("expert_fc2_bias_cast", elements, 1.0, 6.0);
+}
+
+void StageGenerator::expert_fc2_bias_backward() {
+  if (!model_.linear_bias) return;
+  const Sizes& s = sizes_;
+  const double elements = s.expert_tokens * s.hidden;
+  const double local_experts = model_.experts / parallelism_.ep;
+  (void)elementwise("expert_fc2_bias_cast_bwd", elements, 1.0, 6.0);
+  // The biases' gradients are not needed for frozen experts (LoRA), the rows' and probabilities' ones are.
+  const double per_expert = frozen_base() ? 3.0 : 5.0;
+  const double bytes_per_element = frozen_base() ? 6.0 + 12.0 : 6.0 + 24.0;
+  const OpRef loop =
+      elementwise("expert_fc2_bias_bwd", elements, per_expert - 1.0, bytes_per_element, KernelClass::reduction);
+  builder_.set_host_issue(loop, launch_count(per_expert * local_experts), false);
+  (void)compute("expert_fc2_bias_split_bwd", KernelClass::memcpy, Precision::fp32, 0.0, 4.0 * elements);
+  if (frozen_base()) return;
+  const OpRef accumulate = elementwise("expert_bias_grad_accumulate", 2.0 * local_experts * s.hidden, 1.0, 10.0);
+  builder_.set_host_issue(accumulate, launch_count(2.0 * local_experts), false);
+}
+
 void StageGenerator::moe_backward() {
   const Sizes& s = sizes_;
   const double experts = model_.experts;
@@ -101,6 +147,7 @@ void StageGenerator::moe_backward() {
     await(communicate(
         training_.overlap.tp, kTpStream,
         {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  expert_fc2_bias_backward();
   const Gemm fc2{s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts};
   (void)gemm_dgrad("expert_fc2_dgrad", fc2);
   // Frozen experts (LoRA on the attention only) take no weight gradient.

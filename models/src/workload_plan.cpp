@@ -281,9 +281,10 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   const double bias = model.linear_bias ? 2.0 : 1.0;       // a weight, and a bias with linear_bias
   const double attention_tensors = per_norm + 2.0 * bias;  // its norm, QKV, output projection
   const double mlp_tensors = per_norm + 2.0 * bias;        // its norm, fc1, fc2
-  // An MoE sublayer: its norm, the router, two per local expert and the shared experts' fc1 and fc2.
-  const double moe_tensors = per_norm + 1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +
-                             (model.shared_expert_ffn_hidden > 0 ? 2.0 : 0.0);
+  // An MoE sublayer: its norm, the router, two per local expert and the shared experts' fc1 and fc2 (each with its
+  // bias under linear_bias: gpt-oss's router and experts have them).
+  const double moe_tensors = per_norm + bias * (1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +
+                                                (model.shared_expert_ffn_hidden > 0 ? 2.0 : 0.0));
   // A Mamba-2 mixer: its norm, in_proj, the convolution's weight and bias, dt_bias, A_log, D, the gated norm's
   // weight and out_proj.
   const double mamba_tensors = per_norm + 8.0;

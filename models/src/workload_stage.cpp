@@ -514,20 +514,17 @@ void StageGenerator::optimizer_step() {
   // (36 for its four lists, Apex/TE). The shard's tensors: this rank's share of the stage's tensors, plus one cut at a
   // shard boundary.
   const double shard_tensors = std::ceil(params.tensors / dense_shards) + 1;
-  const auto launches = [](double count) {
-    return static_cast<std::uint16_t>(std::clamp(count, 1.0, double{UINT16_MAX}));
-  };
   if (training_.grad_clip)
     (void)compute("grad_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, sizes_.gradient_bytes * local);
   if (training_.log_num_zeros_in_grad) {
     const OpRef count =
         compute("grad_count_zeros", KernelClass::reduction, Precision::fp32, local, sizes_.gradient_bytes * local);
-    builder_.set_host_issue(count, launches(4.0 * shard_tensors), true);
+    builder_.set_host_issue(count, launch_count(4.0 * shard_tensors), true);
   }
   const OpRef adamw =
       compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
   const double copy_launches = parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2 ? shard_tensors : 0.0;
-  builder_.set_host_issue(adamw, launches(std::ceil(shard_tensors / 36.0) + copy_launches), false);
+  builder_.set_host_issue(adamw, launch_count(std::ceil(shard_tensors / 36.0) + copy_launches), false);
   if (training_.log_params_norm) {
     const OpRef norm = compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
     builder_.set_host_issue(norm, 1, true);

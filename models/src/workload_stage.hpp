@@ -5,6 +5,7 @@
 // workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers, workload_lora.cpp
 // LoRA's adapters beside the linears of a dense layer.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,11 @@
 #include "workload_program.hpp"
 
 namespace chopsim::detail {
+
+/// A count of host launches or grouped problems as an IssueStep / Op field holds it: at least 1, at most 65,535.
+[[nodiscard]] inline std::uint16_t launch_count(double count) {
+  return static_cast<std::uint16_t>(std::clamp(count, 1.0, double{UINT16_MAX}));
+}
 
 // Conventions of the generated programs (what the engine may rely on):
 //  * Stream 0 is "compute". Collectives placed on it block compute; collectives on a side stream overlap
@@ -214,6 +220,9 @@ class StageGenerator {
   void moe_layer_forward();
   /// The routed experts' activation kernel (forward), on the rank's expert rows.
   void expert_activation_forward();
+  /// The routed experts' fc2 biases (TransformerSpec::linear_bias), added expert by expert (workload_moe.cpp).
+  void expert_fc2_bias_forward();
+  void expert_fc2_bias_backward();
   /// Selective recomputation by module (TrainingSpec::recompute_modules): before a sublayer's backward, the forward
   /// kernels of its modules that were not kept run again (Pass::recompute).
   void recompute_sublayer(const LayerKind& kind, bool mlp_side);
