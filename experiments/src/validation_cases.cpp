@@ -508,9 +508,13 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
                  : name.starts_with("llama3");
       train.cross_entropy_fusion = true;
       // LoRA rows: Megatron-Bridge's llama3_70b_lora_config_* (scripts/performance/configs/llama/
-      // llama3_llm_finetune.py) call llama3_70b_finetune_config(peft="lora"), whose LoRA() keeps its defaults: dim 32
-      // on linear_qkv, linear_proj, linear_fc1 and linear_fc2 (src/megatron/bridge/peft/lora.py).
-      if (task.find("LoRA") != std::string::npos) train.lora.rank = 32;
+      // llama3_llm_finetune.py) call llama3_70b_peft_config(peft_scheme="lora"), LoRA() of dim 32
+      // (src/megatron/bridge/peft/lora.py), and since 8b2f81eb0 (2026-02-10; v0.4.0 to v0.5.1, the releases of the
+      // table's LoRA row) override its targets: `cfg.peft.target_modules = ["linear_qkv"]` ("only apply LoRA to QKV").
+      if (task.find("LoRA") != std::string::npos) {
+        train.lora.rank = 32;
+        train.lora.proj = train.lora.fc1 = train.lora.fc2 = false;
+      }
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
       train.grad_reduce_fp32 = readme;

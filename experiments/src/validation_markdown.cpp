@@ -111,8 +111,8 @@ std::string group_notes(const std::string& group) {
            "scaling "
            "as fp8; a table without a precision column (25.09) takes the next release's precision for the same "
            "model, machine, GPU count and tp/pp/ep (the row's notes say so); the LoRA rows as Megatron-Bridge's LoRA "
-           "defaults run (rank 32 on the QKV, output projection, fc1 and fc2 linears, base weights frozen: "
-           "training.lora). Nothing is tuned per record. "
+           "performance configs run them (rank 32 on the fused QKV only, their target_modules override since "
+           "2026-02; base weights frozen: training.lora). Nothing is tuned per record. "
            "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
            "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))

@@ -455,6 +455,13 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   ASSERT_TRUE(oss.not_modelled.empty()) << oss.not_modelled;
   EXPECT_EQ(oss.run.model.sliding_window, 128);
   EXPECT_EQ(oss.run.model.experts, 128);
+  EXPECT_TRUE(oss.run.model.linear_bias);  // its experts' biases (Megatron-Bridge's GPT-OSS bridge, add_bias_linear)
+  // The LoRA row runs Megatron-Bridge's H100 LoRA performance config: rank 32 on the fused QKV only.
+  const ValidationCase& lora = *by_id.at("mbridge-26.06-dgx-h100-llama3_70b-fp8-g8-lora");
+  ASSERT_TRUE(lora.not_modelled.empty()) << lora.not_modelled;
+  EXPECT_EQ(lora.run.training.lora.rank, 32);
+  EXPECT_TRUE(lora.run.training.lora.qkv);
+  EXPECT_FALSE(lora.run.training.lora.proj || lora.run.training.lora.fc1 || lora.run.training.lora.fc2);
   // Nemotron 3 Nano: the hybrid model file (Mamba-2, attention and MoE layers); Nemotron 3 Super has no source.
   int nano = 0;
   for (const auto& [id, c] : by_id) {
