@@ -36,14 +36,6 @@ std::string_view recompute_name(RecomputePolicy policy) {
   return "none";
 }
 
-/// The modules selective recomputation re-runs (Megatron's --recompute-modules names), in a fixed order.
-std::vector<std::string> recompute_module_names(const RecomputeModules& m) {
-  std::vector<std::string> names;
-  for (const auto& [name, field] : kRecomputeModuleNames)
-    if (m.*field) names.emplace_back(name);
-  return names;
-}
-
 /// "dp8 zero3", "tp8 sp pp4 (1f1b) dp2", ...
 std::string parallelism_label(const ParallelismSpec& p) {
   std::string label;

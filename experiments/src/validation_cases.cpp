@@ -537,11 +537,30 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         skip("chopsim rejects the run: " + why);
         continue;
       }
-      // The tables do not state recomputation; a measured run fitted its GPUs, so a run that does not fit without
-      // any recomputed the least it needed: Megatron's block recomputation of the first k layers of each model chunk
-      // (--recompute-granularity full --recompute-method block --recompute-num-layers k), the smallest k that fits.
-      // (The recipes often recompute selected modules instead, e.g. mla_up_proj or moe_act, which costs less time.)
+      // The tables do not state recomputation. Where Megatron-Bridge's performance config for the record's model and
+      // GPU sets recompute_modules, and every release the tables cover sets the same (scripts/performance/configs/,
+      // *workload_base_configs.py, v0.2.0 to v0.5.1), the run recomputes those modules: GPT-OSS 120B on H100 and B200
+      // [layernorm, moe_act]; Nemotron 3 Nano on H100 in FP8 [moe, layernorm, core_attn, moe_act] (from v0.3.1, the
+      // first with its config). DeepSeek-V3's [mla_up_proj] (B200; H100 adds mlp) is not a module chopsim models.
+      RecomputeModules recipe_modules;
+      if (name == "gpt-oss-120b" && (machine == "H100" || machine == "B200"))
+        recipe_modules.layernorm = recipe_modules.moe_act = true;
+      if (name == "nemotron-3-nano" && machine == "H100" && train.precision == Precision::fp8)
+        recipe_modules.moe = recipe_modules.layernorm = recipe_modules.core_attn = recipe_modules.moe_act = true;
+      if (recipe_modules.any()) {
+        train.recompute = RecomputePolicy::selective;
+        train.recompute_modules = recipe_modules;
+        std::string listed;
+        for (const std::string& module : recompute_module_names(recipe_modules))
+          listed += (listed.empty() ? "" : ", ") + module;
+        c.notes += "; recomputes the recipe's modules (" + listed + ")";
+      }
+      // A measured run fitted its GPUs, so a run that does not fit with that recomputed the least it needed:
+      // Megatron's block recomputation of the first k layers of each model chunk (--recompute-granularity full
+      // --recompute-method block --recompute-num-layers k), the smallest k that fits.
       if (!estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+        if (recipe_modules.any()) c.notes += ", which does not fit";
+        train.recompute_modules = {};
         const std::vector<int> chunks = par.virtual_stage_layers(run.model.layers);
         const int most = chunks.empty() ? run.model.layers : *std::max_element(chunks.begin(), chunks.end());
         train.recompute = RecomputePolicy::full;

@@ -456,6 +456,17 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   EXPECT_EQ(oss.run.model.sliding_window, 128);
   EXPECT_EQ(oss.run.model.experts, 128);
   EXPECT_TRUE(oss.run.model.linear_bias);  // its experts' biases (Megatron-Bridge's GPT-OSS bridge, add_bias_linear)
+  // The performance configs' selective recomputation, the same in every release: GPT-OSS [layernorm, moe_act];
+  // Nemotron 3 Nano on H100 in FP8 [moe, layernorm, core_attn, moe_act]; on B200 nothing.
+  EXPECT_EQ(oss.run.training.recompute, RecomputePolicy::selective);
+  EXPECT_EQ(recompute_module_names(oss.run.training.recompute_modules),
+            (std::vector<std::string>{"layernorm", "moe_act"}));
+  const ValidationCase& nano_h100 = *by_id.at("mbridge-26.04-dgx-h100-nemotron_3_nano-fp8-g16-pre-training");
+  EXPECT_EQ(nano_h100.run.training.recompute, RecomputePolicy::selective);
+  EXPECT_EQ(recompute_module_names(nano_h100.run.training.recompute_modules),
+            (std::vector<std::string>{"core_attn", "layernorm", "moe", "moe_act"}));
+  EXPECT_EQ(by_id.at("mbridge-26.04.01-dgx-b200-nemotron_3_nano-mxfp8-g8-pre-training")->run.training.recompute,
+            RecomputePolicy::none);
   // The LoRA row runs Megatron-Bridge's H100 LoRA performance config: rank 32 on the fused QKV only.
   const ValidationCase& lora = *by_id.at("mbridge-26.06-dgx-h100-llama3_70b-fp8-g8-lora");
   ASSERT_TRUE(lora.not_modelled.empty()) << lora.not_modelled;

@@ -146,6 +146,13 @@ inline constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*
     {"moe_act", &RecomputeModules::moe_act},
     {"shared_experts", &RecomputeModules::shared_experts},
 }};
+/// The modules `m` re-runs, by Megatron's names, in kRecomputeModuleNames' order.
+[[nodiscard]] inline std::vector<std::string> recompute_module_names(const RecomputeModules& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, field] : kRecomputeModuleNames)
+    if (m.*field) names.emplace_back(name);
+  return names;
+}
 
 /// Low-rank adaptation (LoRA; Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", ICLR 2022) as
 /// Megatron-Bridge's LoRA PEFT runs it (src/megatron/bridge/peft/lora.py, utils.py ParallelLinearAdapter): every base
