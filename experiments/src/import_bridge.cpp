@@ -129,7 +129,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
 
   // ConfigContainer.model's fields are Megatron-Core's TransformerConfig names: most are NeMo's model keys as they are,
   // a few are renamed; cross_entropy_fusion_impl and the TE op fuser choose among fused kernels chopsim models as one.
-  static constexpr std::array<std::string_view, 28> kSameName = {"tensor_model_parallel_size",
+  static constexpr std::array<std::string_view, 29> kSameName = {"tensor_model_parallel_size",
                                                                  "pipeline_model_parallel_size",
                                                                  "context_parallel_size",
                                                                  "virtual_pipeline_model_parallel_size",
@@ -154,6 +154,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
                                                                  "v_head_dim",
                                                                  "mtp_num_layers",
                                                                  "fp8",
+                                                                 "fp8_recipe",
                                                                  "gradient_accumulation_fusion",
                                                                  "deterministic_mode",
                                                                  "cross_entropy_loss_fusion"};
@@ -197,11 +198,15 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   const YAML::Node mixed = section(container, "mixed_precision");
   carry(mixed, "grad_reduce_in_fp32", model, "grad_reduce_in_fp32");
   if (is_map(mixed) && mixed["fp8"].IsDefined() && !mixed["fp8"].IsNull()) model["fp8"] = true;
+  carry(mixed, "fp8_recipe", model, "fp8_recipe");
   if (const YAML::Node recipe_precision = container["mixed_precision"];
       recipe_precision.IsDefined() && recipe_precision.IsScalar()) {
     // A recipe's precision name: bf16_mixed, fp16_mixed, bf16_with_fp8_delayed_scaling_mixed, ...
     const std::string name = recipe_precision.Scalar();
     if (name.find("fp8") != std::string::npos || name.find("mxfp8") != std::string::npos) model["fp8"] = true;
+    // bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed (src/megatron/bridge/training/mixed_precision.py).
+    if (name.find("current_scaling") != std::string::npos) model["fp8_recipe"] = "tensorwise";
+    if (name.find("mxfp8") != std::string::npos) model["fp8_recipe"] = "mxfp8";
     if (name.rfind("fp16", 0) == 0) trainer["precision"] = "16";
   }
   // PEFT: Megatron-Bridge's peft section (its LoRA dataclass: dim, target_modules; src/megatron/bridge/peft/lora.py)
@@ -306,6 +311,9 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
     if (settings["use_megatron_fsdp"].IsDefined() && settings["use_megatron_fsdp"].as<bool>(false))
       model["fsdp"] = true;
     if (precision.rfind("fp8", 0) == 0) model["fp8"] = true;
+    // The performance scripts' compute dtypes: fp8_cs current scaling, fp8_mx MXFP8 (scripts/performance/utils).
+    if (precision == "fp8_cs") model["fp8_recipe"] = "tensorwise";
+    if (precision == "fp8_mx") model["fp8_recipe"] = "mxfp8";
     if (settings["recompute_modules"].IsDefined() && !settings["recompute_modules"].IsNull())
       model["activations_checkpoint_granularity"] = "selective";
     if (settings["cuda_graphs"].IsDefined() && settings["cuda_graphs"].as<bool>(false))

@@ -150,11 +150,12 @@ const std::set<std::string> kRead = {
     "mtp-num-layers", "tensor-model-parallel-size", "pipeline-model-parallel-size", "context-parallel-size",
     "expert-model-parallel-size", "expert-tensor-parallel-size", "num-layers-per-virtual-pipeline-stage",
     "virtual-pipeline-model-parallel-size", "sequence-parallel", "use-distributed-optimizer", "global-batch-size",
-    "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format", "recompute-granularity", "recompute-method",
-    "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap", "deterministic-mode",
-    "transformer-impl", "no-create-attention-mask-in-dataloader", "no-check-for-nan-in-loss-and-grad",
-    "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion", "log-num-zeros-in-grad", "log-params-norm",
-    "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models", "no-overlap-p2p-communication",
+    "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format", "fp8-recipe", "recompute-granularity",
+    "recompute-method", "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap",
+    "deterministic-mode", "transformer-impl", "no-create-attention-mask-in-dataloader",
+    "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
+    "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
+    "no-overlap-p2p-communication",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -285,6 +286,7 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["micro_batch_size"] = integer(args, "micro-batch-size", 1, shown);
   model["encoder_seq_length"] = integer(args, "seq-length", 0, shown);
   if (args.count("fp8-format")) model["fp8"] = true;
+  if (args.count("fp8-recipe")) model["fp8_recipe"] = args.at("fp8-recipe");
   if (args.count("recompute-granularity")) {
     model["activations_checkpoint_granularity"] = args.at("recompute-granularity");
     if (args.count("recompute-method")) model["activations_checkpoint_method"] = args.at("recompute-method");

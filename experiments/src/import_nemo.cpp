@@ -413,6 +413,17 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     chopsim_precision = "fp32";
   }
   y << "  precision: " << chopsim_precision << "        # trainer.precision, model.fp8\n";
+  // Megatron-Core's fp8_recipe (--fp8-recipe; NeMo model.fp8_recipe): tensorwise is Transformer Engine's current
+  // scaling, mxfp8 its block scaling; blockwise (Float8BlockScaling, 128-element tiles) casts in one pass like delayed.
+  if (const std::string recipe = job.text("model.fp8_recipe"); chopsim_precision == "fp8" && !recipe.empty()) {
+    if (recipe == "tensorwise") {
+      y << "  fp8_recipe: current        # model.fp8_recipe tensorwise (Float8CurrentScaling)\n";
+    } else if (recipe == "mxfp8") {
+      y << "  fp8_recipe: mxfp8        # model.fp8_recipe\n";
+    } else if (recipe != "delayed") {
+      result.notes.push_back("model.fp8_recipe " + recipe + ": cast in one pass, as delayed scaling");
+    }
+  }
   const std::string granularity = job.text("model.activations_checkpoint_granularity");
   y << "  recompute: "
     << (granularity == "full"        ? "full"

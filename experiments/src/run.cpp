@@ -288,6 +288,9 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   json.key("training").begin_object();
   json.field("global_batch", run.training.global_batch).field("micro_batch", run.training.micro_batch);
   json.field("seq_len", run.training.seq_len).field("precision", to_string(run.training.precision));
+  // Only for a non-default FP8 recipe: other runs keep their bytes.
+  if (run.training.precision == Precision::fp8 && run.training.fp8_recipe != Fp8Recipe::delayed)
+    json.field("fp8_recipe", to_string(run.training.fp8_recipe));
   json.field("recompute", recompute_name(run.training.recompute));
   if (run.training.recompute_layers > 0) json.field("recompute_layers", run.training.recompute_layers);
   if (run.training.recompute_modules.any()) {  // only when listed: other runs keep their bytes

@@ -302,6 +302,15 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
            : lower.find("bf16") != std::string::npos ? std::string("bf16")
                                                      : std::string("not given");
   };
+  // The FP8 scaling of a printed precision ("MXFP8", "FP8-MX", "FP8-CS", "FP8-CS (FP8-MX)": the first is the run's):
+  // MX is block scaling, CS current scaling; a plain "FP8" is an H100 row, and Megatron-Bridge's H100 FP8 performance
+  // configs are current scaling in every release (scripts/performance/configs/*: *_H100_FP8_CS_V1, v0.2.0-v0.5.1;
+  // perf_recipes: _perf_precision("fp8_cs")).
+  const auto fp8_recipe_of = [&](const std::string& printed) {
+    const std::string first = to_lower(printed.substr(0, printed.find(" (")));
+    if (first.find("mx") != std::string::npos) return Fp8Recipe::mxfp8;
+    return Fp8Recipe::current;
+  };
   // A row's release ("mbridge-25.09-dgx-..." -> "25.09") and the numbers that order it ({25, 9}), and the run it
   // describes: the model without its variant in parentheses, the machine, the GPU count and tp/pp/ep.
   const auto release_of = [&](const YAML::Node& record) {
@@ -326,9 +335,9 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
   // Per run key, the rows that print their precision, earliest release first: (release order, release, precision).
   std::map<std::string, std::vector<std::tuple<std::vector<int>, std::string, std::string>>> printed_precision;
   for (const auto& record : records)
-    if (const std::string p = precision_of(record); p != "not given") {
+    if (precision_of(record) != "not given") {
       const std::string release = release_of(record);
-      printed_precision[run_key(record)].emplace_back(release_order(release), release, p);
+      printed_precision[run_key(record)].emplace_back(release_order(release), release, text(record["precision"]));
     }
   for (auto& [key, rows] : printed_precision) std::sort(rows.begin(), rows.end());
 
@@ -378,6 +387,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
                                   : gpu.find("A100") != std::string::npos ? "A100"
                                                                           : "H100";
       std::string precision_name = precision_of(record);
+      std::string precision_printed = text(record["precision"]);
       std::string precision_from;  // the release whose table gave the precision, when this one prints none
       if (precision_name == "not given") {
         const auto rows = printed_precision.find(run_key(record));
@@ -385,7 +395,8 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         if (rows != printed_precision.end())
           for (const auto& [later_order, later, p] : rows->second)
             if (later_order > order) {
-              precision_name = p;
+              precision_printed = p;
+              precision_name = to_lower(p).find("fp8") != std::string::npos ? "fp8" : "bf16";
               precision_from = later;
               break;
             }
@@ -497,6 +508,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       train.micro_batch = integer(record["micro_batch"], 1);
       train.seq_len = integer(record["seq_len"], 2048);
       train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
+      if (train.precision == Precision::fp8) train.fp8_recipe = fp8_recipe_of(precision_printed);
       train.overlap.dp = true;
       // Transformer Engine's userbuffers TP overlap where the record's run used it: the Megatron-LM README's H100 runs
       // state --tp-comm-overlap; Megatron-Bridge's Llama 3 / 3.1 performance recipes turn it on whenever tp > 1

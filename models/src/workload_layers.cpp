@@ -47,11 +47,34 @@ Precision StageGenerator::precision_of(const Gemm& g) const {
 // TE keeping their fp8 copies for the step (Megatron passes is_first_microbatch). Simplifications: TE's fused
 // variants (LayerNormLinear writing the norm's output in fp8 and transposing it, 2 bytes per element less) are
 // counted as the plain cast, and the per-step amax reductions and scaling-factor updates (a few small kernels per
-// step) are left out.
-void StageGenerator::fp8_cast(const std::string& name, double elements) {
+// step) are left out. MXFP8 finds its block scales in the same single pass. Current scaling
+// (training.fp8_recipe: current; TE's Float8CurrentScalingQuantizer::quantize_impl) first reduces the tensor to its
+// amax (nvte_compute_amax: reads it, 2 bytes per element) and computes the scale from it (nvte_compute_scale_from_amax,
+// a one-thread kernel) before the cast: two more launches and one more read. Where a norm wrote the tensor in the same
+// Transformer Engine module (LayerNormLinear: QKV and fc1), TE's fused norm computes the amax while it writes
+// (normalization.cpp, FUSED_NORM_AMAX_FP8), leaving the scale's launch; a later chunk of a tensor already scaled (the
+// userbuffers split) needs neither.
+void StageGenerator::fp8_cast(const std::string& name, double elements, CastScale scale) {
   constexpr double kCastFlops = 2.0;  // scale, amax
   constexpr double kCastBytes = 2.0 + 1.0 + 1.0;
+  if (training_.fp8_recipe == Fp8Recipe::current && scale != CastScale::known) {
+    const bool own_amax = scale == CastScale::own_amax;
+    const OpRef amax = own_amax ? elementwise(name + "_amax", elements, 1.0, 2.0, KernelClass::reduction)
+                                : elementwise(name + "_scale", 1.0, 1.0, 8.0);
+    builder_.set_host_issue(amax, own_amax ? 2 : 1, false);  // the amax (if its own) and the scale
+  }
   (void)elementwise(name, elements, kCastFlops, kCastBytes);
+}
+
+// Current scaling with sequence parallelism: the input of a column-parallel GEMM and the output gradient of a
+// row-parallel one are quantized as shards and gathered in fp8, so their quantizers all-reduce the amax (4 bytes,
+// MAX) over the tensor-parallel group before the cast (TE module/linear.py, set_quantizer_amax_reduction_group); the
+// compute stream waits for it (the quantizer's work->wait()).
+void StageGenerator::fp8_amax_reduction(const std::string& name) {
+  if (training_.fp8_recipe != Fp8Recipe::current || gemm_precision_ != Precision::fp8 ||
+      !parallelism_.sequence_parallel || parallelism_.tp < 2)
+    return;
+  (void)blocking({name + "_fp8_amax_all_reduce", CollectiveKind::all_reduce, GroupRole::tp, CommCategory::tp, 4.0});
 }
 
 // Deterministic mode and uninitialised memory: torch.use_deterministic_algorithms(True) (Megatron's
@@ -91,10 +114,10 @@ OpRef StageGenerator::gemm_kernel(std::string_view name, const Gemm& g, Precisio
   return ref;
 }
 
-OpRef StageGenerator::gemm(std::string_view name, const Gemm& g, bool weight_cast) {
+OpRef StageGenerator::gemm(std::string_view name, const Gemm& g, CastScale input_scale, bool weight_cast) {
   const Precision precision = precision_of(g);
   if (precision == Precision::fp8) {
-    fp8_cast(std::string(name) + "_input_fp8_cast", g.m * g.k);
+    fp8_cast(std::string(name) + "_input_fp8_cast", g.m * g.k, input_scale);
     if (weight_cast && pass_ == Pass::forward && micro_batch_ == 0)
       fp8_cast(std::string(name) + "_weight_fp8_cast", g.weights * g.k * g.n);
   }
@@ -105,10 +128,10 @@ OpRef StageGenerator::gemm(std::string_view name, const Gemm& g, bool weight_cas
   return gemm_kernel(name, g, precision, bytes, unaligned(g.n));
 }
 
-OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g) {
+OpRef StageGenerator::gemm_dgrad(std::string_view name, const Gemm& g, CastScale gradient_scale) {
   // dX[m x k] = dY[m x n] * W^T
   const Precision precision = precision_of(g);
-  if (precision == Precision::fp8) fp8_cast(std::string(name) + "_fp8_cast", g.m * g.n);
+  if (precision == Precision::fp8) fp8_cast(std::string(name) + "_fp8_cast", g.m * g.n, gradient_scale);
   const double output_bytes = g.m * g.k * sizes_.activation_bytes;
   if (g.transformer_engine) fill_output(name, output_bytes);
   const double operand_bytes = bytes_per_element(precision);
@@ -186,7 +209,7 @@ void StageGenerator::layer_forward(int layer) {
       mla_projections_forward();
     } else {
       const Gemm qkv{s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden};
-      (void)column_parallel_gemm("qkv_proj", qkv);
+      (void)column_parallel_gemm("qkv_proj", qkv, true);
       if (training_.lora.qkv) lora_forward("qkv_lora", qkv, true);
       if (model_.position_embedding == PositionEmbedding::rope)
         (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
@@ -457,7 +480,8 @@ void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   const std::string activation = (name == "mlp" ? std::string() : prefix + "_") + activation_name();
   // SwiGLU's gate and up projections run as one GEMM of width 2f (Megatron's fused linear_fc1).
   const Gemm fc1{s.tokens, (swiglu ? 2.0 : 1.0) * ffn_local, s.hidden};
-  (void)column_parallel_gemm(prefix + "_fc1", fc1);
+  // The dense MLP's fc1 carries the norm before it (TELayerNormColumnParallelLinear); the shared experts' does not.
+  (void)column_parallel_gemm(prefix + "_fc1", fc1, name == "mlp");
   if (training_.lora.fc1) lora_forward(prefix + "_fc1_lora", fc1, true);
   if (swiglu) {
     (void)elementwise(activation, s.tokens * ffn_local, kSwigluFlops, 3.0 * s.activation_bytes);

@@ -39,7 +39,7 @@ void StageGenerator::mamba_forward() {
   const double state = model_.mamba_state_dim, head_dim = model_.mamba_head_dim, chunk = model_.mamba_chunk_size;
   const double channels = s.mamba_channels, in_width = s.mamba_in_width, states = s.mamba_states;
 
-  (void)column_parallel_gemm("mamba_in_proj", {tokens, in_width, s.hidden});
+  (void)column_parallel_gemm("mamba_in_proj", {tokens, in_width, s.hidden}, true);  // MambaMixer's norm-fused in_proj
   (void)elementwise("mamba_conv1d", tokens * channels, 2.0 * model_.mamba_conv_kernel + kSiluFlops, 2.0 * e);
   (void)elementwise("mamba_chunk_cumsum", tokens * heads, 4.0, e + 2.0 * kFp32Bytes);
   (void)compute("mamba_chunk_state", KernelClass::gemm, high_precision_, tokens * 2.0 * state * head_dim * heads,

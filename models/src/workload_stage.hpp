@@ -128,13 +128,24 @@ class StageGenerator {
   [[nodiscard]] Op base_op(std::string_view name) const;
 
   // --- layers (workload_layers.cpp) ---------------------------------------------------------------
-  /// `weight_cast`: in fp8 runs, the first forward casts the weights (false for a later chunk of the same GEMM).
-  OpRef gemm(std::string_view name, const Gemm& shape, bool weight_cast = true);
+  /// Where an fp8 cast's scale comes from under current scaling (training.fp8_recipe: current; workload_layers.cpp).
+  enum class CastScale : std::uint8_t {
+    own_amax,        ///< an amax pass over the tensor, then the scale
+    amax_from_norm,  ///< the norm that wrote the tensor computed its amax (TE's fused norm-amax): the scale only
+    known,           ///< a later chunk of a tensor already scaled
+  };
+  /// `input_scale`: how the input's fp8 scale is found; `weight_cast`: in fp8 runs, the first forward casts the
+  /// weights (false for a later chunk of the same GEMM).
+  OpRef gemm(std::string_view name, const Gemm& shape, CastScale input_scale = CastScale::own_amax,
+             bool weight_cast = true);
   /// The GEMM's arithmetic precision: the run's, or bf16 for a GEMM that is not Transformer Engine's in an fp8 run.
   [[nodiscard]] Precision precision_of(const Gemm& shape) const;
   /// Transformer Engine's cast of `elements` bf16 values to fp8 ahead of an fp8 GEMM (see workload_layers.cpp).
-  void fp8_cast(const std::string& name, double elements);
-  OpRef gemm_dgrad(std::string_view name, const Gemm& shape);
+  void fp8_cast(const std::string& name, double elements, CastScale scale = CastScale::own_amax);
+  /// Current scaling's all-reduce of a sequence-parallel shard's amax over tp before its cast (workload_layers.cpp).
+  void fp8_amax_reduction(const std::string& name);
+  /// `gradient_scale`: how the output gradient's fp8 scale is found (known for a later chunk of a split dgrad).
+  OpRef gemm_dgrad(std::string_view name, const Gemm& shape, CastScale gradient_scale = CastScale::own_amax);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);
   /// The GEMM kernel of `shape`, 2 m n k FLOPs (its `weights` equal GEMMs grouped in one kernel:
   /// KernelWork::problems).
@@ -164,8 +175,9 @@ class StageGenerator {
   [[nodiscard]] bool userbuffers_overlap() const;
   /// A ring-exchange GEMM's rows: the (tp - 1)/tp that run while its all-gather is in flight, and the last 1/tp.
   [[nodiscard]] std::pair<Gemm, Gemm> ring_exchange_chunks(const Gemm& shape) const;
-  /// A Transformer Engine column-parallel GEMM (QKV, fc1) behind its sequence-parallel all-gather.
-  OpRef column_parallel_gemm(std::string_view name, const Gemm& shape);
+  /// A Transformer Engine column-parallel GEMM (QKV, fc1) behind its sequence-parallel all-gather. `after_norm`: the
+  /// norm before it is fused into it (TE's LayerNormColumnParallelLinear), which finds the input's fp8 amax.
+  OpRef column_parallel_gemm(std::string_view name, const Gemm& shape, bool after_norm);
   /// A Transformer Engine row-parallel GEMM (output projection, fc2) and the reduction of its output over tp.
   OpRef row_parallel_gemm(std::string_view name, const Gemm& shape);
   /// Backward of a column-parallel GEMM (QKV, MLP fc1, logits): input re-gather for wgrad (SP), dgrad,

@@ -57,16 +57,18 @@ std::pair<StageGenerator::Gemm, StageGenerator::Gemm> StageGenerator::ring_excha
   return {early, last};
 }
 
-OpRef StageGenerator::column_parallel_gemm(std::string_view name, const Gemm& shape) {
+OpRef StageGenerator::column_parallel_gemm(std::string_view name, const Gemm& shape, bool after_norm) {
+  if (shape.transformer_engine) fp8_amax_reduction(std::string(name));
+  const CastScale input_scale = after_norm ? CastScale::amax_from_norm : CastScale::own_amax;
   const std::optional<OpRef> gather = gather_for_column_parallel();
   if (!userbuffers_overlap() || !gather) {
     await(gather);
-    return gemm(name, shape);
+    return gemm(name, shape, input_scale);
   }
   const auto [early, last] = ring_exchange_chunks(shape);
-  (void)gemm(name, early);
+  (void)gemm(name, early, input_scale);
   await(gather);
-  return gemm(name, last, false);
+  return gemm(name, last, CastScale::known, false);
 }
 
 OpRef StageGenerator::row_parallel_gemm(std::string_view name, const Gemm& shape) {
@@ -121,6 +123,7 @@ void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::str
   // backward of an all-reduce is the identity).
   std::optional<OpRef> gather;
   if (parallelism_.sequence_parallel) {
+    if (shape.transformer_engine) fp8_amax_reduction(std::string(dgrad_name));
     const double bytes = shape.m * shape.n * sizes_.activation_bytes;
     gather = communicate(training_.overlap.tp, kTpStream,
                          {"sp_all_gather", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes});
@@ -131,7 +134,7 @@ void StageGenerator::row_parallel_backward(std::string_view dgrad_name, std::str
     const auto [early, last] = ring_exchange_chunks(shape);
     (void)gemm_dgrad(dgrad_name, early);
     await(gather);
-    (void)gemm_dgrad(dgrad_name, last);
+    (void)gemm_dgrad(dgrad_name, last, CastScale::known);
   } else {
     await(gather);
     (void)gemm_dgrad(dgrad_name, shape);

@@ -133,8 +133,8 @@ std::string describe(const RunSpec& run) {
       << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
       << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << ' '
-      << to_string(t.moe_dispatcher) << ' ' << t.lora.rank << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2
-      << '\n';
+      << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank << t.lora.qkv
+      << t.lora.proj << t.lora.fc1 << t.lora.fc2 << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -547,6 +547,22 @@ TEST_F(ConfigTest, MoeDispatcherNamesMegatronsTokenDispatcher) {
                                                            "  global_batch: 8\n  moe_dispatcher: deepep\n")));
                   }),
                   {"bad.yaml:", "training.moe_dispatcher", "expected one of alltoall, flex, found 'deepep'"});
+}
+
+TEST_F(ConfigTest, Fp8RecipeNamesTransformerEnginesScaling) {
+  EXPECT_EQ(load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  precision: fp8\n")))
+                .training.fp8_recipe,
+            Fp8Recipe::delayed);
+  const RunSpec current =
+      load(write("current.yaml",
+                 small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  precision: fp8\n  fp8_recipe: current\n")));
+  EXPECT_EQ(current.training.fp8_recipe, Fp8Recipe::current);
+  EXPECT_EQ(to_string(current.training.fp8_recipe), "current");
+  expect_contains(input_error([&] {
+                    (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  fp8_recipe: tensorwise\n")));
+                  }),
+                  {"bad.yaml:", "training.fp8_recipe", "expected one of delayed, current, mxfp8, found 'tensorwise'"});
 }
 
 TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {

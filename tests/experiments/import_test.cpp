@@ -472,6 +472,19 @@ TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
       load_run_config(write("uniform.yaml", import_megatron(write("uniform.args", uniform_text), options).yaml),
                       options.search, registries_);
   EXPECT_EQ(uniform_run.training.recompute_layers, 0);
+  // --fp8-recipe: tensorwise is Transformer Engine's current scaling, mxfp8 block scaling; plain --fp8-format keeps
+  // TE's default, delayed scaling.
+  for (const auto& [flags, recipe] : std::vector<std::pair<std::string, Fp8Recipe>>{
+           {"--fp8-format hybrid", Fp8Recipe::delayed},
+           {"--fp8-format hybrid --fp8-recipe tensorwise", Fp8Recipe::current},
+           {"--fp8-format e4m3 --fp8-recipe mxfp8", Fp8Recipe::mxfp8}}) {
+    std::string fp8_text = read_text(args);
+    fp8_text.replace(fp8_text.find("--bf16"), 6, "--bf16 " + flags);
+    const RunSpec fp8_run = load_run_config(
+        write("fp8.yaml", import_megatron(write("fp8.args", fp8_text), options).yaml), options.search, registries_);
+    EXPECT_EQ(fp8_run.training.precision, Precision::fp8) << flags;
+    EXPECT_EQ(fp8_run.training.fp8_recipe, recipe) << flags;
+  }
   // A malformed value is refused naming the argument.
   const fs::path bad = write("bad.args",
                              "--num-layers lots --hidden-size 4096 --num-attention-heads 32 "
@@ -693,6 +706,7 @@ TEST_F(Import, BridgePerfMatrixEntryMapsToTheRunItDescribes) {
   EXPECT_EQ(fp8_run.parallelism.tp, 2);
   EXPECT_EQ(fp8_run.parallelism.cp, 2);
   EXPECT_EQ(fp8_run.training.precision, Precision::fp8);
+  EXPECT_EQ(fp8_run.training.fp8_recipe, Fp8Recipe::current);  // fp8_cs: Transformer Engine's current scaling
   EXPECT_NE(std::find(fp8_result.notes.begin(), fp8_result.notes.end(),
                       "not imported from perf_matrix.h100.num_gpus_64.fp8_cs: nccl_ub"),
             fp8_result.notes.end());

@@ -107,6 +107,24 @@ enum class MoeDispatcher : std::uint8_t {
 };
 [[nodiscard]] std::string_view to_string(MoeDispatcher dispatcher);
 
+/// Transformer Engine's FP8 scaling recipe: how each GEMM operand's scale is found before its cast (with precision
+/// fp8).
+enum class Fp8Recipe : std::uint8_t {
+  /// DelayedScaling (TE's default): the scale comes from the amax history, and the cast records the new amax in the
+  /// same pass: one kernel per cast.
+  delayed,
+  /// Float8CurrentScaling (Megatron-Bridge's fp8_cs): the tensor's own amax first (a reduction that reads it), its
+  /// scale, then the cast: three kernels per cast, and with sequence parallelism the amax of a column-parallel input
+  /// and of a row-parallel output gradient is all-reduced over the tensor-parallel group (the shards are gathered
+  /// in fp8 and must share a scale). TransformerEngine pytorch/csrc/quantizer.cpp,
+  /// Float8CurrentScalingQuantizer::quantize_impl; module/linear.py, set_quantizer_amax_reduction_group.
+  current,
+  /// MXFP8 block scaling (Blackwell; Megatron-Bridge's fp8_mx): a scale per 32 elements found in the cast's own
+  /// pass: one kernel per cast, as delayed (the scales add 1/32 byte per element, not counted).
+  mxfp8,
+};
+[[nodiscard]] std::string_view to_string(Fp8Recipe recipe);
+
 /// How a step is implemented, which decides the kernels it launches besides the GEMMs and attention
 /// (StageGenerator) and what it keeps in memory (memory.cpp).
 enum class Framework : std::uint8_t {
@@ -209,6 +227,8 @@ struct TrainingSpec {
   double moe_capacity_factor = 1.0;
   /// How a mixture of experts moves its tokens to the experts and back (Megatron-Core --moe-token-dispatcher-type).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// How FP8 GEMM operands are scaled (precision fp8 only).
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
   /// "flash2", ...); empty = the hardware's default attention efficiency; kEagerAttention = no fused kernel.
   std::string attention;
