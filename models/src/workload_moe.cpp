@@ -118,12 +118,12 @@ void StageGenerator::expert_fc2_bias_backward() {
   const double elements = s.expert_tokens * s.hidden;
   const double local_experts = model_.experts / parallelism_.ep;
   (void)elementwise("expert_fc2_bias_cast_bwd", elements, 1.0, 6.0);
-  // The biases' gradients are not needed for frozen experts (LoRA), the rows' and probabilities' ones are.
-  const double per_expert = frozen_base() ? 3.0 : 5.0;
-  const double bytes_per_element = frozen_base() ? 6.0 + 12.0 : 6.0 + 24.0;
+  // The biases' gradients are not needed for frozen experts (LoRA), the rows' and probabilities' ones are. Per
+  // expert: t's gradient cast (6 B per element) and, per gradient taken, a product and a sum (12 B, 2 FLOPs).
+  const double gradients = frozen_base() ? 1.0 : 2.0;
   const OpRef loop =
-      elementwise("expert_fc2_bias_bwd", elements, per_expert - 1.0, bytes_per_element, KernelClass::reduction);
-  builder_.set_host_issue(loop, launch_count(per_expert * local_experts), false);
+      elementwise("expert_fc2_bias_bwd", elements, 2.0 * gradients, 6.0 + 12.0 * gradients, KernelClass::reduction);
+  builder_.set_host_issue(loop, launch_count((1.0 + 2.0 * gradients) * local_experts), false);
   (void)compute("expert_fc2_bias_split_bwd", KernelClass::memcpy, Precision::fp32, 0.0, 4.0 * elements);
   if (frozen_base()) return;
   const OpRef accumulate = elementwise("expert_bias_grad_accumulate", 2.0 * local_experts * s.hidden, 1.0, 10.0);
