@@ -32,9 +32,23 @@ void add_perseus_cases(const std::filesystem::path& data_dir, const std::filesys
 /// Zeus's power-limit sweep and Merak's per-stage profile on A100 (../shared/data/power).
 void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                     std::vector<ValidationCase>& cases);
+/// NVIDIA's Megatron-Core throughput tables (../shared/data/validation/published_megatron_records.yaml), each record
+/// mapped to a run by one rule (validation_records.cpp).
+void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                               std::vector<ValidationCase>& cases);
 /// The seed papers' findings, each checked for the reason the paper gives.
 void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
                        std::vector<ValidationCase>& cases);
+
+/// The GPU-count band a validation case is grouped in (ValidationCase::categories).
+inline std::string gpu_count_band(int gpus) {
+  return gpus <= 0      ? "unknown"
+         : gpus <= 8    ? "1-8"
+         : gpus <= 64   ? "9-64"
+         : gpus <= 256  ? "65-256"
+         : gpus <= 1024 ? "257-1024"
+                        : "over 1024";
+}
 
 /// `value` with `decimals` decimals ("%.*f").
 inline std::string format(double value, int decimals) {

@@ -86,7 +86,7 @@ std::string group_notes(const std::string& group) {
     return "NVIDIA's published Megatron-Core training throughput (../shared/data/validation/"
            "published_megatron_records.yaml: Megatron-Bridge's performance tables on DGX-H100 and DGX-B200, the "
            "Megatron-LM README's scaling tables), each record mapped to a run by one rule (experiments/src/"
-           "validation.cpp, add_megatron_record_cases): the model file of Llama 3, Qwen3 MoE, GPT-OSS 120B and "
+           "validation_records.cpp, add_megatron_record_cases): the model file of Llama 3, Qwen3 MoE, GPT-OSS 120B and "
            "DeepSeek-V3 (with its multi-token prediction module and Megatron-Bridge's pipeline layout for its 61 "
            "layers, as the recipes train it), the README's GPT rows from the sizes their names print (GPT-3 style); "
            "DGX H100/B200/A100 nodes of 8 GPUs; tp, pp, cp, dp, ep as "

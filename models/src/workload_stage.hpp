@@ -3,7 +3,7 @@
 // schedule, pipeline point-to-point, data-parallel/FSDP communication and the optimizer;
 // workload_layers.cpp the kernels and tensor/context/expert-parallel collectives of the model's layers.
 // workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers, workload_lora.cpp
-// LoRA's adapters beside the linears of a dense layer.
+// LoRA's adapters beside the linears of a dense layer, workload_fp8.cpp the fp8 casts by scaling recipe.
 
 #include <algorithm>
 #include <cstdint>
@@ -128,7 +128,7 @@ class StageGenerator {
   [[nodiscard]] Op base_op(std::string_view name) const;
 
   // --- layers (workload_layers.cpp) ---------------------------------------------------------------
-  /// Where an fp8 cast's scale comes from under current scaling (training.fp8_recipe: current; workload_layers.cpp).
+  /// Where an fp8 cast's scale comes from under current scaling (training.fp8_recipe: current; workload_fp8.cpp).
   enum class CastScale : std::uint8_t {
     own_amax,        ///< an amax pass over the tensor, then the scale
     amax_from_norm,  ///< the norm that wrote the tensor computed its amax (TE's fused norm-amax): the scale only
@@ -140,9 +140,9 @@ class StageGenerator {
              bool weight_cast = true);
   /// The GEMM's arithmetic precision: the run's, or bf16 for a GEMM that is not Transformer Engine's in an fp8 run.
   [[nodiscard]] Precision precision_of(const Gemm& shape) const;
-  /// Transformer Engine's cast of `elements` bf16 values to fp8 ahead of an fp8 GEMM (see workload_layers.cpp).
+  /// Transformer Engine's cast of `elements` bf16 values to fp8 ahead of an fp8 GEMM (see workload_fp8.cpp).
   void fp8_cast(const std::string& name, double elements, CastScale scale = CastScale::own_amax);
-  /// Current scaling's all-reduce of a sequence-parallel shard's amax over tp before its cast (workload_layers.cpp).
+  /// Current scaling's all-reduce of a sequence-parallel shard's amax over tp before its cast (workload_fp8.cpp).
   void fp8_amax_reduction(const std::string& name);
   /// `gradient_scale`: how the output gradient's fp8 scale is found (known for a later chunk of a split dgrad).
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape, CastScale gradient_scale = CastScale::own_amax);
@@ -171,7 +171,8 @@ class StageGenerator {
   /// After a row-parallel GEMM: tensor-parallel all-reduce, or reduce-scatter with sequence parallelism; `share` of
   /// its bytes (a split of userbuffers' pipelined reduce-scatter).
   std::optional<OpRef> reduce_after_row_parallel(double share = 1.0);
-  /// Transformer Engine's userbuffers overlap (training.overlap.tp with sequence parallelism): see workload_layers.cpp.
+  /// Transformer Engine's userbuffers overlap (training.overlap.tp with sequence parallelism): see
+  /// workload_tensor_parallel.cpp.
   [[nodiscard]] bool userbuffers_overlap() const;
   /// A ring-exchange GEMM's rows: the (tp - 1)/tp that run while its all-gather is in flight, and the last 1/tp.
   [[nodiscard]] std::pair<Gemm, Gemm> ring_exchange_chunks(const Gemm& shape) const;

@@ -1,0 +1,384 @@
+// NVIDIA's Megatron-Core throughput tables as validation cases: each record of
+// ../shared/data/validation/published_megatron_records.yaml mapped to a run by one rule (moved out of
+// validation_cases.cpp).
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "chopsim/common/error.hpp"
+#include "chopsim/common/text.hpp"
+#include "chopsim/config/config.hpp"
+#include "chopsim/config/detail/yaml.hpp"
+#include "chopsim/experiments/validation.hpp"
+#include "chopsim/models/memory.hpp"
+#include "validation_internal.hpp"
+
+namespace chopsim::validation_detail {
+namespace {
+
+/// The decoder layers of each virtual stage in Megatron-Bridge's DeepSeek-V3 recipes
+/// (recipes/deepseek/deepseek_v3.py, _get_deepseek_v3_pipeline_layout, the same for every pp x vp of a product): the
+/// embedding on the first virtual stage, the MTP module and the loss with the last one's few layers. Empty where the
+/// recipe has no layout (it then refuses the run).
+std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
+  switch (virtual_stages) {
+    case 1:
+      return {61};
+    case 4:
+      return {16, 16, 16, 13};
+    case 8:
+      return {8, 8, 8, 8, 8, 8, 8, 5};
+    case 16: {
+      std::vector<int> layout(15, 4);
+      layout.push_back(1);
+      return layout;
+    }
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+/// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
+/// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
+/// is mapped to a run by one rule, no per-record tuning:
+///  * the model: configs/models/<name>.yaml for Llama 3, Qwen3 MoE, GPT-OSS 120B and DeepSeek-V3 (its MTP module and
+///    Megatron-Bridge's layout of its 61 layers, deepseek_v3_bridge_layout); the README's GPT rows from the sizes their
+///    name prints (GPT-3 style: GELU MLP of 4h, LayerNorm, learned positions, untied, no biases);
+///  * the machine: H100 rows on DGX H100, B200 rows on DGX B200, A100 rows on DGX A100 (8 GPUs per node);
+///  * the parallelism as printed (tp, pp, cp, dp, ep, etp; vp > 1 = the interleaved schedule; fsdp > 0 = FSDP over the
+///    data-parallel group, else the distributed optimizer), sequence parallelism with tp > 1 (Megatron-Bridge's
+///    recipes), gradient reduction and parameter gathering overlapped, Transformer Engine's fused (cuDNN) attention,
+///    the fused cross entropy, no recomputation (the tables do not state any) unless the run does not fit without:
+///    then full recomputation of the first k layers of each chunk, the least k that fits;
+///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16. A table that prints
+///    none (Megatron-Bridge 25.09) takes the precision of the next release's row for the same model, machine, GPU
+///    count and tp/pp/ep (25.11 first printed the column; its dense rows are within 3.4 % of 25.09's, its MoE rows
+///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
+///    routing, as both tables' notes describe the runs).
+/// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (docs/calibration.md,
+/// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the flex dispatcher, as the recipes run
+/// them.
+/// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, a precision or
+/// parallelism the record does not give, a layer split Megatron accepts and chopsim not.
+void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
+                               std::vector<ValidationCase>& cases) {
+  const auto records_path = data_dir / "validation" / "published_megatron_records.yaml";
+  if (!std::filesystem::exists(records_path)) return;
+  const YAML::Node records = load_yaml_data(records_path);
+  const auto text = [](const YAML::Node& n) { return n && !n.IsNull() ? n.as<std::string>() : std::string(); };
+  // Fields a record leaves open are null or prose ("96 -> 4608"): those read as `fallback`.
+  const auto integer = [](const YAML::Node& n, int fallback) {
+    if (!n || n.IsNull()) return fallback;
+    try {
+      return n.as<int>();
+    } catch (const YAML::Exception&) {
+      return fallback;
+    }
+  };
+  // What a row's precision reads as ("not given" when the table has no precision column).
+  const auto precision_of = [&](const YAML::Node& record) {
+    const std::string lower = to_lower(text(record["precision"]));
+    return lower.find("fp8") != std::string::npos    ? std::string("fp8")
+           : lower.find("bf16") != std::string::npos ? std::string("bf16")
+                                                     : std::string("not given");
+  };
+  // The FP8 scaling of a printed precision ("MXFP8", "FP8-MX", "FP8-CS", "FP8-CS (FP8-MX)": the first is the run's):
+  // MX is block scaling, CS current scaling; a plain "FP8" is an H100 row, and Megatron-Bridge's H100 FP8 performance
+  // configs are current scaling in every release (scripts/performance/configs/*: *_H100_FP8_CS_V1, v0.2.0-v0.5.1;
+  // perf_recipes: _perf_precision("fp8_cs")).
+  const auto fp8_recipe_of = [&](const std::string& printed) {
+    const std::string first = to_lower(printed.substr(0, printed.find(" (")));
+    if (first.find("mx") != std::string::npos) return Fp8Recipe::mxfp8;
+    return Fp8Recipe::current;
+  };
+  // A row's release ("mbridge-25.09-dgx-..." -> "25.09") and the numbers that order it ({25, 9}), and the run it
+  // describes: the model without its variant in parentheses, the machine, the GPU count and tp/pp/ep.
+  const auto release_of = [&](const YAML::Node& record) {
+    const std::string id = text(record["id"]);
+    const auto first = id.find('-');
+    const auto last = id.find('-', first + 1);
+    return first == std::string::npos || last == std::string::npos ? std::string()
+                                                                   : id.substr(first + 1, last - first - 1);
+  };
+  const auto release_order = [](const std::string& release) {
+    std::vector<int> version;
+    std::stringstream parts(release);
+    for (std::string part; std::getline(parts, part, '.');) version.push_back(std::atoi(part.c_str()));
+    return version;
+  };
+  const auto run_key = [&](const YAML::Node& record) {
+    std::string model = text(record["model"]);
+    model = model.substr(0, model.find(" ("));
+    return model + "|" + text(record["gpu"]) + "|" + text(record["num_gpus"]) + "|" + text(record["tp"]) + "|" +
+           text(record["pp"]) + "|" + text(record["ep"]);
+  };
+  // Per run key, the rows that print their precision, earliest release first: (release order, release, precision).
+  std::map<std::string, std::vector<std::tuple<std::vector<int>, std::string, std::string>>> printed_precision;
+  for (const auto& record : records)
+    if (precision_of(record) != "not given") {
+      const std::string release = release_of(record);
+      printed_precision[run_key(record)].emplace_back(release_order(release), release, text(record["precision"]));
+    }
+  for (auto& [key, rows] : printed_precision) std::sort(rows.begin(), rows.end());
+
+  std::map<std::string, TransformerSpec> models;
+  const auto model_file = [&](const std::string& name) -> const TransformerSpec& {
+    if (!models.count(name)) models.emplace(name, load_model_config(configs_dir / "models" / (name + ".yaml")));
+    return models.at(name);
+  };
+  // "GPT 16B (heads=48, hidden=6144, layers=32, vocab=131072)": the sizes a README row prints; 0 when absent.
+  const auto printed = [](const std::string& name, const std::string& key) {
+    const auto at = name.find(key + "=");
+    return at == std::string::npos ? 0 : std::atoi(name.c_str() + at + key.size() + 1);
+  };
+
+  // Expert tensor parallelism as printed; where the table leaves it open and ep does not fit in dp x cp, the recipe
+  // folds ep over the tensor-parallel ranks with etp 1 (Megatron-Bridge's qwen3_235b_a22b recipe:
+  // expert_tensor_parallel_size 1), the only layout Megatron-Core accepts there. 0 = tp (ParallelismSpec::etp).
+  const auto expert_tensor_parallel = [&](const YAML::Node& record) {
+    const int printed = integer(record["etp"], 0);
+    const bool folded = std::max(1, integer(record["ep"], 1)) > integer(record["dp"], 1) * integer(record["cp"], 1);
+    return printed == 0 && folded ? 1 : printed;
+  };
+  // Whether a record's expert all-to-all stays on one node's NVLink or crosses the fabric: an ep group spans ep x etp
+  // consecutive GPUs of the expert layout, and every machine here has 8 GPUs per node.
+  const auto expert_parallel_span = [&](const YAML::Node& record, bool moe) -> std::string {
+    if (!moe) return "dense";
+    const int ep = std::max(1, integer(record["ep"], 1));
+    if (ep == 1) return "ep 1";
+    const int etp = expert_tensor_parallel(record);
+    return ep * (etp > 0 ? etp : integer(record["tp"], 1)) <= 8 ? "ep inside a node" : "ep across nodes";
+  };
+  for (const auto& record : records) {
+    const auto where = SourceLocation{records_path.string(), record.Mark().line + 1, record.Mark().column + 1};
+    try {
+      ValidationCase c;
+      c.id = text(record["id"]);
+      c.group = "megatron_records";
+      c.source = text(record["source"]);
+      const std::string model = text(record["model"]);
+      const std::string gpu = text(record["gpu"]);
+      const std::string task = text(record["task"]);
+      const int gpus = integer(record["num_gpus"], 0);
+      const bool readme = c.id.starts_with("megatronlm");
+      const bool moe = model.find("Qwen3") != std::string::npos || model.find("DeepSeek") != std::string::npos ||
+                       model.find("OSS") != std::string::npos || model.find("Nemotron") != std::string::npos;
+      const std::string machine = gpu.find("B200") != std::string::npos   ? "B200"
+                                  : gpu.find("A100") != std::string::npos ? "A100"
+                                                                          : "H100";
+      std::string precision_name = precision_of(record);
+      std::string precision_printed = text(record["precision"]);
+      std::string precision_from;  // the release whose table gave the precision, when this one prints none
+      if (precision_name == "not given") {
+        const auto rows = printed_precision.find(run_key(record));
+        const std::vector<int> order = release_order(release_of(record));
+        if (rows != printed_precision.end())
+          for (const auto& [later_order, later, p] : rows->second)
+            if (later_order > order) {
+              precision_printed = p;
+              precision_name = to_lower(p).find("fp8") != std::string::npos ? "fp8" : "bf16";
+              precision_from = later;
+              break;
+            }
+      }
+      c.categories = {{"source", readme ? "Megatron-LM README" : "Megatron-Bridge"},
+                      {"GPU", machine},
+                      {"model", moe ? "MoE" : "dense"},
+                      {"precision", precision_name},
+                      {"GPUs", gpu_count_band(gpus)},
+                      {"expert parallelism", expert_parallel_span(record, moe)}};
+      const auto real = [](const YAML::Node& n) {
+        if (!n || n.IsNull()) return 0.0;
+        try {
+          return n.as<double>();
+        } catch (const YAML::Exception&) {
+          return 0.0;
+        }
+      };
+      const double tokens = real(record["tokens_per_s_per_gpu"]);
+      const double tflops = real(record["tflops_per_gpu"]);
+      c.metric = tokens > 0.0 ? ValidationMetric::tokens_per_s_per_gpu : ValidationMetric::model_tflops_per_gpu;
+      c.measured = tokens > 0.0 ? tokens : tflops * 1e12;
+      c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name +
+                (precision_from.empty() ? "" : " (not printed; as the " + precision_from + " table gives this run)") +
+                ", " + task;
+      const auto skip = [&](const std::string& why) {
+        c.not_modelled = why;
+        cases.push_back(c);
+      };
+      if (!(c.measured > 0.0)) {
+        skip("the record gives no per-GPU throughput at one GPU count");
+        continue;
+      }
+      std::string name;
+      if (model.starts_with("LLAMA3_8B")) name = "llama3-8b";
+      if (model.starts_with("LLAMA3_70B")) name = "llama3-70b";
+      if (model.starts_with("LLAMA3.1_405B")) name = "llama3-405b";
+      if (model.starts_with("Qwen3_30B_a3B")) name = "qwen3-30b-a3b";
+      if (model.starts_with("Qwen3_235B_a22B")) name = "qwen3-235b-a22b";
+      if (model.starts_with("GPT OSS 120B")) name = "gpt-oss-120b";
+      if (model.starts_with("DeepSeekV3")) name = "deepseek-v3";  // with its MTP module, as the recipes train it
+      if (model.starts_with("Nemotron_3_Nano")) name = "nemotron-3-nano";
+      RunSpec& run = c.run;
+      run.name = c.id;
+      if (!name.empty()) {
+        run.model = model_file(name);
+      } else if (model.starts_with("GPT") && printed(model, "hidden") > 0 && printed(model, "heads") > 0) {
+        run.model.name = model;
+        run.model.layers = printed(model, "layers");
+        run.model.hidden = printed(model, "hidden");
+        run.model.heads = printed(model, "heads");
+        run.model.kv_heads = run.model.heads;
+        run.model.ffn_hidden = 4 * run.model.hidden;
+        run.model.vocab = printed(model, "vocab");
+        run.model.mlp = MlpKind::gelu;
+        run.model.norm = NormKind::layernorm;
+        run.model.position_embedding = PositionEmbedding::learned;
+      } else if (model.find("Nemotron_3_Super") != std::string::npos) {
+        skip("Nemotron 3 Super's architecture (layer pattern, widths, experts) is in no source this project has");
+        continue;
+      } else {
+        skip("the record does not give the model's head count (" + model + ")");
+        continue;
+      }
+      if (precision_name == "not given") {
+        skip("the record does not give the precision, and no later release's table has the same run");
+        continue;
+      }
+      if (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1) {
+        skip("the record does not give tp, pp and dp");
+        continue;
+      }
+      const std::string hardware = machine == "B200" ? "B200" : machine == "A100" ? "A100-SXM4-80GB" : "H100-SXM5-80GB";
+      const std::string cluster = machine == "B200" ? "dgx-b200" : machine == "A100" ? "dgx-a100" : "dgx-h100";
+      run.hardware = load_hardware_config(configs_dir / "hardware" / (hardware + ".yaml"));
+      run.cluster = load_cluster_config(configs_dir / "clusters" / (cluster + ".yaml"));
+      run.cluster.nodes = std::max(1, gpus / run.cluster.gpus_per_node);
+      if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
+      ParallelismSpec& par = run.parallelism;
+      par.tp = integer(record["tp"], 1);
+      par.pp = integer(record["pp"], 1);
+      par.cp = integer(record["cp"], 1);
+      par.dp = integer(record["dp"], 1);
+      par.ep = std::max(1, integer(record["ep"], 1));
+      const int vp = integer(record["vp"], 1);
+      if (vp > 1) {
+        par.pp_schedule = PipelineSchedule::interleaved;
+        par.virtual_stages = vp;
+      }
+      par.sequence_parallel = par.tp > 1;
+      // Layers that do not divide over the virtual stages: Megatron-Bridge's recipes count the embedding and the loss
+      // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split); DeepSeek-V3's 61
+      // layers take the recipe's own layout.
+      const int virtual_count = par.pp * std::max(vp, 1);
+      if (name == "deepseek-v3") {
+        par.stage_layers = deepseek_v3_bridge_layout(virtual_count);
+        if (par.stage_layers.empty()) {
+          skip("Megatron-Bridge has no DeepSeek-V3 pipeline layout for pp x vp = " + std::to_string(virtual_count));
+          continue;
+        }
+      } else if (run.model.layers % virtual_count != 0 && (run.model.layers + 2) % virtual_count == 0) {
+        par.account_for_embedding_in_split = true;
+        par.account_for_loss_in_split = true;
+      }
+      par.zero_stage = integer(record["fsdp"], 0) > 0 ? 3 : 1;
+      par.etp = expert_tensor_parallel(record);
+      TrainingSpec& train = run.training;
+      train.global_batch = integer(record["global_batch"], 1);
+      train.micro_batch = integer(record["micro_batch"], 1);
+      train.seq_len = integer(record["seq_len"], 2048);
+      train.precision = precision_name == "fp8" ? Precision::fp8 : Precision::bf16;
+      if (train.precision == Precision::fp8) train.fp8_recipe = fp8_recipe_of(precision_printed);
+      train.overlap.dp = true;
+      // Transformer Engine's userbuffers TP overlap where the record's run used it: the Megatron-LM README's H100 runs
+      // state --tp-comm-overlap; Megatron-Bridge's Llama 3 / 3.1 performance recipes turn it on whenever tp > 1
+      // (scripts/performance/configs/llama3/llama3_llm_pretrain.py and llama3_llm_finetune.py, llama31/: a userbuffers
+      // config per GPU, or CommOverlapConfig(tp_comm_overlap=tp > 1)). Its Qwen3 recipes do too except Qwen3-235B on
+      // H100, the only Qwen3 record with tp > 1; the others' records run tp 1.
+      train.overlap.tp =
+          readme ? record["notes"] && record["notes"].as<std::string>().find("--tp-comm-overlap") != std::string::npos
+                 : name.starts_with("llama3");
+      train.cross_entropy_fusion = true;
+      // LoRA rows: Megatron-Bridge's llama3_70b_lora_config_* (scripts/performance/configs/llama/
+      // llama3_llm_finetune.py) call llama3_70b_peft_config(peft_scheme="lora"), LoRA() of dim 32
+      // (src/megatron/bridge/peft/lora.py), and since 8b2f81eb0 (2026-02-10; v0.4.0 to v0.5.1, the releases of the
+      // table's LoRA row) override its targets: `cfg.peft.target_modules = ["linear_qkv"]` ("only apply LoRA to QKV").
+      if (task.find("LoRA") != std::string::npos) {
+        train.lora.rank = 32;
+        train.lora.proj = train.lora.fc1 = train.lora.fc2 = false;
+      }
+      // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
+      // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
+      train.grad_reduce_fp32 = readme;
+      // Megatron-Bridge's MoE recipes dispatch tokens with the flex dispatcher (DeepEP or HybridEP) on H100 and B200:
+      // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
+      // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
+      if (!readme) train.moe_dispatcher = MoeDispatcher::flex;
+      // Megatron-Core's host time per kernel launch on the node's CPU (the cluster file's, fitted on the host-bound
+      // Megatron-LM functional tests: tests/experiments/megatron_host_test.cpp).
+      train.host_launch_s = run.cluster.megatron_host_launch_s;
+      train.attention = "cudnn";
+      if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
+      try {
+        validate_run(run, where);
+      } catch (const std::exception& error) {
+        // The rule that rejects it, without the record's file position.
+        std::string why = error.what();
+        if (const auto key = why.find("key '"); key != std::string::npos) why = why.substr(key);
+        if (const auto fix = why.find(". Fix:"); fix != std::string::npos) why.resize(fix);
+        skip("chopsim rejects the run: " + why);
+        continue;
+      }
+      // The tables do not state recomputation. Where Megatron-Bridge's performance config for the record's model and
+      // GPU sets recompute_modules, and every release the tables cover sets the same (scripts/performance/configs/,
+      // *workload_base_configs.py, v0.2.0 to v0.5.1), the run recomputes those modules: GPT-OSS 120B on H100 and B200
+      // [layernorm, moe_act]; Nemotron 3 Nano on H100 in FP8 [moe, layernorm, core_attn, moe_act] (from v0.3.1, the
+      // first with its config). DeepSeek-V3's [mla_up_proj] (B200; H100 adds mlp) is not a module chopsim models.
+      RecomputeModules recipe_modules;
+      if (name == "gpt-oss-120b" && (machine == "H100" || machine == "B200"))
+        recipe_modules.layernorm = recipe_modules.moe_act = true;
+      if (name == "nemotron-3-nano" && machine == "H100" && train.precision == Precision::fp8)
+        recipe_modules.moe = recipe_modules.layernorm = recipe_modules.core_attn = recipe_modules.moe_act = true;
+      if (recipe_modules.any()) {
+        train.recompute = RecomputePolicy::selective;
+        train.recompute_modules = recipe_modules;
+        std::string listed;
+        for (const std::string& module : recompute_module_names(recipe_modules))
+          listed += (listed.empty() ? "" : ", ") + module;
+        c.notes += "; recomputes the recipe's modules (" + listed + ")";
+      }
+      // A measured run fitted its GPUs, so a run that does not fit with that recomputed the least it needed:
+      // Megatron's block recomputation of the first k layers of each model chunk (--recompute-granularity full
+      // --recompute-method block --recompute-num-layers k), the smallest k that fits.
+      if (!estimate_peak_memory(run.model, par, train, run.hardware).fits()) {
+        if (recipe_modules.any()) c.notes += ", which does not fit";
+        train.recompute_modules = {};
+        const std::vector<int> chunks = par.virtual_stage_layers(run.model.layers);
+        const int most = chunks.empty() ? run.model.layers : *std::max_element(chunks.begin(), chunks.end());
+        train.recompute = RecomputePolicy::full;
+        bool fits = false;
+        for (int k = 1; k <= most && !fits; ++k) {
+          train.recompute_layers = k;
+          fits = estimate_peak_memory(run.model, par, train, run.hardware).fits();
+          if (fits)
+            c.notes += "; recomputes the first " + std::to_string(k) + " of each chunk's layers (the least that fits)";
+        }
+        if (!fits) {
+          train.recompute = RecomputePolicy::none;  // nothing fits: reported as out of memory
+          train.recompute_layers = 0;
+        }
+      }
+      cases.push_back(std::move(c));
+    } catch (const YAML::Exception& error) {
+      throw InputError(where, "", "malformed record: " + error.msg, "restore the file from ../shared/data");
+    }
+  }
+}
+
+}  // namespace chopsim::validation_detail
