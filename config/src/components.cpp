@@ -312,6 +312,7 @@ void apply_model(Mapping& m, TransformerSpec& model, Need need) {
   m.read("causal", model.causal);
   m.read("dropout", model.dropout);
   m.read("linear_bias", model.linear_bias);
+  m.read("qk_norm", model.qk_norm);
   m.read_choice<PositionEmbedding>(
       "position_embedding", model.position_embedding,
       {{"rope", PositionEmbedding::rope}, {"learned", PositionEmbedding::learned}, {"none", PositionEmbedding::none}});

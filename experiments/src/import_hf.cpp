@@ -376,8 +376,6 @@ ImportResult import_hf_model(const fs::path& file) {
     result.notes.push_back("hidden_act " + act + ": modelled as SwiGLU (silu); the gate's cost is the same");
   if (hf.flag("attention_bias", false) || architecture == "Qwen2ForCausalLM" || architecture == "Qwen2MoeForCausalLM")
     result.notes.push_back("the q, k, v projections' biases are not modelled (a negligible elementwise add)");
-  if (architecture == "Qwen3ForCausalLM" || architecture == "Qwen3MoeForCausalLM")
-    result.notes.push_back("Qwen3's per-head RMSNorm of q and k is not modelled (a small elementwise pass)");
   // Mistral attends through its window in every layer (Mistral-7B-v0.1: 4096; null in later versions); Qwen2's
   // sliding_window applies only with use_sliding_window, which its released configs leave off.
   if (!hf.text("sliding_window").empty() && architecture == "MistralForCausalLM")
@@ -439,6 +437,8 @@ ImportResult import_hf_model(const fs::path& file) {
     y << "position_embedding: none        # Nemotron-H's layers carry position without rotary embeddings\n";
   }
   y << "norm: rmsnorm\n";
+  if (architecture == "Qwen3ForCausalLM" || architecture == "Qwen3MoeForCausalLM")
+    y << "qk_norm: true        # Qwen3 normalises each head's query and key (q_norm, k_norm)\n";
   y << "tied_embeddings: " << (tied ? "true" : "false") << "        # tie_word_embeddings\n";
   y << "causal: true\n";
   if (mtp_layers > 0) y << "mtp_layers: " << mtp_layers << "        # num_nextn_predict_layers\n";

@@ -68,6 +68,8 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   // input) and the fp32 log-sum-exp.
   double attention = (local.query_heads + 2.0 * local.kv_heads) * d * element + local.query_heads * d * element +
                      4.0 * local.query_heads;
+  // Query and key norms (qk_norm): their inputs and the fp32 rstd of each head's row.
+  if (model.qk_norm) attention += (local.query_heads + local.kv_heads) * (d * element + 4.0);
   // Multi-latent attention: Q and K (qk wide), V and O (v wide) of the rank's heads; and on the rank's tokens its
   // latents before and after their norms (the norms' and the up projections' inputs).
   double latents = 0.0;

@@ -142,6 +142,21 @@ void StageGenerator::bias_gradient(std::string_view name, double elements) {
   (void)elementwise(name, elements, 1.0, sizes_.activation_bytes, KernelClass::reduction);
 }
 
+// Qwen3's norms of each head's query and key (TransformerSpec::qk_norm; Megatron-Core's SelfAttention applies
+// q_layernorm and k_layernorm, two TENorm modules, to the split QKV output before the rotary embedding): one kernel
+// each forward, over the rank's query and key heads; backward, each norm's input gradient and its weight gradient
+// (Transformer Engine's norm backward and the finalize of its partial weight gradients): four launches.
+void StageGenerator::qk_norm(bool backward) {
+  if (!model_.qk_norm) return;
+  const Sizes& s = sizes_;
+  const double elements = s.tokens * (s.query_heads + s.kv_heads) * s.head_dim;
+  const double flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
+  const OpRef op = backward ? elementwise("qk_norm_bwd", elements, kBackwardFlopRatio * flops, 3.0 * s.activation_bytes,
+                                          KernelClass::norm)
+                            : elementwise("qk_norm", elements, flops, 2.0 * s.activation_bytes, KernelClass::norm);
+  builder_.set_host_issue(op, backward ? 4 : 2, false);
+}
+
 OpRef StageGenerator::elementwise(std::string_view name, double elements, double flops_per_element,
                                   double bytes_per_element, KernelClass kernel_class) {
   return compute(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
@@ -173,6 +188,7 @@ void StageGenerator::layer_forward(int layer) {
       const Gemm qkv{s.tokens, (s.query_heads + 2.0 * s.kv_heads) * s.head_dim, s.hidden};
       (void)column_parallel_gemm("qkv_proj", qkv, true);
       if (training_.lora.qkv) lora_forward("qkv_lora", qkv, true);
+      qk_norm(false);
       if (model_.position_embedding == PositionEmbedding::rope)
         (void)elementwise("rotary", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
                           2.0 * s.activation_bytes);
@@ -229,6 +245,7 @@ void StageGenerator::layer_backward(int layer) {
       if (model_.position_embedding == PositionEmbedding::rope)
         (void)elementwise("rotary_bwd", s.tokens * (s.query_heads + s.kv_heads) * s.head_dim, kRotaryFlops,
                           2.0 * s.activation_bytes);
+      qk_norm(true);
       const double qkv_width = (s.query_heads + 2.0 * s.kv_heads) * s.head_dim;
       const Gemm qkv{s.tokens, qkv_width, s.hidden};
       if (training_.lora.qkv) lora_backward("qkv_lora", qkv, true);

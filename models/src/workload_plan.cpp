@@ -278,9 +278,10 @@ StageParameters stage_parameters(const TransformerSpec& model, const Parallelism
   }
 
   const double per_norm = model.norm == NormKind::layernorm ? 2.0 : 1.0;
-  const double bias = model.linear_bias ? 2.0 : 1.0;       // a weight, and a bias with linear_bias
-  const double attention_tensors = per_norm + 2.0 * bias;  // its norm, QKV, output projection
-  const double mlp_tensors = per_norm + 2.0 * bias;        // its norm, fc1, fc2
+  const double bias = model.linear_bias ? 2.0 : 1.0;  // a weight, and a bias with linear_bias
+  // Its norm, QKV, output projection (and the query and key norms' weights).
+  const double attention_tensors = per_norm + 2.0 * bias + (model.qk_norm ? 2.0 : 0.0);
+  const double mlp_tensors = per_norm + 2.0 * bias;  // its norm, fc1, fc2
   // An MoE sublayer: its norm, the router, two per local expert and the shared experts' fc1 and fc2 (each with its
   // bias under linear_bias: gpt-oss's router and experts have them).
   const double moe_tensors = per_norm + bias * (1.0 + 2.0 * static_cast<double>(model.experts / parallelism.ep) +

@@ -144,6 +144,8 @@ class StageGenerator {
   void fp8_cast(const std::string& name, double elements, CastScale scale = CastScale::own_amax);
   /// Current scaling's all-reduce of a sequence-parallel shard's amax over tp before its cast (workload_fp8.cpp).
   void fp8_amax_reduction(const std::string& name);
+  /// The norms of each head's query and key (TransformerSpec::qk_norm), forward or backward.
+  void qk_norm(bool backward);
   /// `gradient_scale`: how the output gradient's fp8 scale is found (known for a later chunk of a split dgrad).
   OpRef gemm_dgrad(std::string_view name, const Gemm& shape, CastScale gradient_scale = CastScale::own_amax);
   OpRef gemm_wgrad(std::string_view name, const Gemm& shape);

@@ -193,14 +193,14 @@ TEST_F(Import, HuggingFaceConfigsGiveTheShippedModelFiles) {
     EXPECT_EQ(imported.mlp, expected.mlp);
     EXPECT_EQ(imported.norm, expected.norm);
     EXPECT_EQ(imported.tied_embeddings, expected.tied_embeddings);
+    EXPECT_EQ(imported.qk_norm, expected.qk_norm);
     // Every key of these files is read or known to set nothing chopsim predicts.
     for (const std::string& note : result.notes) EXPECT_EQ(note.find("not imported"), std::string::npos) << note;
   }
-  // Qwen3's q/k norm is said not to be modelled; its head_dim (128, not 2048 / 32) is written.
+  // Qwen3 normalises each head's query and key; its head_dim (128, not 2048 / 32) is written.
   const ImportResult qwen = import_hf_model(hf_fixture("qwen3-30b-a3b.json"));
   EXPECT_NE(qwen.yaml.find("head_dim: 128"), std::string::npos);
-  EXPECT_TRUE(std::any_of(qwen.notes.begin(), qwen.notes.end(),
-                          [](const std::string& n) { return n.find("per-head RMSNorm") != std::string::npos; }));
+  EXPECT_TRUE(load_model_config(write("qwen3.yaml", qwen.yaml)).qk_norm);
 }
 
 TEST_F(Import, HuggingFaceArchitecturesChopsimCannotDescribeAreRefusedWithTheReason) {

@@ -17,11 +17,7 @@
 namespace chopsim {
 namespace {
 
-struct BiasRun {
-  TransformerSpec model = test::tiny_dense();
-  ParallelismSpec parallelism;
-  TrainingSpec training;
-};
+using BiasRun = test::TinyRun;
 
 /// The tiny model with 8 experts (top 2) over ep 2 data ranks: 4 local experts per rank, one micro-batch each.
 BiasRun expert_run(bool linear_bias) {

@@ -20,11 +20,7 @@ namespace {
 constexpr int kLayers = 8;
 constexpr int kMicroBatches = 2;
 
-struct Fp8Run {
-  TransformerSpec model = test::tiny_dense();
-  ParallelismSpec parallelism;
-  TrainingSpec training;
-};
+using Fp8Run = test::TinyRun;
 
 /// The tiny dense model in fp8 on tp 2 with sequence parallelism, two micro-batches, no recomputation.
 Fp8Run fp8_run(Fp8Recipe recipe) {

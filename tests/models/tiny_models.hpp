@@ -1,6 +1,7 @@
 #pragma once
 // Small models the models tests share.
 
+#include "chopsim/models/parallelism.hpp"
 #include "chopsim/models/transformer.hpp"
 
 namespace chopsim::test {
@@ -17,5 +18,12 @@ inline TransformerSpec tiny_dense() {
   m.vocab = 1024;
   return m;
 }
+
+/// A model and how it is trained: what build_workload and the memory estimates take.
+struct TinyRun {
+  TransformerSpec model = tiny_dense();
+  ParallelismSpec parallelism;
+  TrainingSpec training;
+};
 
 }  // namespace chopsim::test

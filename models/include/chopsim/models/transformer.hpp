@@ -63,6 +63,10 @@ struct TransformerSpec {
   /// none). Their parameters (qkv + h + f + h per layer, under 0.1 % of a model) are not counted; their gradients
   /// cost kernels of their own (StageGenerator::bias_gradient).
   bool linear_bias = false;
+  /// A norm (the model's `norm`) of each head's query and key before the rotary embedding (Qwen3; Megatron-Core
+  /// qk_layernorm: TENorm modules q_layernorm and k_layernorm in SelfAttention): two norm kernels forward, their
+  /// backward (with each norm's weight gradient), and their inputs kept for it.
+  bool qk_norm = false;
   PositionEmbedding position_embedding = PositionEmbedding::rope;
   /// Multi-latent attention (DeepSeek-V2/V3; Megatron-Core --multi-latent-attention): keys and values come from a
   /// shared latent of kv_lora_rank per token (plus one rotary key of qk_rope_head_dim shared by the heads), queries
