@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "chopsim/common/text.hpp"
 #include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/import.hpp"
 #include "chopsim/experiments/sweep.hpp"
@@ -18,35 +19,24 @@ namespace chopsim::cli {
 
 namespace {
 
-/// `words` (strings or string_views) separated by spaces.
-template <typename Words>
-std::string joined(const Words& words) {
-  std::string text;
-  for (const auto& word : words) {
-    if (!text.empty()) text += ' ';
-    text += word;
-  }
-  return text;
-}
-
 /// The fixed values an option kind takes, space-separated ("" for kinds without a fixed set).
 std::string fixed_values(Value value) {
   switch (value) {
     case Value::engine:
-      return joined(ModelRegistries::with_builtins().engine.names());
+      return join(ModelRegistries::with_builtins().engine.names(), " ");
     case Value::import_format:
-      return joined(import_format_names());
+      return join(import_format_names(), " ");
     case Value::trace_format: {
       TraceFormatRegistry formats;
       register_builtin_trace_formats(formats);
-      return joined(formats.names());
+      return join(formats.names(), " ");
     }
     case Value::objective:
-      return joined(sweep_objective_names());
+      return join(sweep_objective_names(), " ");
     case Value::node_links:
-      return joined(kNodeLinkNames);
+      return join(kNodeLinkNames, " ");
     case Value::timeline_format:
-      return joined(kTimelineFormatNames);
+      return join(kTimelineFormatNames, " ");
     default:
       return "";
   }

@@ -279,9 +279,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");
   t.read_choice<MoeDispatcher>("moe_dispatcher", train.moe_dispatcher,
                                {{"alltoall", MoeDispatcher::alltoall}, {"flex", MoeDispatcher::flex}});
-  t.read_choice<Fp8Recipe>(
-      "fp8_recipe", train.fp8_recipe,
-      {{"delayed", Fp8Recipe::delayed}, {"current", Fp8Recipe::current}, {"mxfp8", Fp8Recipe::mxfp8}});
+  t.read_choice<Fp8Recipe>("fp8_recipe", train.fp8_recipe, {kFp8RecipeNames.begin(), kFp8RecipeNames.end()});
   t.read("attention", train.attention);
   t.read("deterministic", train.deterministic);
   t.read("fill_uninitialized_memory", train.fill_uninitialized_memory);

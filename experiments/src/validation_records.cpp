@@ -348,10 +348,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       if (recipe_modules.any()) {
         train.recompute = RecomputePolicy::selective;
         train.recompute_modules = recipe_modules;
-        std::string listed;
-        for (const std::string& module : recompute_module_names(recipe_modules))
-          listed += (listed.empty() ? "" : ", ") + module;
-        c.notes += "; recomputes the recipe's modules (" + listed + ")";
+        c.notes += "; recomputes the recipe's modules (" + join(recompute_module_names(recipe_modules)) + ")";
       }
       // A measured run fitted its GPUs, so a run that does not fit with that recomputed the least it needed:
       // Megatron's block recomputation of the first k layers of each model chunk (--recompute-granularity full

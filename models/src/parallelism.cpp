@@ -29,14 +29,8 @@ int ParallelismSpec::layers_of_stage(int layers, int stage) const {
 std::string_view to_string(MoeDispatcher dispatcher) { return dispatcher == MoeDispatcher::flex ? "flex" : "alltoall"; }
 
 std::string_view to_string(Fp8Recipe recipe) {
-  switch (recipe) {
-    case Fp8Recipe::current:
-      return "current";
-    case Fp8Recipe::mxfp8:
-      return "mxfp8";
-    case Fp8Recipe::delayed:
-      break;
-  }
+  for (const auto& [name, value] : kFp8RecipeNames)
+    if (value == recipe) return name;
   return "delayed";
 }
 

@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chopsim/config/config.hpp"
@@ -128,6 +130,13 @@ RunSpec load_case(const AgreementCase& c, const ModelRegistries& registries) {
   return run;
 }
 
+/// The run of the agreement case called `name` (an error naming it when there is none).
+RunSpec load_named_case(std::string_view name, const ModelRegistries& registries) {
+  for (const AgreementCase& c : agreement_cases())
+    if (c.name == name) return load_case(c, registries);
+  throw std::logic_error("no agreement case called " + std::string(name));
+}
+
 /// A GoogleTest name for a case: its name with every character that is not a letter or digit as '_'.
 std::string case_name(const ::testing::TestParamInfo<AgreementCase>& info) {
   std::string name = info.param.name;
@@ -225,16 +234,11 @@ TEST_P(Symmetry, OneGpuPerClassGivesTheFiguresOfEveryGpuSimulated) {
 // many GPUs were simulated.
 TEST(SymmetryExpertParallel, TensorParallelPairsOfAnExpertGroupOverNodesFold) {
   const auto registries = ModelRegistries::with_builtins();
-  for (const AgreementCase& c : agreement_cases()) {
-    if (c.name != "moe_tp_peers_across_nodes") continue;
-    RunSpec run = load_case(c, registries);
-    run.engine = "fast";
-    const RunReport report = run_simulation(run, registries);
-    EXPECT_EQ(report.stats.symmetry_limit.find("tp:"), std::string::npos) << report.stats.symmetry_limit;
-    EXPECT_LE(static_cast<int>(report.stats.simulated_ranks) * 4, report.gpus) << report.stats.symmetry_limit;
-    return;
-  }
-  FAIL() << "the case moe_tp_peers_across_nodes is missing";
+  RunSpec run = load_named_case("moe_tp_peers_across_nodes", registries);
+  run.engine = "fast";
+  const RunReport report = run_simulation(run, registries);
+  EXPECT_EQ(report.stats.symmetry_limit.find("tp:"), std::string::npos) << report.stats.symmetry_limit;
+  EXPECT_LE(static_cast<int>(report.stats.simulated_ranks) * 4, report.gpus) << report.stats.symmetry_limit;
 }
 
 // Under adaptive routing the spine layer has no per-flow choice (docs/design.md, "Symmetry"): a class's flows load
@@ -242,21 +246,16 @@ TEST(SymmetryExpertParallel, TensorParallelPairsOfAnExpertGroupOverNodesFold) {
 // hashed spine choices let the images of one transfer collide on different spines.
 TEST(SymmetryAcrossSpines, AdaptiveRoutingFoldsWithoutDeviation) {
   const auto registries = ModelRegistries::with_builtins();
-  for (const AgreementCase& c : agreement_cases()) {
-    if (c.name != "rail_traffic_across_spines") continue;
-    RunSpec run = load_case(c, registries);
-    run.engine = "fast";
-    run.engine_options.use_symmetry = false;
-    const RunReport full = run_simulation(run, registries);
-    run.engine_options.use_symmetry = true;
-    const RunReport reduced = run_simulation(run, registries);
-    EXPECT_LT(static_cast<int>(reduced.stats.simulated_ranks), reduced.gpus);
-    EXPECT_NEAR(reduced.iteration_time_s, full.iteration_time_s, 1e-9 * full.iteration_time_s);
-    EXPECT_NEAR(reduced.losses.exposed_comm_s, full.losses.exposed_comm_s, 1e-9 * full.iteration_time_s);
-    EXPECT_NEAR(reduced.power.peak_25ms_w, full.power.peak_25ms_w, 1e-9 * full.power.peak_25ms_w);
-    return;
-  }
-  FAIL() << "no rail_traffic_across_spines case";
+  RunSpec run = load_named_case("rail_traffic_across_spines", registries);
+  run.engine = "fast";
+  run.engine_options.use_symmetry = false;
+  const RunReport full = run_simulation(run, registries);
+  run.engine_options.use_symmetry = true;
+  const RunReport reduced = run_simulation(run, registries);
+  EXPECT_LT(static_cast<int>(reduced.stats.simulated_ranks), reduced.gpus);
+  EXPECT_NEAR(reduced.iteration_time_s, full.iteration_time_s, 1e-9 * full.iteration_time_s);
+  EXPECT_NEAR(reduced.losses.exposed_comm_s, full.losses.exposed_comm_s, 1e-9 * full.iteration_time_s);
+  EXPECT_NEAR(reduced.power.peak_25ms_w, full.power.peak_25ms_w, 1e-9 * full.power.peak_25ms_w);
 }
 
 std::vector<AgreementCase> symmetric_cases() {

@@ -123,6 +123,12 @@ enum class Fp8Recipe : std::uint8_t {
   /// pass: one kernel per cast, as delayed (the scales add 1/32 byte per element, not counted).
   mxfp8,
 };
+/// The recipes' names (training.fp8_recipe), the one table the config decoder and to_string read.
+inline constexpr std::array<std::pair<std::string_view, Fp8Recipe>, 3> kFp8RecipeNames{{
+    {"delayed", Fp8Recipe::delayed},
+    {"current", Fp8Recipe::current},
+    {"mxfp8", Fp8Recipe::mxfp8},
+}};
 [[nodiscard]] std::string_view to_string(Fp8Recipe recipe);
 
 /// How a step is implemented, which decides the kernels it launches besides the GEMMs and attention
