@@ -274,6 +274,12 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     o.finish();
   }
   t.read("fsdp_prefetch", train.fsdp_prefetch, kNonNegativeInt);
+  if (t.has("fsdp_implementation")) {
+    FsdpImplementation implementation = FsdpImplementation::megatron;
+    t.read_choice<FsdpImplementation>("fsdp_implementation", implementation,
+                                      {kFsdpImplementationNames.begin(), kFsdpImplementationNames.end()});
+    train.fsdp_implementation = implementation;
+  }
   // MiB, as PyTorch DDP's bucket_cap_mb and NeMo's bucket_cap_mb.
   t.read("dp_bucket_mb", train.dp_bucket_bytes, units::kMiB, kPositiveReal, "MiB");
   t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");

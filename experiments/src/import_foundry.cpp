@@ -154,6 +154,10 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
   const std::string mixed = job.text("fsdp_config.mixed_precision");
   y << "  fsdp_reduce_dtype: " << (mixed == "PURE" ? "bf16" : "fp32") << "        # fsdp_config.mixed_precision "
     << (mixed.empty() ? "(default DEFAULT)" : mixed) << "\n";
+  // Composer wraps the model in PyTorch's FullyShardedDataParallel (FSDP1, FlatParameter), or in fully_shard (FSDP2)
+  // when the environment sets FSDP_VERSION=2 (Composer 0.30+, trainer.py), which a YAML does not show.
+  if (sharding != "NO_SHARD")
+    y << "  fsdp_implementation: fsdp1        # Composer's FSDP (FSDP_VERSION=2 in the environment: fsdp2)\n";
   y << "  grad_clip: " << (job.has("algorithms.gradient_clipping") ? "true" : "false") << "\n";
   const std::string loss = job.text("model.loss_fn");
   y << "  cross_entropy_fusion: " << (loss == "torch_crossentropy" ? "false" : "true") << "        # model.loss_fn "

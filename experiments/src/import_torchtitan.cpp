@@ -410,6 +410,8 @@ ImportResult import_torchtitan(const fs::path& file, const ImportOptions& option
         "tp/pp/cp/ep > 1: the step's kernels besides GEMMs and attention are modelled as Megatron "
         "with Transformer Engine's (chopsim's pytorch-eager framework has no model parallelism)");
   }
+  // torchtitan shards with fully_shard: FSDP2's copies around its collectives, whatever the layer kernels.
+  if (shard != 1) y << "  fsdp_implementation: fsdp2        # torchtitan's fully_shard\n";
   const int local_batch = job.has("training.local_batch_size") ? job.integer("training.local_batch_size", 8)
                                                                : job.integer("training.batch_size", 8);
   // global_batch_size -1: one local batch per data rank, no gradient accumulation.

@@ -201,6 +201,9 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       const bool large_scale_table = c.source.find("Large Scale") != std::string::npos;
       run.training.attention = large_scale_table && model_name != "mpt-13b" ? "flash2" : "flash1_triton";
       run.training.fsdp_reduce_fp32 = true;
+      // PyTorch 2.1's FullyShardedDataParallel (FlatParameter) under Composer 0.16-0.17 (llm-foundry's setup.py at
+      // those commits: torch<2.1.1, mosaicml<0.17 and <0.18).
+      run.training.fsdp_implementation = FsdpImplementation::fsdp1;
       run.training.grad_clip = true;
       run.training.cross_entropy_fusion = true;
       run.training.global_batch = record["global_batch"].as<int>();

@@ -202,12 +202,15 @@ std::string group_notes(const std::string& group) {
            "the H100 tables ran them (mosaicml/llm-foundry@b2a43a1 sweep.sh, @5e85bd6 sweep.py for the large-scale "
            "table): attn_impl triton (the FlashAttention Triton kernel: training.attention flash1_triton), except "
            "flash-attn 2 (flash2) for MPT-1b/3b/7b in the large-scale table; FSDP FULL_SHARD, or SHARD_GRAD_OP "
-           "(ZeRO-2) where the table says so, with Composer's mixed_precision DEFAULT (fp32 gradient reduce-scatter); "
-           "activation checkpointing where the table says so; learned position embeddings; the fused cross entropy "
-           "and gradient clipping; in the fp8 rows, Transformer Engine's fp8 casts of every GEMM operand (the LM head "
-           "stays in bf16). Not modelled: the framework's own overheads (eager PyTorch 2.1, FSDP's per-unit hooks and "
-           "casts, Composer's training loop), Transformer Engine 0.10's per-step amax reductions and scaling-factor "
-           "updates, and the learned position table's parameters (up to 9 % of MPT-1b at 65k tokens). Measured MFU "
+           "(ZeRO-2) where the table says so, with Composer's mixed_precision DEFAULT (fp32 gradient reduce-scatter) "
+           "in PyTorch 2.1's FullyShardedDataParallel (training.fsdp_implementation fsdp1: under FULL_SHARD its shard "
+           "casts, gradient cat, cast and divisions around each unit's collectives); activation checkpointing where "
+           "the table says so; learned position embeddings; the fused cross entropy and gradient clipping; in the fp8 "
+           "rows, Transformer Engine's fp8 casts of every GEMM operand (the LM head stays in bf16). Not modelled: the "
+           "framework's host overheads (eager PyTorch 2.1, FSDP's per-unit hooks, Composer's training loop), FSDP1's "
+           "gradient kernels under SHARD_GRAD_OP (chopsim's ZeRO-2 reduces Megatron's gradient buckets), Transformer "
+           "Engine 0.10's per-step amax reductions and scaling-factor updates, and the learned position table's "
+           "parameters (up to 9 % of MPT-1b at 65k tokens). Measured MFU "
            "is llm-foundry's (attention FLOPs counted without the causal mask).\n";
   return {};
 }

@@ -34,6 +34,12 @@ std::string_view to_string(Fp8Recipe recipe) {
   return "delayed";
 }
 
+std::string_view to_string(FsdpImplementation implementation) {
+  for (const auto& [name, value] : kFsdpImplementationNames)
+    if (value == implementation) return name;
+  return "megatron";
+}
+
 std::string_view to_string(Framework framework) {
   switch (framework) {
     case Framework::megatron_te:

@@ -19,6 +19,11 @@
 
 namespace chopsim::detail {
 
+/// PyTorch FSDP1's division of the gradients before its reduce-scatter over `world_size` ranks (and by world_size /
+/// factor after it): f doubled from 1 while it divides world_size and world_size / f > f (8 ranks: 4, 128: 16)
+/// (torch/distributed/fsdp/_init_utils.py, _get_gradient_predivide_factor; workload_fsdp.cpp).
+[[nodiscard]] double fsdp1_gradient_predivide_factor(int world_size);
+
 /// A count of host launches or grouped problems as an IssueStep / Op field holds it: at least 1, at most 65,535.
 [[nodiscard]] inline std::uint16_t launch_count(double count) {
   return static_cast<std::uint16_t>(std::clamp(count, 1.0, double{UINT16_MAX}));
@@ -288,8 +293,21 @@ class StageGenerator {
   [[nodiscard]] bool is_mtp_unit(int unit) const { return unit >= 2 + model_.layers; }
   [[nodiscard]] double unit_dense_parameters(int unit) const;
   [[nodiscard]] double unit_expert_parameters(int unit) const;
+  /// The parameters of a unit this rank's FSDP runtime gathers and reduces (those of groups of more than one rank):
+  /// before sharding, and this rank's shard of them.
+  struct UnitElements {
+    double unsharded = 0;
+    double sharded = 0;
+  };
+  [[nodiscard]] UnitElements unit_elements(int unit) const;
+  /// FSDP units (workload_fsdp.cpp): the unit's all-gathers (and its runtime's kernels around them) before its
+  /// forward or backward, its reduce-scatters after its backward.
   void begin_unit(int unit, bool backward);
   void end_unit(bool backward);
+  /// A kernel of the FSDP runtime: on `stream` after `after` with training.overlap.fsdp, in line on the compute stream
+  /// without it (or for kComputeStream). Nothing for no elements.
+  void fsdp_kernel(std::string_view stream, std::optional<OpRef> after, std::string_view name, KernelClass kernel_class,
+                   double elements, double bytes_per_element, double flops_per_element = 0.0);
 
   /// A gradient of `elements` parameters of the base model is complete after `producer` (final micro-batch only;
   /// nothing when the base is frozen).

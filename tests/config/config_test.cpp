@@ -134,7 +134,7 @@ std::string describe(const RunSpec& run) {
       << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
       << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << ' '
       << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank << t.lora.qkv
-      << t.lora.proj << t.lora.fc1 << t.lora.fc2 << '\n';
+      << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -563,6 +563,23 @@ TEST_F(ConfigTest, Fp8RecipeNamesTransformerEnginesScaling) {
                                                            "  global_batch: 8\n  fp8_recipe: tensorwise\n")));
                   }),
                   {"bad.yaml:", "training.fp8_recipe", "expected one of delayed, current, mxfp8, found 'tensorwise'"});
+}
+
+TEST_F(ConfigTest, FsdpImplementationNamesTheShardingRuntime) {
+  const RunSpec unset =
+      load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n  fsdp: full_shard\n", "  global_batch: 8\n")));
+  EXPECT_FALSE(unset.training.fsdp_implementation.has_value());
+  EXPECT_EQ(unset.training.fsdp_runtime(), FsdpImplementation::megatron);
+  const RunSpec fsdp1 = load(write("fsdp1.yaml", small_run("llama3-8b", "  dp: 8\n  fsdp: full_shard\n",
+                                                           "  global_batch: 8\n  fsdp_implementation: fsdp1\n")));
+  EXPECT_EQ(fsdp1.training.fsdp_runtime(), FsdpImplementation::fsdp1);
+  EXPECT_EQ(to_string(fsdp1.training.fsdp_runtime()), "fsdp1");
+  expect_contains(
+      input_error([&] {
+        (void)load(write("bad.yaml",
+                         small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  fsdp_implementation: deepspeed\n")));
+      }),
+      {"bad.yaml:", "training.fsdp_implementation", "expected one of megatron, fsdp1, fsdp2, found 'deepspeed'"});
 }
 
 TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {

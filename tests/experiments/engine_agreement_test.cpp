@@ -120,6 +120,12 @@ std::vector<AgreementCase> agreement_cases() {
                      run.cluster.fabric.leaf_downlinks = 4;
                      run.cluster.fabric.routing = FabricRouting::adaptive;
                    }});
+  // PyTorch FSDP1's kernels around its collectives: the shard casts on the gather stream, the gradient casts and
+  // divisions on the reduce-scatter stream, sharing the GPU with the compute stream's kernels (4 micro-batches).
+  cases.push_back({"fsdp1_runtime_kernels", configs / "llama3-8b-mi250x-tp2-fsdp.yaml", [](RunSpec& run) {
+                     run.training.fsdp_implementation = FsdpImplementation::fsdp1;
+                     run.training.fsdp_reduce_fp32 = true;
+                   }});
   return cases;
 }
 

@@ -547,6 +547,7 @@ TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
   EXPECT_EQ(result.format, "foundry");
   const RunSpec imported = load_run_config(write("mpt.yaml", result.yaml), dgx_h100(1).search, registries_);
   EXPECT_EQ(imported.model.name, "mpt-7b");  // not megatron-gpt3-7b: MPT is multi-head, vocabulary 50368
+  EXPECT_EQ(imported.training.fsdp_implementation, FsdpImplementation::fsdp1);  // Composer's FlatParameter FSDP
   const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries_);
   const auto record = std::find_if(cases.begin(), cases.end(), [](const ValidationCase& c) {
     return c.id == "llmfoundry-h100_80gb-bf16-7b-s2048-g8-mb6";
@@ -584,6 +585,7 @@ TEST_F(Import, TorchtitanTomlMapsToTheRunAHandWrittenConfigDescribes) {
   EXPECT_EQ(imported.training.global_batch, 8);  // local_batch_size 1 on each of 8 data ranks
   EXPECT_EQ(imported.training.recompute, RecomputePolicy::selective);
   EXPECT_TRUE(imported.training.fsdp_reduce_fp32);  // torchtitan's mixed_precision_reduce default float32
+  EXPECT_EQ(imported.training.fsdp_implementation, FsdpImplementation::fsdp2);  // fully_shard
   const std::string by_hand =
       "name: by-hand\nmodel: llama3-8b\nhardware: H100-SXM5-80GB\ncluster: {name: dgx-h100, nodes: 1}\n"
       "parallelism: {dp: 8, zero_stage: 3}\n"

@@ -190,6 +190,21 @@ std::vector<RunSetup> parallelism_mixes() {
     s.training.overlap.fsdp = true;
     s.parallelism.shard_group_size = 4;
     mixes.push_back(s);
+    // PyTorch's runtimes: their kernels around the collectives on the streams of the collectives and in line.
+    s.label = "fsdp8_hybrid_shard4_fsdp1_fp32_reduce";
+    s.training.fsdp_implementation = FsdpImplementation::fsdp1;
+    s.training.fsdp_reduce_fp32 = true;
+    mixes.push_back(s);
+    s.label = "fsdp8_fsdp2_blocking";
+    s.parallelism.shard_group_size = 0;
+    s.training.fsdp_implementation = FsdpImplementation::fsdp2;
+    s.training.overlap.fsdp = false;
+    mixes.push_back(s);
+    s.label = "fsdp8_fsdp2";
+    s.training.overlap.fsdp = true;
+    mixes.push_back(s);
+    s.training.fsdp_implementation.reset();
+    s.training.fsdp_reduce_fp32 = false;
   }
   {
     RunSetup s = setup("tp2_sp_dp2", 2, 2);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -147,6 +148,32 @@ enum class Framework : std::uint8_t {
 };
 [[nodiscard]] std::string_view to_string(Framework framework);
 
+/// The runtime that shards a ZeRO-3 run's parameters (training.fsdp_implementation), which decides the kernels it
+/// launches around its all-gathers and reduce-scatters (models/src/workload_fsdp.cpp).
+enum class FsdpImplementation : std::uint8_t {
+  /// Megatron-Core's own sharding (Megatron-FSDP): parameters are gathered into their bucket buffers in place and the
+  /// weight-gradient GEMMs accumulate into the main-gradient buffer that is reduce-scattered: no kernel besides the
+  /// collectives.
+  megatron,
+  /// PyTorch's FullyShardedDataParallel with one FlatParameter per unit (FSDP1; llm-foundry, Composer, Accelerate):
+  /// the mixed-precision cast of the local shard before each all-gather; after each unit's backward the cat of its
+  /// gradients into the flat gradient, the cast to the reduce dtype, the pre-division, and after the reduce-scatter
+  /// the post-division and the accumulation of the sharded gradient (torch/distributed/fsdp/_runtime_utils.py).
+  fsdp1,
+  /// PyTorch's fully_shard (FSDP2; torchtitan): the all-gather's copy-in of the cast shards and its copy-out into the
+  /// unsharded parameters on the compute stream after each all-gather; before each reduce-scatter the copy of the
+  /// gradients into its input in the reduce dtype (reduced with NCCL's average: no division kernels for bf16 or
+  /// fp32), and the accumulation of the sharded gradient (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py).
+  fsdp2,
+};
+/// The implementations' names (training.fsdp_implementation), the one table the config decoder and to_string read.
+inline constexpr std::array<std::pair<std::string_view, FsdpImplementation>, 3> kFsdpImplementationNames{{
+    {"megatron", FsdpImplementation::megatron},
+    {"fsdp1", FsdpImplementation::fsdp1},
+    {"fsdp2", FsdpImplementation::fsdp2},
+}};
+[[nodiscard]] std::string_view to_string(FsdpImplementation implementation);
+
 /// Megatron-Core's selective recomputation by module (--recompute-granularity selective --recompute-modules ...;
 /// TransformerConfig.recompute_modules): with recompute: selective and any module set, each listed sublayer re-runs its
 /// forward right before its backward (Pass::recompute) and keeps only its input. None set: recompute: selective is
@@ -227,7 +254,15 @@ struct TrainingSpec {
     return recompute_layers > 0 ? std::min(recompute_layers, chunk_layers) : chunk_layers;
   }
   OverlapSpec overlap;
-  int fsdp_prefetch = 1;                        ///< FSDP units gathered ahead of the one computing
+  int fsdp_prefetch = 1;  ///< FSDP units gathered ahead of the one computing
+  /// The FSDP runtime of a zero_stage 3 run; unset: the framework's (fsdp_runtime()).
+  std::optional<FsdpImplementation> fsdp_implementation;
+  /// fsdp_implementation, or the framework's own: FSDP2 for eager PyTorch (torchtitan, PyTorch's recommended
+  /// fully_shard), Megatron-FSDP for Megatron-Core.
+  [[nodiscard]] FsdpImplementation fsdp_runtime() const {
+    if (fsdp_implementation) return *fsdp_implementation;
+    return framework == Framework::pytorch_eager ? FsdpImplementation::fsdp2 : FsdpImplementation::megatron;
+  }
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
   /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
   double moe_capacity_factor = 1.0;
