@@ -163,6 +163,8 @@ config("lora_target_unknown", replaced("  recompute: selective", "  recompute: s
        "  lora: {rank: 16, targets: [qkv, lm_head]}"), "'lm_head' is not a linear chopsim adapts")
 config("fp8_recipe_unknown", replaced("  recompute: selective", "  recompute: selective\n  fp8_recipe: tensorwise"),
        "expected one of delayed, current, mxfp8")
+config("fsdp_implementation_unknown", replaced("  recompute: selective",
+       "  recompute: selective\n  fsdp_implementation: deepspeed"), "expected one of megatron, fsdp1, fsdp2")
 config("lora_with_fsdp", replaced("  recompute: selective", "  recompute: selective\n  lora: {rank: 16}"),
        "zero_stage 0-2")
 config("hybrid_pattern_symbol", replaced("model: llama3-8b", "model: {name: llama3-8b, layers: 4, "
