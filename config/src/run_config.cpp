@@ -248,7 +248,8 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   if (t.has("recompute_modules")) {
     const YAML::Node list = t.value("recompute_modules");
     const std::string fix =
-        "list Megatron's --recompute-modules names: core_attn, layernorm, mlp, moe, moe_act, shared_experts";
+        "list Megatron's --recompute-modules names: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, "
+        "shared_experts";
     if (!list.IsSequence()) t.fail("recompute_modules", "expected a list of module names", fix);
     for (const YAML::Node& entry : list) {
       const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();

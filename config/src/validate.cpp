@@ -314,6 +314,11 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "recompute_modules lists what selective recomputation re-runs, but recompute is " +
                    std::string(train.recompute == RecomputePolicy::full ? "full" : "none"),
                "set recompute: selective (Megatron --recompute-granularity selective), or remove recompute_modules");
+  if (train.recompute_modules.mla_up_proj && !run.model.is_mla())
+    rules.fail("training.recompute_modules",
+               "mla_up_proj recomputes multi-latent attention's up projections, but model '" + run.model.name +
+                   "' has no latent attention (kv_lora_rank 0)",
+               "remove mla_up_proj, or use a model with multi-latent attention (DeepSeek-V3)");
   if (train.recompute_modules.any() &&
       (train.attention == kEagerAttention || train.framework == Framework::pytorch_eager))
     rules.fail("training.recompute_modules",

@@ -339,8 +339,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // GPU sets recompute_modules, and every release the tables cover sets the same (scripts/performance/configs/,
       // *workload_base_configs.py, v0.2.0 to v0.5.1), the run recomputes those modules: GPT-OSS 120B on H100 and B200
       // [layernorm, moe_act]; Nemotron 3 Nano on H100 in FP8 [moe, layernorm, core_attn, moe_act] (from v0.3.1, the
-      // first with its config). DeepSeek-V3's [mla_up_proj] (B200; H100 adds mlp) is not a module chopsim models.
+      // first with its config); DeepSeek-V3 on B200 [mla_up_proj] (its H100 config adds mlp; no H100 row is
+      // predicted).
       RecomputeModules recipe_modules;
+      if (name == "deepseek-v3" && machine == "B200") recipe_modules.mla_up_proj = true;
       if (name == "gpt-oss-120b" && (machine == "H100" || machine == "B200"))
         recipe_modules.layernorm = recipe_modules.moe_act = true;
       if (name == "nemotron-3-nano" && machine == "H100" && train.precision == Precision::fp8)

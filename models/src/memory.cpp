@@ -150,6 +150,10 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   if (recomputed.layernorm) dropped += replicated_tokens * sublayers * h * element;
   if (recomputed.core_attn && kind.attention && training.attention != kEagerAttention)
     dropped += tokens * 4.0 * local.query_heads;
+  // Multi-latent attention's up projections recomputed (recompute_up_proj): the queries, keys (qk wide) and values (v
+  // wide) the attention kernel keeps are dropped after it (CheckpointWithoutOutput); its output and statistics stay.
+  if (recomputed.mla_up_proj && kind.attention && model.is_mla())
+    dropped += tokens * local.query_heads * (2.0 * model.qk_head_dim() + model.v_dim()) * element;
   if (dropped > 0.0) bytes -= dropped;
   result.recomputed_bytes = dropped;
   result.stored_bytes = bytes;

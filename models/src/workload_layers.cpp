@@ -263,8 +263,9 @@ void StageGenerator::layer_backward(int layer) {
 }
 
 // Megatron-Core's selective recomputation by module (transformer_layer.py, recompute_modules): the norm's output, a
-// dense MLP, a whole MoE layer (with its dispatch and its shared experts), the experts' activation, the shared experts
-// or the attention kernel, checkpointed in the forward and run again right before the sublayer's backward.
+// dense MLP, a whole MoE layer (with its dispatch and its shared experts), the experts' activation, the shared experts,
+// multi-latent attention's up projections (multi_latent_attention.py, recompute_up_proj) or the attention kernel,
+// checkpointed in the forward and run again right before the sublayer's backward.
 void StageGenerator::recompute_sublayer(const LayerKind& kind, bool mlp_side) {
   const RecomputeModules modules = training_.recomputed_modules();
   if (!modules.any()) return;
@@ -279,6 +280,7 @@ void StageGenerator::recompute_sublayer(const LayerKind& kind, bool mlp_side) {
     if (modules.moe_act) expert_activation_forward();
   }
   if (mlp_side && kind.mlp && modules.mlp) mlp_forward("mlp", sizes_.ffn_local);
+  if (!mlp_side && kind.attention && modules.mla_up_proj && model_.is_mla()) mla_up_projections();
   if (!mlp_side && kind.attention && modules.core_attn) attention_forward();
   pass_ = pass;
 }

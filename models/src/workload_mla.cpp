@@ -12,7 +12,6 @@ void StageGenerator::mla_projections_forward() {
   const Sizes& s = sizes_;
   const double q_lora = model_.q_lora_rank;
   const double kv_latent = model_.kv_lora_rank + model_.qk_rope_head_dim;  // the latent and the shared rotary key
-  const double rope = model_.qk_rope_head_dim;
   const double e = s.activation_bytes;
   const double norm_flops = model_.norm == NormKind::rmsnorm ? kRmsNormFlops : kLayerNormFlops;
   // The down projections are duplicated over tp and run on this rank's tokens (its sequence shard with SP).
@@ -28,11 +27,18 @@ void StageGenerator::mla_projections_forward() {
     await(communicate(training_.overlap.tp, kTpStream,
                       {"sp_all_gather_latent", CollectiveKind::all_gather, GroupRole::tp, CommCategory::tp, bytes}));
   }
+  mla_up_projections();
+}
+
+void StageGenerator::mla_up_projections() {
+  const Sizes& s = sizes_;
+  const double q_lora = model_.q_lora_rank;
   const double queries = s.query_heads * s.qk_dim;
   (void)gemm(q_lora > 0 ? "q_up_proj" : "q_proj", {s.tokens, queries, q_lora > 0 ? q_lora : s.hidden});
   (void)gemm("kv_up_proj", {s.tokens, s.query_heads * (s.head_dim + s.v_dim), double(model_.kv_lora_rank)});
   // Rotary embedding of each query head's rotary part and of the one shared rotary key.
-  (void)elementwise("rotary", s.tokens * (s.query_heads + 1.0) * rope, kRotaryFlops, 2.0 * e);
+  (void)elementwise("rotary", s.tokens * (s.query_heads + 1.0) * model_.qk_rope_head_dim, kRotaryFlops,
+                    2.0 * s.activation_bytes);
 }
 
 void StageGenerator::mla_projections_backward() {

@@ -217,6 +217,9 @@ class StageGenerator {
   /// up projections to the rank's heads; the rotary embedding of the queries' and the shared key's rotary parts.
   void mla_projections_forward();
   void mla_projections_backward();
+  /// The up projections from the latents to the rank's queries, keys and values and the rotary embedding (the part
+  /// of mla_projections_forward that the mla_up_proj recompute module re-runs).
+  void mla_up_projections();
   void attention_backward();
   /// PyTorch's unfused attention (TrainingSpec::attention == kEagerAttention).
   void eager_attention_forward();

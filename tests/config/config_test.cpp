@@ -794,6 +794,12 @@ TEST_F(ConfigTest, RecomputeModulesDecodeAndNeedSelectiveRecomputation) {
                                                      "  global_batch: 8\n  recompute: full\n"
                                                      "  recompute_modules: [moe_act]\n"));
   expect_contains(input_error([&] { (void)load(full); }), {"key 'training.recompute_modules'", "recompute is full"});
+  // mla_up_proj needs multi-latent attention to recompute.
+  const fs::path no_mla = write("no-mla.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                         "  global_batch: 8\n  recompute: selective\n"
+                                                         "  recompute_modules: [mla_up_proj]\n"));
+  expect_contains(input_error([&] { (void)load(no_mla); }),
+                  {"key 'training.recompute_modules'", "model 'llama3-8b' has no latent attention"});
 }
 
 // --------------------------------------------------------------------- ways of naming a component

@@ -185,13 +185,20 @@ struct RecomputeModules {
   bool moe = false;             ///< a whole mixture of experts: router, dispatch, experts, combine, shared experts
   bool moe_act = false;         ///< the routed experts' activation: its output
   bool shared_experts = false;  ///< the shared experts' MLP: its intermediates
-  [[nodiscard]] bool any() const { return core_attn || layernorm || mlp || moe || moe_act || shared_experts; }
+  /// Multi-latent attention's up projections and rotary embedding (Megatron-Core's recompute_up_proj): the queries,
+  /// keys and values they make, which the attention kernel would keep, are dropped after it and made again before
+  /// its backward.
+  bool mla_up_proj = false;
+  [[nodiscard]] bool any() const {
+    return core_attn || layernorm || mlp || moe || moe_act || shared_experts || mla_up_proj;
+  }
 };
 /// Megatron's --recompute-modules names and the RecomputeModules field each sets, in the order outputs list them: the
 /// one table the config decoder and the run summary read.
-inline constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*>, 6> kRecomputeModuleNames{{
+inline constexpr std::array<std::pair<std::string_view, bool RecomputeModules::*>, 7> kRecomputeModuleNames{{
     {"core_attn", &RecomputeModules::core_attn},
     {"layernorm", &RecomputeModules::layernorm},
+    {"mla_up_proj", &RecomputeModules::mla_up_proj},
     {"mlp", &RecomputeModules::mlp},
     {"moe", &RecomputeModules::moe},
     {"moe_act", &RecomputeModules::moe_act},
