@@ -115,8 +115,8 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
   y << "cluster: {name: " << options.cluster << ", nodes: " << options.nodes.value_or(1) << "}\n";
   if (!options.nodes) result.notes.push_back("the YAML gives no node count: 1 node (give --nodes N)");
   y << "parallelism:\n  dp: auto\n";
-  // Composer's FSDP: FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (parameters gathered once per step), NO_SHARD =
-  // data parallelism; without fsdp_config, DDP.
+  // Composer's FSDP: FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (with fsdp1, below: each unit gathered for its
+  // forward, kept for its backward), NO_SHARD = data parallelism; without fsdp_config, DDP.
   const std::string sharding = job.has("fsdp_config") ? job.text("fsdp_config.sharding_strategy") : "NO_SHARD";
   if (sharding == "FULL_SHARD" || sharding.empty()) {
     y << "  zero_stage: 3           # fsdp_config.sharding_strategy FULL_SHARD\n";

@@ -187,8 +187,8 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       run.cluster.nodes = std::max(1, gpus / dgx.gpus_per_node);
       if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
       run.parallelism.dp = gpus;
-      // FSDP FULL_SHARD (ZeRO-3), or SHARD_GRAD_OP (ZeRO-2: parameters gathered once per step) where the table
-      // says so (the record's framework field).
+      // FSDP FULL_SHARD (ZeRO-3), or SHARD_GRAD_OP (ZeRO-2: each unit gathered for its forward, kept for its backward)
+      // where the table says so (the record's framework field).
       const std::string framework = record["framework"] ? record["framework"].as<std::string>() : "";
       run.parallelism.zero_stage = framework.find("sharding=SHARD_GRAD_OP") != std::string::npos ? 2 : 3;
       // What the benchmark ran (mosaicml/llm-foundry, the commits that added the H100 tables): the 8..64-GPU tables

@@ -258,8 +258,9 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
   const detail::StageParameters params = detail::stage_parameters(model, parallelism, pp_stage);
   const detail::LocalParameters local = detail::local_parameters(model, parallelism);
   const double weight_bytes = detail::storage_bytes_per_element(training.precision);
-  const double gradient_bytes = detail::gradient_bytes_per_element(
-      training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32, training.grad_reduce_fp32);
+  const double gradient_bytes =
+      detail::gradient_bytes_per_element(training.precision, detail::gradient_zero_stage(parallelism, training),
+                                         training.fsdp_reduce_fp32, training.grad_reduce_fp32);
   const double optimizer_bytes = detail::optimizer_bytes_per_parameter(training.precision);
   const int zero = parallelism.zero_stage;
   const double dense_shards = layout.group_size(GroupRole::shard);

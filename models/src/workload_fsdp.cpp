@@ -89,11 +89,13 @@ void StageGenerator::begin_unit(int unit, bool backward) {
   layer_ = unit == embedding_unit() || unit == head_unit() ? -1 : is_mtp_unit(unit) ? unit - 2 : unit - 1;
   auto& first_op = first_forward_op_[static_cast<std::size_t>(unit)];
   if (!backward && !first_op) record_first_op_of_unit_ = unit;
-  if (parallelism_.zero_stage != 3) return;
+  if (!fsdp_units(parallelism_, training_)) return;
   // A unit whose forward was the last thing computed keeps its parameters for its backward
-  // (torchtitan does not reshard the last block after forward; FSDP would re-gather it at once).
-  const bool kept = backward && !unit_uses_.empty() && unit_uses_.back().unit == unit && !unit_uses_.back().backward &&
-                    unit_uses_.back().micro_batch == micro_batch_;
+  // (torchtitan does not reshard the last block after forward; FSDP would re-gather it at once). Under ZeRO-2
+  // (SHARD_GRAD_OP, reshard_after_forward=False) every unit keeps them from its forward to its backward.
+  const bool kept = backward && (parallelism_.zero_stage == 2 ||
+                                 (!unit_uses_.empty() && unit_uses_.back().unit == unit &&
+                                  !unit_uses_.back().backward && unit_uses_.back().micro_batch == micro_batch_));
   const std::size_t use = unit_uses_.size();
   unit_uses_.push_back(UnitUse{unit, backward, micro_batch_, std::nullopt});
   if (kept) return;
@@ -133,7 +135,7 @@ void StageGenerator::end_unit(bool backward) {
   record_first_op_of_unit_ = -1;
   const int unit = current_unit_;
   current_unit_ = -1;
-  if (parallelism_.zero_stage != 3) return;
+  if (!fsdp_units(parallelism_, training_)) return;
   unit_uses_.back().last_compute = last_compute();
   if (!backward) return;
   // Gradients are reduce-scattered after every micro-batch's backward: PyTorch FSDP's default

@@ -108,7 +108,7 @@ OpRef StageGenerator::gemm_wgrad(std::string_view name, const Gemm& g) {
   const double inputs = (g.m * g.k + g.m * g.n) * bytes_per_element(precision);
   const double weights = g.weights * g.k * g.n;
   const bool unaligned_result = unaligned(g.k);  // rows of k
-  if (training_.gradient_accumulation_fusion || parallelism_.zero_stage == 3) {
+  if (training_.gradient_accumulation_fusion || fsdp_units(parallelism_, training_)) {
     // Accumulated into the gradient buffer in the GEMM's epilogue (read and written): Megatron's
     // gradient-accumulation fusion into the fp32 main_grad, or FSDP's unsharded gradient.
     return gemm_kernel(name, g, precision, inputs + 2.0 * weights * s.weight_grad_bytes, unaligned_result);
@@ -529,12 +529,13 @@ void StageGenerator::embedding_backward(double reported) {
   // their own (seq x h) table the same way.
   const bool learned = model_.position_embedding == PositionEmbedding::learned;
   const double table_rows = s.vocab_local + (learned ? s.sequence : 0.0);
-  const double gradient_element_bytes = parallelism_.zero_stage == 3 ? s.weight_grad_bytes : s.activation_bytes;
+  const bool fsdp = fsdp_units(parallelism_, training_);
+  const double gradient_element_bytes = fsdp ? s.weight_grad_bytes : s.activation_bytes;
   OpRef op =
       compute("embedding_bwd", KernelClass::elementwise, Precision::fp32, s.tokens * s.hidden * (learned ? 2.0 : 1.0),
               table_rows * s.hidden * gradient_element_bytes +
                   (learned ? 2.0 : 1.0) * s.tokens * s.hidden * (s.activation_bytes + 2.0 * gradient_element_bytes));
-  if (parallelism_.zero_stage != 3) {
+  if (!fsdp) {
     // The DDP backward hook adds the table's gradient to the fp32 main_grad (param.main_grad.add_(param.grad):
     // embeddings are not fused linears, so this happens with or without gradient-accumulation fusion).
     op = elementwise("embedding_grad_accumulate", table_rows * s.hidden, 1.0,

@@ -313,6 +313,15 @@ double storage_bytes_per_element(Precision precision) {
   return precision == Precision::fp32 || precision == Precision::tf32 ? 4.0 : 2.0;
 }
 
+bool fsdp_units(const ParallelismSpec& parallelism, const TrainingSpec& training) {
+  return parallelism.zero_stage == 3 ||
+         (parallelism.zero_stage == 2 && training.fsdp_runtime() != FsdpImplementation::megatron);
+}
+
+int gradient_zero_stage(const ParallelismSpec& parallelism, const TrainingSpec& training) {
+  return fsdp_units(parallelism, training) ? 3 : parallelism.zero_stage;
+}
+
 double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32, bool grad_reduce_fp32) {
   if (zero_stage == 3) return fsdp_reduce_fp32 ? 4.0 : storage_bytes_per_element(precision);
   return grad_reduce_fp32 ? 4.0 : storage_bytes_per_element(precision);

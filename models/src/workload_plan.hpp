@@ -142,6 +142,13 @@ struct StageParameters {
 /// `fsdp_reduce_fp32` (FSDP MixedPrecision(reduce_dtype=torch.float32): gradients reduced and kept sharded in fp32).
 [[nodiscard]] double gradient_bytes_per_element(Precision precision, int zero_stage, bool fsdp_reduce_fp32 = false,
                                                 bool grad_reduce_fp32 = true);
+/// Whether FSDP shards the run unit by unit (FSDP units gathered before their use, gradients reduce-scattered after
+/// each unit's backward): ZeRO-3, and ZeRO-2 under PyTorch's runtimes (FSDP1's SHARD_GRAD_OP, FSDP2's
+/// reshard_after_forward=False: gathered for the forward, kept for the backward). Megatron's ZeRO-2 is its distributed
+/// optimizer over gradient buckets instead.
+[[nodiscard]] bool fsdp_units(const ParallelismSpec& parallelism, const TrainingSpec& training);
+/// The ZeRO stage whose gradient accounting applies: 3 for a run FSDP shards unit by unit, else the run's.
+[[nodiscard]] int gradient_zero_stage(const ParallelismSpec& parallelism, const TrainingSpec& training);
 
 /// fp32 master weights + Adam first and second moments = 12 bytes per parameter (ZeRO Sec. 3.1);
 /// 8 for fp32 runs, whose weights are their own master copy.

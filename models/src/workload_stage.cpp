@@ -45,9 +45,10 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.mamba_in_width = s.mamba_inner + s.mamba_channels + s.mamba_heads;
   s.mamba_states = s.mamba_inner * model.mamba_state_dim / model.mamba_chunk_size;
   s.activation_bytes = storage_bytes_per_element(training.precision);
-  s.gradient_bytes = gradient_bytes_per_element(training.precision, parallelism.zero_stage, training.fsdp_reduce_fp32,
-                                                training.grad_reduce_fp32);
-  s.weight_grad_bytes = parallelism.zero_stage == 3 ? storage_bytes_per_element(training.precision) : s.gradient_bytes;
+  s.gradient_bytes = gradient_bytes_per_element(training.precision, gradient_zero_stage(parallelism, training),
+                                                training.fsdp_reduce_fp32, training.grad_reduce_fp32);
+  s.weight_grad_bytes =
+      fsdp_units(parallelism, training) ? storage_bytes_per_element(training.precision) : s.gradient_bytes;
   gemm_precision_ = training.precision;
   // Flash attention runs in bf16 even in fp8 runs (Transformer Engine's default DotProductAttention).
   high_precision_ = training.precision == Precision::fp8 ? Precision::bf16 : training.precision;
@@ -312,7 +313,7 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
 // the whole buffer), since the backward accumulates into it. FSDP (ZeRO-3) sets its gradients to None instead.
 void StageGenerator::zero_gradient_buffer() {
   // Eager PyTorch sets .grad to None between steps (optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default).
-  if (parallelism_.zero_stage == 3 || eager()) return;
+  if (fsdp_units(parallelism_, training_) || eager()) return;
   const StageParameters params = trainable_parameters();
   const double elements = params.dense + params.expert;
   pass_ = Pass::other;
@@ -338,7 +339,7 @@ StageParameters StageGenerator::trainable_parameters() const {
 }
 
 void StageGenerator::bucket_gradient(double elements, bool expert, OpRef producer) {
-  if (!final_backward_ || parallelism_.zero_stage == 3 || elements <= 0) return;
+  if (!final_backward_ || fsdp_units(parallelism_, training_) || elements <= 0) return;
   Bucket& bucket = expert ? open_expert_ : open_dense_;
   bucket.expert = expert;
   bucket.elements += elements;
@@ -451,14 +452,18 @@ void StageGenerator::optimizer_step() {
   }
   const OpRef adamw =
       compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
-  const double copy_launches = parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2 ? shard_tensors : 0.0;
+  // Megatron's distributed optimizer (ZeRO 1-2 over buckets) copies and gathers its parameters; FSDP gathers them per
+  // unit at their next use.
+  const bool gathers_after_step =
+      (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) && !fsdp_units(parallelism_, training_);
+  const double copy_launches = gathers_after_step ? shard_tensors : 0.0;
   builder_.set_host_issue(adamw, launch_count(std::ceil(shard_tensors / 36.0) + copy_launches), false);
   if (training_.log_params_norm) {
     const OpRef norm = compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
     builder_.set_host_issue(norm, 1, true);
   }
 
-  if (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) {
+  if (gathers_after_step) {
     // The updated bf16 parameters are all-gathered bucket by bucket. With overlap.param_gather Megatron gathers
     // them during the next iteration's forward (--overlap-param-gather): modelled at the start of the
     // iteration on a dp_ag stream, each layer's first forward op waiting for the buckets holding its

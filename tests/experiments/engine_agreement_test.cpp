@@ -126,6 +126,11 @@ std::vector<AgreementCase> agreement_cases() {
                      run.training.fsdp_implementation = FsdpImplementation::fsdp1;
                      run.training.fsdp_reduce_fp32 = true;
                    }});
+  // FSDP1's SHARD_GRAD_OP: each unit gathered for the forward and kept for the backward.
+  cases.push_back({"fsdp1_shard_grad_op", configs / "llama3-8b-mi250x-tp2-fsdp.yaml", [](RunSpec& run) {
+                     run.parallelism.zero_stage = 2;
+                     run.training.fsdp_implementation = FsdpImplementation::fsdp1;
+                   }});
   return cases;
 }
 

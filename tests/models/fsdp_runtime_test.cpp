@@ -161,6 +161,27 @@ TEST(FsdpRuntime, MegatronFsdpLaunchesNothingButItsCollectives) {
   EXPECT_FALSE(ops_named(workload, "fsdp_reduce_scatter").empty());
 }
 
+TEST(FsdpRuntime, ShardGradOpGathersForTheForwardKeepsForTheBackwardAndReducesEveryUnit) {
+  // FSDP1's SHARD_GRAD_OP (zero_stage 2): each micro-batch's forward gathers a unit, its backward reuses it, and the
+  // unit's gradients are reduce-scattered after it with FSDP1's kernels; no Megatron buckets, no gather after the step.
+  test::TinyRun r = fsdp_run(FsdpImplementation::fsdp1);
+  r.parallelism.zero_stage = 2;
+  const Workload workload = build_workload(r.model, r.parallelism, r.training);
+  EXPECT_NO_THROW(check_workload_completes(workload));
+  const auto gathers = ops_named(workload, "fsdp_all_gather");
+  ASSERT_EQ(gathers.size(), 2u * (kLayers + 2));  // embedding, layers and head, per micro-batch
+  for (const Named& g : gathers) EXPECT_EQ(g.op->pass, Pass::forward);
+  EXPECT_EQ(by_layer(workload, "fsdp_reduce_scatter", Pass::backward).size(), 2u * kLayers);
+  EXPECT_EQ(by_layer(workload, "fsdp_grad_predivide", Pass::backward).size(), 2u * kLayers);
+  for (const char* absent : {"dp_reduce_scatter", "dp_param_all_gather", "zero_grad_buffer"})
+    EXPECT_TRUE(ops_named(workload, absent).empty()) << absent;
+  // Megatron's ZeRO-2 stays its distributed optimizer over gradient buckets.
+  r.training.fsdp_implementation = FsdpImplementation::megatron;
+  const Workload megatron = build_workload(r.model, r.parallelism, r.training);
+  EXPECT_TRUE(ops_named(megatron, "fsdp_all_gather").empty());
+  EXPECT_FALSE(ops_named(megatron, "dp_reduce_scatter").empty());
+}
+
 TEST(FsdpRuntime, EachFrameworkHasItsOwnDefault) {
   TrainingSpec training;
   EXPECT_EQ(training.fsdp_runtime(), FsdpImplementation::megatron);

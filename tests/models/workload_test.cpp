@@ -190,6 +190,10 @@ std::vector<RunSetup> parallelism_mixes() {
     s.label = "fsdp8_fsdp2";
     s.training.overlap.fsdp = true;
     mixes.push_back(s);
+    s.label = "fsdp8_fsdp2_shard_grad_op";
+    s.parallelism.zero_stage = 2;
+    mixes.push_back(s);
+    s.parallelism.zero_stage = 3;
     s.training.fsdp_implementation.reset();
     s.training.fsdp_reduce_fp32 = false;
   }
