@@ -29,7 +29,6 @@
 // running kernels equal shares), as the streams do on the GPU; without it everything runs in line on the compute
 // stream.
 
-#include "chopsim/common/error.hpp"
 #include "workload_stage.hpp"
 
 namespace chopsim::detail {
