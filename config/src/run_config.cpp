@@ -295,6 +295,23 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("gradient_accumulation_fusion", train.gradient_accumulation_fusion);
   t.read("cross_entropy_fusion", train.cross_entropy_fusion);
   t.read("grad_clip", train.grad_clip);
+  t.read_choice<Optimizer>("optimizer", train.optimizer, {kOptimizerNames.begin(), kOptimizerNames.end()});
+  if (t.has("train_metrics")) {
+    const YAML::Node list = t.value("train_metrics");
+    const std::string fix =
+        "list llm-foundry's metric names: language_cross_entropy, language_perplexity, token_accuracy";
+    if (!list.IsSequence()) t.fail("train_metrics", "expected a list of metric names", fix);
+    for (const YAML::Node& entry : list) {
+      const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
+      const auto found = std::find_if(kTrainMetricNames.begin(), kTrainMetricNames.end(),
+                                      [&](const auto& known) { return known.first == name; });
+      if (found == kTrainMetricNames.end())
+        t.fail("train_metrics", "'" + name + "' is not a metric chopsim knows", fix);
+      if (std::find(train.train_metrics.begin(), train.train_metrics.end(), found->second) != train.train_metrics.end())
+        t.fail("train_metrics", "'" + name + "' is listed twice", "list each metric once");
+      train.train_metrics.push_back(found->second);
+    }
+  }
   t.read("log_num_zeros_in_grad", train.log_num_zeros_in_grad);
   t.read("log_params_norm", train.log_params_norm);
   t.read("host_launch_us", train.host_launch_s, units::kMicrosecond, kNonNegativeReal, "µs");

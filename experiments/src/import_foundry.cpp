@@ -159,6 +159,23 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
   if (sharding != "NO_SHARD")
     y << "  fsdp_implementation: fsdp1        # Composer's FSDP (FSDP_VERSION=2 in the environment: fsdp2)\n";
   y << "  grad_clip: " << (job.has("algorithms.gradient_clipping") ? "true" : "false") << "\n";
+  // optimizer.name: Composer's DecoupledAdamW (a per-tensor Python loop) or another, taken as fused AdamW.
+  const std::string optimizer = job.text("optimizer.name");
+  if (optimizer == "decoupled_adamw") {
+    y << "  optimizer: decoupled_adamw        # optimizer.name decoupled_adamw (Composer's per-tensor loop)\n";
+  } else if (!optimizer.empty()) {
+    y << "  optimizer: fused_adamw        # optimizer.name " << optimizer << ": not modelled, taken as fused AdamW\n";
+    result.notes.push_back("optimizer " + optimizer + " is modelled as fused AdamW (one pass per step)");
+  }
+  // The train metrics Composer updates after every micro-batch: llm-foundry's causal LMs' defaults
+  // (DEFAULT_CAUSAL_LM_TRAIN_METRICS since v0.8; v0.3 to v0.7 had no token_accuracy) unless use_train_metrics is false.
+  const std::string train_metrics = job.text("model.use_train_metrics");
+  if (train_metrics == "false" || train_metrics == "False") {
+    y << "  train_metrics: []        # model.use_train_metrics false\n";
+  } else {
+    y << "  train_metrics: [language_cross_entropy, language_perplexity, token_accuracy]        # llm-foundry's "
+         "defaults (before v0.8 without token_accuracy)\n";
+  }
   const std::string loss = job.text("model.loss_fn");
   y << "  cross_entropy_fusion: " << (loss == "torch_crossentropy" ? "false" : "true") << "        # model.loss_fn "
     << (loss.empty() ? "(default fused_crossentropy)" : loss) << "\n";

@@ -206,6 +206,12 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       run.training.fsdp_implementation = FsdpImplementation::fsdp1;
       run.training.grad_clip = true;
       run.training.cross_entropy_fusion = true;
+      // The mpt-*.yaml optimizer (decoupled_adamw: Composer's per-tensor DecoupledAdamW, weight_decay 0.0) and the
+      // train metrics llm-foundry v0.3.0's ComposerMPTCausalLM always sets (LanguageCrossEntropy,
+      // LanguagePerplexity), which Composer 0.16 updates after every micro-batch; the sweep scripts install the
+      // v0.3.0 branch (submit_benchmarks.py, git_branch).
+      run.training.optimizer = Optimizer::decoupled_adamw;
+      run.training.train_metrics = {TrainMetric::language_cross_entropy, TrainMetric::language_perplexity};
       run.training.global_batch = record["global_batch"].as<int>();
       run.training.micro_batch = record["micro_batch"].as<int>();
       run.training.seq_len = record["seq_len"].as<int>();

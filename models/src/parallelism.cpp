@@ -40,6 +40,18 @@ std::string_view to_string(FsdpImplementation implementation) {
   return "megatron";
 }
 
+std::string_view to_string(Optimizer optimizer) {
+  for (const auto& [name, value] : kOptimizerNames)
+    if (value == optimizer) return name;
+  return "fused_adamw";
+}
+
+std::string_view to_string(TrainMetric metric) {
+  for (const auto& [name, value] : kTrainMetricNames)
+    if (value == metric) return name;
+  return "language_cross_entropy";
+}
+
 std::string_view to_string(Framework framework) {
   switch (framework) {
     case Framework::megatron_te:

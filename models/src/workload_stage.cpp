@@ -303,6 +303,8 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
     const OpRef send = pipeline_send(true, virtual_stage);
     if (!training_.overlap.pp) await(send);
   }
+  // The trainer's metrics read the logits once the backward has returned (the loss's chunk only).
+  if (virtual_stage == last_virtual_stage) train_metrics_update();
   final_backward_ = false;
 }
 
@@ -392,107 +394,6 @@ void StageGenerator::reduce_bucket(std::size_t index, bool overlap) {
       (void)overlapped(kDpStream, comm, ready);
     } else {
       (void)blocking(comm);
-    }
-  }
-}
-
-// --- optimizer ----------------------------------------------------------------------------------------
-
-void StageGenerator::optimizer_step() {
-  layer_ = -1;
-  micro_batch_ = -1;
-  pass_ = Pass::backward;
-  close_bucket(false);
-  close_bucket(true);
-  if (!training_.overlap.dp)
-    for (std::size_t i = 0; i < buckets_.size(); ++i) reduce_bucket(i, false);
-  pass_ = Pass::optimizer;
-  // The step needs every reduced gradient of this rank.
-  for (const std::string_view stream : {kDpStream, kFsdpReduceStream}) {
-    if (!builder_.has_stream(stream)) continue;
-    OpRef last;
-    if (builder_.last_op(builder_.stream(stream), last)) await(last);
-  }
-  const StageParameters params = trainable_parameters();
-  const bool sharded = parallelism_.zero_stage >= 1;
-  const int dense_shards = sharded ? layout_.group_size(GroupRole::shard) : 1;
-  const double local =
-      params.dense / dense_shards + params.expert / (sharded ? layout_.group_size(GroupRole::expert_data) : 1);
-  // AdamW (Loshchilov & Hutter 2019) on fp32 state: read master weight, m, v (12 bytes) and the gradient,
-  // write master weight, m, v and, in mixed precision, the bf16 working copy: 12 + 4 + 12 + 2 = 30 bytes per
-  // parameter with Megatron's fp32 gradients, 28 with FSDP's bf16 ones. About 14 FLOPs per parameter
-  // (moment updates 7, sqrt/eps/divide 3, decay and step 4).
-  // Eager PyTorch under autocast updates its fp32 parameters in place and keeps no low-precision copy.
-  const double weight_copy_bytes =
-      training_.precision == Precision::fp32 || training_.precision == Precision::tf32 || eager()
-          ? 0.0
-          : sizes_.activation_bytes;
-  const double bytes_per_parameter = 12.0 + sizes_.gradient_bytes + 12.0 + weight_copy_bytes;
-  // Per-step passes over this rank's gradient or master-parameter shard (multi_tensor_l2norm and friends, memory-
-  // bound; the scalar all-reduces that follow are latency only and not modelled): the global gradient norm for
-  // clipping (Megatron clip_grad_norm_fp32 / PyTorch clip_grad_norm_; the rescale that follows only when the norm
-  // exceeds the threshold is not modelled), Megatron's --log-num-zeros-in-grad (count_zeros_fp32) and
-  // --log-params-norm (calc_params_l2_norm over the fp32 main parameters).
-  //
-  // The host's part (IssueStep): Megatron's count_zeros_fp32 loops over the shard's gradient tensors in Python,
-  // four kernels each (count_nonzero's compare and sum, numel minus it, the running total), and both it and
-  // calc_params_l2_norm end in .item(), so the host waits for them (Megatron's gradient norm also ends in .item(),
-  // just before count_zeros; not a host wait here, since PyTorch's clip_grad_norm_ has none). The distributed optimizer
-  // (ZeRO 1-2) copies the updated fp32 shard into the bf16 parameters one tensor at a time
-  // (_copy_main_params_to_model_params); the fused AdamW itself is multi_tensor_apply, one launch per chunk of tensors
-  // (36 for its four lists, Apex/TE). The shard's tensors: this rank's share of the stage's tensors, plus one cut at a
-  // shard boundary.
-  const double shard_tensors = std::ceil(params.tensors / dense_shards) + 1;
-  if (training_.grad_clip)
-    (void)compute("grad_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, sizes_.gradient_bytes * local);
-  if (training_.log_num_zeros_in_grad) {
-    const OpRef count =
-        compute("grad_count_zeros", KernelClass::reduction, Precision::fp32, local, sizes_.gradient_bytes * local);
-    builder_.set_host_issue(count, launch_count(4.0 * shard_tensors), true);
-  }
-  const OpRef adamw =
-      compute("adamw", KernelClass::optimizer, Precision::fp32, 14.0 * local, bytes_per_parameter * local);
-  // Megatron's distributed optimizer (ZeRO 1-2 over buckets) copies and gathers its parameters; FSDP gathers them per
-  // unit at their next use.
-  const bool gathers_after_step =
-      (parallelism_.zero_stage == 1 || parallelism_.zero_stage == 2) && !fsdp_units(parallelism_, training_);
-  const double copy_launches = gathers_after_step ? shard_tensors : 0.0;
-  builder_.set_host_issue(adamw, launch_count(std::ceil(shard_tensors / 36.0) + copy_launches), false);
-  if (training_.log_params_norm) {
-    const OpRef norm = compute("params_norm", KernelClass::reduction, Precision::fp32, 2.0 * local, 4.0 * local);
-    builder_.set_host_issue(norm, 1, true);
-  }
-
-  if (gathers_after_step) {
-    // The updated bf16 parameters are all-gathered bucket by bucket. With overlap.param_gather Megatron gathers
-    // them during the next iteration's forward (--overlap-param-gather): modelled at the start of the
-    // iteration on a dp_ag stream, each layer's first forward op waiting for the buckets holding its
-    // parameters (the same in steady state, since every iteration is alike). Without overlap the gathers
-    // follow the optimizer on the compute stream.
-    std::vector<std::size_t> order(buckets_.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto first_use = [&](std::size_t index) {
-      std::uint32_t earliest = UINT32_MAX;
-      for (const int unit : buckets_[index].units)
-        if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) earliest = std::min(earliest, op->op);
-      return earliest;
-    };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return first_use(a) < first_use(b); });
-    for (const std::size_t index : order) {
-      const Bucket& bucket = buckets_[index];
-      const Comm gather{"dp_param_all_gather", CollectiveKind::all_gather,
-                        bucket.expert ? GroupRole::expert_data : GroupRole::shard, CommCategory::dp,
-                        bucket.elements * sizes_.activation_bytes};
-      if (training_.overlap.param_gather) {
-        if (layout_.group_size(gather.group) <= 1) continue;
-        // The host launches them from the forward pre-hooks at the start of the next iteration (issued first).
-        const OpRef ref = builder_.append_issued_first(builder_.stream(kDpParamGatherStream), collective_op(gather));
-        for (const int unit : bucket.units)
-          if (const auto& op = first_forward_op_[static_cast<std::size_t>(unit)]) builder_.depend(*op, ref);
-      } else {
-        (void)blocking(gather);
-      }
     }
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Private to chopsim_models: the generator of one pipeline stage's program. workload_stage.cpp holds the
-// schedule, pipeline point-to-point, data-parallel/FSDP communication and the optimizer;
+// schedule, pipeline point-to-point and data-parallel communication; workload_trainer.cpp the optimizer step and the
+// trainer's metrics; workload_fsdp.cpp FSDP's units;
 // workload_layers.cpp the kernels and tensor/context/expert-parallel collectives of the model's layers.
 // workload_moe.cpp those of mixture-of-experts sublayers, workload_mamba.cpp of Mamba-2 mixers, workload_lora.cpp
 // LoRA's adapters beside the linears of a dense layer, workload_fp8.cpp the fp8 casts by scaling recipe.
@@ -323,7 +324,14 @@ class StageGenerator {
   void reduce_bucket(std::size_t bucket, bool overlap);
   /// ZeRO 0-2: the memset of the gradient buffer at the start of the step.
   void zero_gradient_buffer();
+  // --- the training loop around the layers (workload_trainer.cpp) ---------------------------------
   void optimizer_step();
+  /// training.optimizer decoupled_adamw: Composer's per-tensor loop over this rank's `local_elements` parameters.
+  void decoupled_adamw_step(double local_elements, const StageParameters& params);
+  /// Whether gradient clipping is PyTorch's (eager, FSDP1, FSDP2), which always rescales the gradients.
+  [[nodiscard]] bool pytorch_gradient_clipping() const;
+  /// training.train_metrics: the trainer's metrics over the logits after a micro-batch's backward (loss stage).
+  void train_metrics_update();
 
   // --- inputs -------------------------------------------------------------------------------------
   const TransformerSpec& model_;

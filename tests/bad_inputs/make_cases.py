@@ -165,6 +165,10 @@ config("fp8_recipe_unknown", replaced("  recompute: selective", "  recompute: se
        "expected one of delayed, current, mxfp8")
 config("fsdp_implementation_unknown", replaced("  recompute: selective",
        "  recompute: selective\n  fsdp_implementation: deepspeed"), "expected one of megatron, fsdp1, fsdp2")
+config("optimizer_unknown", replaced("  recompute: selective", "  recompute: selective\n  optimizer: lion"),
+       "expected one of fused_adamw, decoupled_adamw")
+config("train_metrics_unknown", replaced("  recompute: selective",
+       "  recompute: selective\n  train_metrics: [accuracy]"), "'accuracy' is not a metric chopsim knows")
 config("lora_with_fsdp", replaced("  recompute: selective", "  recompute: selective\n  lora: {rank: 16}"),
        "zero_stage 0-2")
 config("hybrid_pattern_symbol", replaced("model: llama3-8b", "model: {name: llama3-8b, layers: 4, "

@@ -582,6 +582,35 @@ TEST_F(ConfigTest, FsdpImplementationNamesTheShardingRuntime) {
       {"bad.yaml:", "training.fsdp_implementation", "expected one of megatron, fsdp1, fsdp2, found 'deepspeed'"});
 }
 
+TEST_F(ConfigTest, OptimizerAndTrainMetricsNameWhatTheTrainingLoopRuns) {
+  const RunSpec unset = load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n")));
+  EXPECT_EQ(unset.training.optimizer, Optimizer::fused_adamw);
+  EXPECT_TRUE(unset.training.train_metrics.empty());
+  const RunSpec composer = load(write(
+      "composer.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                 "  global_batch: 8\n  optimizer: decoupled_adamw\n"
+                                 "  train_metrics: [language_cross_entropy, language_perplexity, token_accuracy]\n")));
+  EXPECT_EQ(to_string(composer.training.optimizer), "decoupled_adamw");
+  ASSERT_EQ(composer.training.train_metrics.size(), 3u);
+  EXPECT_EQ(to_string(composer.training.train_metrics[1]), "language_perplexity");
+  expect_contains(
+      input_error([&] {
+        (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  optimizer: lion\n")));
+      }),
+      {"bad.yaml:", "training.optimizer", "expected one of fused_adamw, decoupled_adamw, found 'lion'"});
+  expect_contains(input_error([&] {
+                    (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  train_metrics: [accuracy]\n")));
+                  }),
+                  {"bad.yaml:", "training.train_metrics", "'accuracy' is not a metric", "token_accuracy"});
+  expect_contains(input_error([&] {
+                    (void)load(write("bad.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                           "  global_batch: 8\n  train_metrics: "
+                                                           "[token_accuracy, token_accuracy]\n")));
+                  }),
+                  {"training.train_metrics", "listed twice"});
+}
+
 TEST_F(ConfigTest, FrameworkNamesTheKernelInventory) {
   EXPECT_EQ(load(write("default.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"))).training.framework,
             Framework::megatron_te);

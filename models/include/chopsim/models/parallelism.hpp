@@ -174,6 +174,44 @@ inline constexpr std::array<std::pair<std::string_view, FsdpImplementation>, 3> 
 }};
 [[nodiscard]] std::string_view to_string(FsdpImplementation implementation);
 
+/// The optimizer's implementation (training.optimizer): AdamW either way, which decides the kernels of its step.
+enum class Optimizer : std::uint8_t {
+  /// One fused pass per step over the shard (Apex/Transformer Engine FusedAdam, multi_tensor_apply; PyTorch's
+  /// AdamW(fused=True)): reads the parameter, both moments and the gradient, writes the parameter and both moments.
+  fused_adamw,
+  /// Composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py, llm-foundry's `decoupled_adamw`): a Python
+  /// loop over the parameter tensors, eight unfused kernels per tensor (two for each moment, sqrt, division, eps,
+  /// addcdiv), after a `.item()` of the tensor's step counter, which Composer keeps on the GPU: the host waits for the
+  /// GPU before each tensor's kernels.
+  decoupled_adamw,
+};
+/// The optimizers' names (training.optimizer), the one table the config decoder and to_string read.
+inline constexpr std::array<std::pair<std::string_view, Optimizer>, 2> kOptimizerNames{{
+    {"fused_adamw", Optimizer::fused_adamw},
+    {"decoupled_adamw", Optimizer::decoupled_adamw},
+}};
+[[nodiscard]] std::string_view to_string(Optimizer optimizer);
+
+/// A metric the trainer updates from the logits after every micro-batch's backward (Composer's Trainer,
+/// _eval_train_metrics, with the model's train metrics: llm-foundry's causal LMs unless use_train_metrics is false).
+enum class TrainMetric : std::uint8_t {
+  /// torchmetrics-style LanguageCrossEntropy (composer/metrics/nlp.py, llmfoundry/metrics): an unfused
+  /// torch.nn.CrossEntropyLoss over the logits under autocast, so in fp32: the logits' cast, log_softmax, nll_loss.
+  language_cross_entropy,
+  /// LanguagePerplexity: a LanguageCrossEntropy (it computes the same cross entropy again).
+  language_perplexity,
+  /// llm-foundry's TokenAccuracy: argmax over the logits, then a boolean-mask selection, whose size the host waits
+  /// for (nonzero).
+  token_accuracy,
+};
+/// The metrics' names (training.train_metrics): llm-foundry's registry names.
+inline constexpr std::array<std::pair<std::string_view, TrainMetric>, 3> kTrainMetricNames{{
+    {"language_cross_entropy", TrainMetric::language_cross_entropy},
+    {"language_perplexity", TrainMetric::language_perplexity},
+    {"token_accuracy", TrainMetric::token_accuracy},
+}};
+[[nodiscard]] std::string_view to_string(TrainMetric metric);
+
 /// Megatron-Core's selective recomputation by module (--recompute-granularity selective --recompute-modules ...;
 /// TransformerConfig.recompute_modules): with recompute: selective and any module set, each listed sublayer re-runs its
 /// forward right before its backward (Pass::recompute) and keeps only its input. None set: recompute: selective is
@@ -300,8 +338,15 @@ struct TrainingSpec {
   /// fp32 elementwise passes over the logits (megatron/core/tensor_parallel/cross_entropy.py).
   bool cross_entropy_fusion = true;
   /// Gradient clipping by global norm (Megatron --clip-grad, PyTorch clip_grad_norm_): one pass over this rank's
-  /// gradients to compute the norm before the optimizer step.
+  /// gradients to compute the norm before the optimizer step, and under PyTorch's runtimes (eager, FSDP1, FSDP2) a
+  /// second that multiplies them by the clamped coefficient, which PyTorch does unconditionally to avoid a host sync
+  /// (torch.nn.utils.clip_grad_norm_, FullyShardedDataParallel.clip_grad_norm_); Megatron rescales only when the
+  /// norm exceeds the threshold, which a converging run rarely does.
   bool grad_clip = true;
+  /// The optimizer's implementation.
+  Optimizer optimizer = Optimizer::fused_adamw;
+  /// Metrics the trainer updates from the logits after every micro-batch (Composer), in the order listed.
+  std::vector<TrainMetric> train_metrics;
   /// Megatron --log-num-zeros-in-grad: counts zeros in this rank's gradient shard every step (one pass).
   bool log_num_zeros_in_grad = false;
   /// Megatron --log-params-norm: the norm of this rank's fp32 main-parameter shard every step (one pass).
