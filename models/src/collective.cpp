@@ -17,7 +17,8 @@
 //   leaves and enters every node through GPUs with the same position in the node: rail-aligned NIC pairs, as NCCL's
 //   ring search prefers. NVSwitch nodes: L rings whose segments start at the k-th member, so that every NIC carries one
 //   ring per direction. Mesh nodes: one ring per intra-node ring of the mesh (below), so the intra-node hops of
-//   different rings stay on different links.
+//   different rings stay on different links, their segments starting evenly spaced around it so that the rings leave
+//   and enter through every member's NIC. Over exactly two nodes each channel runs both ways (full_ring).
 // * A node whose members are all directly linked (xGMI full mesh, MI300X): the complete graph is split into
 //   edge-disjoint Hamiltonian cycles (Walecki's construction, see hamiltonian_cycles()), each used in both directions,
 //   so nearly every link carries traffic, as RCCL's many channels do on MI300X. Partial meshes (MI250X): a Hamiltonian
@@ -106,6 +107,9 @@ struct RingPhase {
   double bytes = 0.0;
   int channel_base = 0;
   int sync_base = 0;  ///< added to the sub-ring's smallest member: sync ids stay distinct across phases
+  /// Each channel's ring also runs backwards, half of the channel's bytes each way (rings over exactly two nodes,
+  /// full_ring): the links carry what they did, and swapping the two nodes maps each channel onto itself.
+  bool bidirectional = false;
   /// hop_latency once computed: every member's plan needs it, and it looks at every hop of every channel (without
   /// it, planning a group cost O(members^2 x channels) route lookups: 1.6 s of a 16,384-GPU run's symmetry check).
   mutable double hop_latency_s = -1.0;
@@ -142,8 +146,15 @@ struct RingPhase {
       CollectiveStep s;
       for (std::size_t c = 0; c < orders.size(); ++c) {
         const int channel = channel_base + static_cast<int>(c);
-        s.sends.push_back(Transfer{next[c], bytes, channel});
-        s.receives.push_back(Transfer{prev[c], bytes, channel});
+        if (bidirectional) {
+          s.sends.push_back(Transfer{next[c], bytes / 2, channel});
+          s.sends.push_back(Transfer{prev[c], bytes / 2, channel});
+          s.receives.push_back(Transfer{prev[c], bytes / 2, channel});
+          s.receives.push_back(Transfer{next[c], bytes / 2, channel});
+        } else {
+          s.sends.push_back(Transfer{next[c], bytes, channel});
+          s.receives.push_back(Transfer{prev[c], bytes, channel});
+        }
       }
       return s;
     };
@@ -167,9 +178,12 @@ struct RingPhase {
   [[nodiscard]] double estimate(const Context& ctx) const {
     if (members() <= 1) return 0.0;
     LinkLoads loads(ctx);
+    const double share = bidirectional ? 0.5 : 1.0;
     for (const Order& order : orders)
-      for (std::size_t i = 0; i < order.size(); ++i)
-        loads.add(order[i], order[(i + 1) % order.size()], steps() * chunk());
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        loads.add(order[i], order[(i + 1) % order.size()], share * steps() * chunk());
+        if (bidirectional) loads.add(order[(i + 1) % order.size()], order[i], share * steps() * chunk());
+      }
     return loads.time_s() + steps() * alpha(ctx);
   }
 };
@@ -527,7 +541,14 @@ double estimate_shift(const Context& ctx) {
 RingPhase full_ring(const Context& ctx, int factor) {
   Order all(ctx.call.members.size());
   std::iota(all.begin(), all.end(), 0);
-  return RingPhase{ring_orders(ctx, all), factor, ctx.call.bytes, 0, 0};
+  RingPhase ring{ring_orders(ctx, all), factor, ctx.call.bytes, 0, 0};
+  // Over exactly two nodes with several members on each, a rail-aligned ring runs through the second node backwards
+  // (ring_orders), so swapping the nodes maps it onto its reverse: running each channel both ways makes every channel
+  // its own image (the fast engine then folds the two nodes' ranks, sim/src/symmetry.cpp) and loads each link
+  // direction as the one-way rings did.
+  const std::vector<Order> nodes = by_node(ctx, all);
+  ring.bidirectional = nodes.size() == 2 && uniform(nodes) && nodes.front().size() > 1 && ring.members() > 2;
+  return ring;
 }
 
 int ring_factor(CollectiveKind kind) { return kind == CollectiveKind::all_reduce ? 2 : 1; }
@@ -609,9 +630,11 @@ class NcclModel final : public CollectiveModel {
   /// The algorithm every member of the call uses (depends only on the call, never on the member).
   /// "auto" follows NCCL's tuner, which takes the algorithm with the lowest predicted time (src/graph/tuning.cc):
   /// inside one node always the ring (NCCL's intra-node tree is a chain and never wins there); across nodes the
-  /// lowest closed-form estimate among ring, double binary tree (all-reduce only) and hierarchical (when every node
-  /// holds the same number (> 1) of members), ties to the ring. With the estimates above the tree wins for small
-  /// all-reduces over many nodes: below S = n(n-1-D) alpha B for one member per node
+  /// lower closed-form estimate of ring and double binary tree for an all-reduce, ties to the ring, and the ring for
+  /// all-gather and reduce-scatter, the only algorithms NCCL's tuner prices for them without NVLink SHARP or an
+  /// in-network reduction (NVLS, CollNet). chopsim's hierarchical form is not one of NCCL's algorithms and runs only
+  /// when asked (it took all-gathers over hundreds of ranks at a sixth of a ring's step latencies). With the estimates
+  /// above the tree wins for small all-reduces over many nodes: below S = n(n-1-D) alpha B for one member per node
   /// (about 44 MB for 16 nodes at alpha = 5 us, B = 50 GB/s).
   /// The plans of members [first, last): the algorithm, the ring and the node hierarchy are worked out once.
   std::vector<CollectivePlan> plans_of(const CollectiveCall& call, const Topology& topology, int first,
@@ -673,7 +696,6 @@ class NcclModel final : public CollectiveModel {
       }
     };
     if (kind == CollectiveKind::all_reduce) consider("tree");
-    if (h.applies()) consider("hierarchical");
     return best;
   }
 

@@ -161,10 +161,16 @@ std::vector<Order> multi_node_orders(const Context& ctx, const std::vector<Order
   std::vector<std::vector<std::size_t>> segments;
   const std::vector<Order> intra = single_node_orders(ctx, nodes.front());
   if (intra.size() >= 2) {
-    for (std::size_t k = 0; k < intra.size(); ++k) {
+    // Ring j starts its segment j * per_node / rings members into its intra-node ring, evenly spaced: a ring leaves
+    // and enters a node at its segment's ends, and a partial mesh's one cycle and its reverse, rotated by 0 and
+    // per_node / 2, then use every member's NIC (rotated by 0 and 1 they shared one).
+    const std::size_t rings = intra.size();
+    for (std::size_t j = 0; j < rings; ++j) {
+      const Order& cycle = intra[j];
+      const std::size_t k = j * per_node / rings;
       std::vector<std::size_t> segment;
       for (std::size_t i = 0; i < per_node; ++i) {
-        const int member = intra[k][(k + i) % per_node];
+        const int member = cycle[(k + i) % per_node];
         segment.push_back(static_cast<std::size_t>(std::find(nodes.front().begin(), nodes.front().end(), member) -
                                                    nodes.front().begin()));
       }

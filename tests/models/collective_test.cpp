@@ -504,13 +504,13 @@ TEST(Collective, MultiNodeRingsAreRailAligned) {
 }
 
 TEST(Collective, MultiNodeRingsOnMeshNodesKeepRingsOnDistinctLinks) {
-  const Topology t = cluster("xgmi_mesh", 2);
+  const Topology t = cluster("xgmi_mesh", 4);
   CollectiveParams params;
   params.all_reduce = "ring";
   const auto model = nccl(params);
-  const auto all = plans(*model, {CollectiveKind::all_reduce, kGiB, first(16)}, t);
+  const auto all = plans(*model, {CollectiveKind::all_reduce, kGiB, first(32)}, t);
   std::map<std::pair<int, int>, int> uses;  // ordered GPU pair -> rings using it
-  for (int me = 0; me < 16; ++me)
+  for (int me = 0; me < 32; ++me)
     for (const Transfer& tr : all[static_cast<std::size_t>(me)].steps.at(0).sends) {
       ++uses[{me, tr.peer}];
       if (t.node_of_gpu(me) != t.node_of_gpu(tr.peer)) {
@@ -524,6 +524,49 @@ TEST(Collective, MultiNodeRingsOnMeshNodesKeepRingsOnDistinctLinks) {
   EXPECT_EQ(all[0].steps.at(0).sends.size(), 6u);  // the mesh's 3 Hamiltonian cycles in both directions
 }
 
+// Over exactly two nodes each channel's ring also runs backwards with half its bytes (full_ring): every directed
+// link, inside a node or across, carries the bytes it carried one way before, and swapping the nodes maps each
+// member's plan onto its image's, channel for channel.
+TEST(Collective, RingsOverTwoNodesRunBothWaysWithTheSameLinkLoads) {
+  for (const std::string node : {"nvswitch", "xgmi_mesh"}) {
+    SCOPED_TRACE(node);
+    const Topology t = cluster(node, 2);
+    CollectiveParams params;
+    params.all_gather = "ring";
+    const auto model = nccl(params);
+    const auto all = plans(*model, {CollectiveKind::all_gather, kGiB, first(16)}, t);
+    std::map<std::pair<int, int>, double> bytes;  // ordered GPU pair -> bytes over every channel
+    std::set<int> channels;
+    for (int me = 0; me < 16; ++me) {
+      const CollectiveStep& step = all[static_cast<std::size_t>(me)].steps.at(0);
+      ASSERT_EQ(step.sends.size() % 2, 0u);
+      for (const Transfer& tr : step.sends) {
+        bytes[{me, tr.peer}] += tr.bytes;
+        channels.insert(tr.channel);
+      }
+      // The member sends as much as a one-way ring would: (n-1)/n of the buffer.
+      double sent = 0.0;
+      for (const Transfer& tr : step.sends) sent += tr.bytes;
+      EXPECT_NEAR(sent, 15.0 / 16.0 * kGiB, 1e-6 * kGiB);
+    }
+    // Both directions of every used pair carry the same bytes.
+    for (const auto& [pair, b] : bytes) {
+      const auto reverse = bytes.find({pair.second, pair.first});
+      ASSERT_NE(reverse, bytes.end()) << pair.first << "->" << pair.second;
+      EXPECT_NEAR(reverse->second, b, 1e-6 * b);
+    }
+    // The node swap (member i <-> i + 8) maps each member's transfers onto its image's on the same channel.
+    for (int me = 0; me < 8; ++me) {
+      std::multiset<std::tuple<int, double, int>> mapped, image;
+      for (const Transfer& tr : all[static_cast<std::size_t>(me)].steps.at(0).sends)
+        mapped.insert({(tr.peer + 8) % 16, tr.bytes, tr.channel});
+      for (const Transfer& tr : all[static_cast<std::size_t>(me + 8)].steps.at(0).sends)
+        image.insert({tr.peer, tr.bytes, tr.channel});
+      EXPECT_EQ(mapped, image) << "member " << me;
+    }
+  }
+}
+
 TEST(Collective, AutoPicksRingInANodeAndTreeForSmallMultiNodeAllReduce) {
   const auto model = nccl();
   const Topology node = uniform_star(8, 100 * kGB, 5e-6);
@@ -533,6 +576,26 @@ TEST(Collective, AutoPicksRingInANodeAndTreeForSmallMultiNodeAllReduce) {
   EXPECT_EQ(model->plan({CollectiveKind::all_reduce, 1e6, first(16)}, 0, nodes).algorithm, "tree");
   EXPECT_EQ(model->plan({CollectiveKind::all_reduce, kGiB, first(16)}, 0, nodes).algorithm, "ring");
   EXPECT_EQ(model->plan({CollectiveKind::all_gather, 1e6, first(16)}, 0, nodes).algorithm, "ring");
+}
+
+// NCCL's tuner (src/graph/tuning.cc, ncclTopoTuneModel) prices only Ring for all-gather and reduce-scatter (NVLS and
+// CollNet where NVLink SHARP or an in-network reduction plugin serve them), and Ring or Tree for an all-reduce: a
+// two-level ring is not one of its algorithms, so "auto" never picks chopsim's hierarchical, however many ranks.
+TEST(Collective, AutoNeverPicksHierarchicalAsNcclHasNone) {
+  const auto model = nccl();
+  const Topology t = cluster("nvswitch", 16);
+  for (const double bytes : {1e6, 1e8, 1e9}) {
+    SCOPED_TRACE(bytes);
+    EXPECT_EQ(model->plan({CollectiveKind::all_gather, bytes, first(128)}, 0, t).algorithm, "ring");
+    EXPECT_EQ(model->plan({CollectiveKind::reduce_scatter, bytes, first(128)}, 0, t).algorithm, "ring");
+    EXPECT_NE(model->plan({CollectiveKind::all_reduce, bytes, first(128)}, 0, t).algorithm, "hierarchical");
+  }
+  // A ring of 128 ranks pays 127 step latencies (NCCL: (nRanks - 1) steps for all-gather), each at least the
+  // step latency: a 1 MB gather over 16 nodes takes longer than 127 x 2 us.
+  const CollectivePlan plan = model->plan({CollectiveKind::all_gather, 1e6, first(128)}, 0, t);
+  double latency = 0.0;
+  for (const auto& step : plan.steps) latency += step.latency_s;
+  EXPECT_GT(latency, 127 * 2e-6);
 }
 
 TEST(Collective, TreeIsNcclDoubleBinaryTree) {
