@@ -303,6 +303,14 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
     const OpRef send = pipeline_send(true, virtual_stage);
     if (!training_.overlap.pp) await(send);
   }
+  // PyTorch's FSDP ends every backward by making the compute stream wait for the reduce-scatters it launched
+  // (FSDP1's _post_backward_final_callback: current_stream().wait_stream(post_backward_stream); FSDP2's
+  // _root_post_backward_final_callback: the last reduce-scatter's event), so what follows waits for them.
+  if (fsdp_units(parallelism_, training_) && training_.fsdp_runtime() != FsdpImplementation::megatron &&
+      training_.overlap.fsdp && builder_.has_stream(kFsdpReduceStream)) {
+    OpRef last;
+    if (builder_.last_op(builder_.stream(kFsdpReduceStream), last)) await(last);
+  }
   // The trainer's metrics read the logits once the backward has returned (the loss's chunk only).
   if (virtual_stage == last_virtual_stage) train_metrics_update();
   final_backward_ = false;

@@ -151,6 +151,49 @@ TEST(FsdpRuntime, Fsdp2CopiesTheGatheredRowsOutOnTheComputeStreamAndTheGradients
   EXPECT_EQ(ops_named(workload, "fsdp_grad_accumulate").size(), 1u * kLayers + 2u);  // the layers, embedding, head
 }
 
+/// Whether the first compute-stream op of micro-batch 1 waits for the last op micro-batch 0 put on the reduce-scatter
+/// stream.
+bool next_micro_batch_waits_for_the_reduce_scatters(const Workload& workload) {
+  const Program& program = workload.program(0);
+  std::uint16_t rs = 0;
+  std::uint32_t last_rs = 0;
+  bool found = false;
+  for (std::uint16_t s = 0; s < program.streams.size(); ++s) {
+    if (program.streams[s].name != "fsdp_rs") continue;
+    rs = s;
+    for (std::uint32_t i = 0; i < program.streams[s].ops.size(); ++i)
+      if (program.streams[s].ops[i].micro_batch == 0) {
+        last_rs = i;
+        found = true;
+      }
+  }
+  if (!found) return false;
+  for (const Op& op : program.streams[0].ops) {
+    if (op.micro_batch != 1) continue;
+    for (std::uint32_t d = 0; d < op.dependency_count; ++d) {
+      const OpDependency& dep = program.dependencies[op.first_dependency + d];
+      if (dep.stream == rs && dep.op >= last_rs) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+// PyTorch's FSDP ends each backward with the compute stream waiting for its reduce-scatters (FSDP1's
+// _post_backward_final_callback, FSDP2's _root_post_backward_final_callback); Megatron-FSDP does not.
+TEST(FsdpRuntime, PyTorchsFsdpEndsEachBackwardWaitingForItsReduceScatters) {
+  for (const FsdpImplementation implementation : {FsdpImplementation::fsdp1, FsdpImplementation::fsdp2}) {
+    SCOPED_TRACE(std::string(to_string(implementation)));
+    const test::TinyRun r = fsdp_run(implementation);
+    const Workload workload = build_workload(r.model, r.parallelism, r.training);
+    EXPECT_NO_THROW(check_workload_completes(workload));
+    EXPECT_TRUE(next_micro_batch_waits_for_the_reduce_scatters(workload));
+  }
+  const test::TinyRun megatron = fsdp_run(FsdpImplementation::megatron);
+  EXPECT_FALSE(next_micro_batch_waits_for_the_reduce_scatters(
+      build_workload(megatron.model, megatron.parallelism, megatron.training)));
+}
+
 TEST(FsdpRuntime, MegatronFsdpLaunchesNothingButItsCollectives) {
   const test::TinyRun r = fsdp_run(FsdpImplementation::megatron);
   const Workload workload = build_workload(r.model, r.parallelism, r.training);
