@@ -47,9 +47,9 @@ void StageGenerator::optimizer_step() {
   const double bytes_per_parameter = 12.0 + sizes_.gradient_bytes + 12.0 + weight_copy_bytes;
   // Per-step passes over this rank's gradient or master-parameter shard (multi_tensor_l2norm and friends, memory-
   // bound; the scalar all-reduces that follow are latency only and not modelled): the global gradient norm for
-  // clipping (Megatron clip_grad_norm_fp32 / PyTorch clip_grad_norm_; the rescale that follows only when the norm
-  // exceeds the threshold is not modelled), Megatron's --log-num-zeros-in-grad (count_zeros_fp32) and
-  // --log-params-norm (calc_params_l2_norm over the fp32 main parameters).
+  // clipping (Megatron clip_grad_norm_fp32 / PyTorch clip_grad_norm_; Megatron's rescale, only when the norm exceeds
+  // the threshold, is not modelled, PyTorch's unconditional one is), Megatron's --log-num-zeros-in-grad
+  // (count_zeros_fp32) and --log-params-norm (calc_params_l2_norm over the fp32 main parameters).
   //
   // The host's part (IssueStep): Megatron's count_zeros_fp32 loops over the shard's gradient tensors in Python,
   // four kernels each (count_nonzero's compare and sum, numel minus it, the running total), and both it and
