@@ -10,11 +10,14 @@
 // then registry names; then each component's consistency; then the cross-field rules.
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "chopsim/common/config_files.hpp"
@@ -209,6 +212,25 @@ void decode_parallelism(Mapping& p, ParallelismSpec& par, long long gpus) {
            "use fsdp: hybrid_shard, or remove shard_group_size");
 }
 
+/// The entries of the list `key` of `m`, each looked up by name in `table`: `list_problem` when the value is not a list
+/// (or, with `non_empty`, an empty one), "'NAME' `unknown`" for a name the table lacks, both with `fix`.
+template <class Value, std::size_t N>
+std::vector<Value> read_name_list(Mapping& m, std::string_view key,
+                                  const std::array<std::pair<std::string_view, Value>, N>& table,
+                                  const std::string& list_problem, const std::string& unknown, const std::string& fix,
+                                  bool non_empty = false) {
+  const YAML::Node list = m.value(key);
+  if (!list.IsSequence() || (non_empty && list.size() == 0)) m.fail(key, list_problem, fix);
+  std::vector<Value> values;
+  for (const YAML::Node& entry : list) {
+    const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
+    const auto found = std::find_if(table.begin(), table.end(), [&](const auto& known) { return known.first == name; });
+    if (found == table.end()) m.fail(key, "'" + name + "' " + unknown, fix);
+    values.push_back(found->second);
+  }
+  return values;
+}
+
 void decode_training(Mapping& t, TrainingSpec& train) {
   t.read_choice<Framework>("framework", train.framework,
                            {{"megatron-te", Framework::megatron_te}, {"pytorch-eager", Framework::pytorch_eager}});
@@ -229,37 +251,22 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     Mapping l = t.child("lora");
     l.read("rank", train.lora.rank, kPositiveInt, Need::required);
     if (l.has("targets")) {
-      const YAML::Node list = l.value("targets");
-      const std::string fix =
-          "list the linears that get adapters: qkv, proj, fc1, fc2 (Megatron-Bridge's linear_qkv, "
-          "linear_proj, linear_fc1, linear_fc2)";
-      if (!list.IsSequence() || list.size() == 0) l.fail("targets", "expected a non-empty list of linears", fix);
+      const auto targets = read_name_list(l, "targets", kLoraTargetNames, "expected a non-empty list of linears",
+                                          "is not a linear chopsim adapts",
+                                          "list the linears that get adapters: qkv, proj, fc1, fc2 (Megatron-Bridge's "
+                                          "linear_qkv, linear_proj, linear_fc1, linear_fc2)",
+                                          true);
       for (const auto& [name, target] : kLoraTargetNames) train.lora.*target = false;
-      for (const YAML::Node& entry : list) {
-        const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-        const auto found = std::find_if(kLoraTargetNames.begin(), kLoraTargetNames.end(),
-                                        [&](const auto& known) { return known.first == name; });
-        if (found == kLoraTargetNames.end()) l.fail("targets", "'" + name + "' is not a linear chopsim adapts", fix);
-        train.lora.*(found->second) = true;
-      }
+      for (const auto target : targets) train.lora.*target = true;
     }
     l.finish();
   }
-  if (t.has("recompute_modules")) {
-    const YAML::Node list = t.value("recompute_modules");
-    const std::string fix =
-        "list Megatron's --recompute-modules names: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, "
-        "shared_experts";
-    if (!list.IsSequence()) t.fail("recompute_modules", "expected a list of module names", fix);
-    for (const YAML::Node& entry : list) {
-      const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-      const auto found = std::find_if(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end(),
-                                      [&](const auto& known) { return known.first == name; });
-      if (found == kRecomputeModuleNames.end())
-        t.fail("recompute_modules", "'" + name + "' is not a module chopsim recomputes", fix);
-      train.recompute_modules.*(found->second) = true;
-    }
-  }
+  if (t.has("recompute_modules"))
+    for (const auto module : read_name_list(t, "recompute_modules", kRecomputeModuleNames,
+                                            "expected a list of module names", "is not a module chopsim recomputes",
+                                            "list Megatron's --recompute-modules names: core_attn, layernorm, "
+                                            "mla_up_proj, mlp, moe, moe_act, shared_experts"))
+      train.recompute_modules.*module = true;
   if (t.has("overlap")) {
     Mapping o = t.child("overlap");
     o.read("dp", train.overlap.dp);
@@ -297,20 +304,12 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("grad_clip", train.grad_clip);
   t.read_choice<Optimizer>("optimizer", train.optimizer, {kOptimizerNames.begin(), kOptimizerNames.end()});
   if (t.has("train_metrics")) {
-    const YAML::Node list = t.value("train_metrics");
-    const std::string fix =
-        "list llm-foundry's metric names: language_cross_entropy, language_perplexity, token_accuracy";
-    if (!list.IsSequence()) t.fail("train_metrics", "expected a list of metric names", fix);
-    for (const YAML::Node& entry : list) {
-      const std::string name = entry.IsScalar() ? entry.Scalar() : std::string();
-      const auto found = std::find_if(kTrainMetricNames.begin(), kTrainMetricNames.end(),
-                                      [&](const auto& known) { return known.first == name; });
-      if (found == kTrainMetricNames.end())
-        t.fail("train_metrics", "'" + name + "' is not a metric chopsim knows", fix);
-      if (std::find(train.train_metrics.begin(), train.train_metrics.end(), found->second) != train.train_metrics.end())
-        t.fail("train_metrics", "'" + name + "' is listed twice", "list each metric once");
-      train.train_metrics.push_back(found->second);
-    }
+    train.train_metrics = read_name_list(
+        t, "train_metrics", kTrainMetricNames, "expected a list of metric names", "is not a metric chopsim knows",
+        "list llm-foundry's metric names: language_cross_entropy, language_perplexity, token_accuracy");
+    for (auto metric = train.train_metrics.begin(); metric != train.train_metrics.end(); ++metric)
+      if (std::find(train.train_metrics.begin(), metric, *metric) != metric)
+        t.fail("train_metrics", "'" + std::string(to_string(*metric)) + "' is listed twice", "list each metric once");
   }
   t.read("log_num_zeros_in_grad", train.log_num_zeros_in_grad);
   t.read("log_params_norm", train.log_params_norm);

@@ -1,7 +1,9 @@
 #include "chopsim/models/parallelism.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
+#include <utility>
 
 #include "chopsim/common/error.hpp"
 
@@ -28,29 +30,22 @@ int ParallelismSpec::layers_of_stage(int layers, int stage) const {
 
 std::string_view to_string(MoeDispatcher dispatcher) { return dispatcher == MoeDispatcher::flex ? "flex" : "alltoall"; }
 
-std::string_view to_string(Fp8Recipe recipe) {
-  for (const auto& [name, value] : kFp8RecipeNames)
-    if (value == recipe) return name;
-  return "delayed";
+namespace {
+/// `value`'s name in a YAML name table; the table's first name for a value it lacks (every table lists every value).
+template <class Enum, std::size_t N>
+std::string_view name_in(const std::array<std::pair<std::string_view, Enum>, N>& table, Enum value) {
+  for (const auto& [name, entry] : table)
+    if (entry == value) return name;
+  return table.front().first;
 }
+}  // namespace
 
+std::string_view to_string(Fp8Recipe recipe) { return name_in(kFp8RecipeNames, recipe); }
 std::string_view to_string(FsdpImplementation implementation) {
-  for (const auto& [name, value] : kFsdpImplementationNames)
-    if (value == implementation) return name;
-  return "megatron";
+  return name_in(kFsdpImplementationNames, implementation);
 }
-
-std::string_view to_string(Optimizer optimizer) {
-  for (const auto& [name, value] : kOptimizerNames)
-    if (value == optimizer) return name;
-  return "fused_adamw";
-}
-
-std::string_view to_string(TrainMetric metric) {
-  for (const auto& [name, value] : kTrainMetricNames)
-    if (value == metric) return name;
-  return "language_cross_entropy";
-}
+std::string_view to_string(Optimizer optimizer) { return name_in(kOptimizerNames, optimizer); }
+std::string_view to_string(TrainMetric metric) { return name_in(kTrainMetricNames, metric); }
 
 std::string_view to_string(Framework framework) {
   switch (framework) {

@@ -143,6 +143,12 @@ void StageGenerator::await(std::optional<OpRef> producer) {
   if (producer && producer->stream != 0) awaited_.push_back(*producer);
 }
 
+void StageGenerator::await_stream(std::string_view stream) {
+  if (!builder_.has_stream(stream)) return;
+  OpRef last;
+  if (builder_.last_op(builder_.stream(stream), last)) await(last);
+}
+
 // --- the iteration ----------------------------------------------------------------------------------
 
 Program StageGenerator::generate() {
@@ -307,10 +313,8 @@ void StageGenerator::backward_pass(int micro_batch, int chunk) {
   // (FSDP1's _post_backward_final_callback: current_stream().wait_stream(post_backward_stream); FSDP2's
   // _root_post_backward_final_callback: the last reduce-scatter's event), so what follows waits for them.
   if (fsdp_units(parallelism_, training_) && training_.fsdp_runtime() != FsdpImplementation::megatron &&
-      training_.overlap.fsdp && builder_.has_stream(kFsdpReduceStream)) {
-    OpRef last;
-    if (builder_.last_op(builder_.stream(kFsdpReduceStream), last)) await(last);
-  }
+      training_.overlap.fsdp)
+    await_stream(kFsdpReduceStream);
   // The trainer's metrics read the logits once the backward has returned (the loss's chunk only).
   if (virtual_stage == last_virtual_stage) train_metrics_update();
   final_backward_ = false;

@@ -130,6 +130,8 @@ class StageGenerator {
   std::optional<OpRef> communicate(bool overlap, std::string_view stream, const Comm& comm);
   /// The next compute-stream op waits for `producer`.
   void await(std::optional<OpRef> producer);
+  /// The next compute-stream op waits for the last op on `stream` so far (nothing when the stream has none).
+  void await_stream(std::string_view stream);
   [[nodiscard]] std::optional<OpRef> last_compute() const;
   [[nodiscard]] Op base_op(std::string_view name) const;
 

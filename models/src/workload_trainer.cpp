@@ -25,11 +25,7 @@ void StageGenerator::optimizer_step() {
     for (std::size_t i = 0; i < buckets_.size(); ++i) reduce_bucket(i, false);
   pass_ = Pass::optimizer;
   // The step needs every reduced gradient of this rank.
-  for (const std::string_view stream : {kDpStream, kFsdpReduceStream}) {
-    if (!builder_.has_stream(stream)) continue;
-    OpRef last;
-    if (builder_.last_op(builder_.stream(stream), last)) await(last);
-  }
+  for (const std::string_view stream : {kDpStream, kFsdpReduceStream}) await_stream(stream);
   const StageParameters params = trainable_parameters();
   const bool sharded = parallelism_.zero_stage >= 1;
   const int dense_shards = sharded ? layout_.group_size(GroupRole::shard) : 1;
