@@ -279,6 +279,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     o.read("pp", train.overlap.pp);
     o.read("cp", train.overlap.cp);
     o.read("ep", train.overlap.ep);
+    o.read("ep_1f1b", train.overlap.ep_1f1b);
     o.finish();
   }
   t.read("fsdp_prefetch", train.fsdp_prefetch, kNonNegativeInt);

@@ -280,6 +280,27 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "the experts' ffn_hidden (" + str(model.ffn_hidden) + ") is not divisible by etp (" + str(etp) + ")",
                "use an etp that divides " + str(model.ffn_hidden));
 
+  // Megatron-Core's batch-level EP overlap (TransformerConfig's checks for overlap_moe_expert_parallel_comm).
+  if (train.overlap.ep_1f1b) {
+    const std::string key = "training.overlap.ep_1f1b";
+    if (par.ep < 2)
+      rules.fail(key, "the batch-level expert-parallel overlap needs expert parallelism, but ep is " + str(par.ep),
+                 "set parallelism.ep > 1, or remove ep_1f1b");
+    if (par.pp_schedule != PipelineSchedule::interleaved)
+      rules.fail(key,
+                 "the batch-level expert-parallel overlap merges the steady-state passes of the interleaved pipeline "
+                 "schedule (Megatron-Core requires virtual stages with pp > 1; chopsim does not model its merged "
+                 "step without pipelining)",
+                 "set parallelism.pp > 1, pp_schedule: interleaved and virtual_stages > 1, or remove ep_1f1b");
+    if (train.recompute == RecomputePolicy::full)
+      rules.fail(key, "Megatron-Core does not allow full recomputation with the batch-level expert-parallel overlap",
+                 "set training.recompute to none or selective, or remove ep_1f1b");
+    if (par.zero_stage == 3)
+      rules.fail(key,
+                 "the batch-level expert-parallel overlap is modelled with Megatron's DDP or distributed optimizer",
+                 "set parallelism.zero_stage 0-2, or remove ep_1f1b");
+  }
+
   // Sharding.
   if (par.shard_group_size > 0) {
     if (par.zero_stage == 0)

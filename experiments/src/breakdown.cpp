@@ -110,15 +110,20 @@ void LossBreakdownObserver::advance(Rank& rank, double time_s) const {
   const double dt = time_s - rank.time_s;
   rank.time_s = std::max(rank.time_s, time_s);
   if (dt <= 0.0 || rank.kernels.empty()) return;
-  const double share = (1.0 - (rank.communications > 0 ? slowdown_ : 0.0)) / static_cast<double>(rank.kernels.size());
+  // n kernels running together share the GPU (the engines' max-min sharing): each is given dt / n of its time, so
+  // that the kernels' parts add up to the GPU's busy time. Sharing among kernels is not a loss; what communication
+  // takes from them (comm_compute_slowdown) is.
+  const double comm_slowdown = rank.communications > 0 ? slowdown_ : 0.0;
+  const double given = dt / static_cast<double>(rank.kernels.size());
   for (Kernel& k : rank.kernels) {
     if (k.clock_hz != rank.clock_hz) {
       const double duration = compute_.duration_s(kernel_work(*k.op), rank.clock_hz);
       k.ratio = duration > 0.0 ? k.max_clock.duration_s / duration : 1.0;
       k.clock_hz = rank.clock_hz;
     }
-    k.frequency_s += (1.0 - k.ratio) * dt;
-    k.contention_s += k.ratio * (1.0 - share) * dt;
+    k.given_s += given;
+    k.frequency_s += (1.0 - k.ratio) * given;
+    k.contention_s += k.ratio * comm_slowdown * given;
   }
 }
 
@@ -134,7 +139,6 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   if (!event.is_end) {
     Kernel k;
     k.op = &op;
-    k.start_s = event.time_s;
     k.max_clock = compute_.timing(kernel_work(op), max_clock_hz_);
     rank.kernels.push_back(k);
     return;
@@ -144,7 +148,7 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   const Kernel k = *it;
   rank.kernels.erase(it);
   const KernelTiming& timing = k.max_clock;
-  const double duration = event.time_s - k.start_s;
+  const double duration = k.given_s;
   // The integrals are exact up to rounding; make the two stretch parts add up to the measured stretch.
   const double stretch = duration - timing.duration_s;
   const double parts = k.frequency_s + k.contention_s;

@@ -79,17 +79,17 @@ class LossBreakdownObserver final : public SimulationObserver {
   void on_op_event(const OpEvent& event) override;
   void on_telemetry(const GpuStateSample& sample) override;
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
-  /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal unless compute kernels
-  /// overlap on a GPU) and the rest taken from `time`.
+  /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal up to rounding: kernels
+  /// running together are each given their share of the GPU's time) and the rest taken from `time`.
   [[nodiscard]] LossBreakdown finish(const TimeBreakdown& time, int iterations) const;
 
  private:
   struct Kernel {
     const Op* op = nullptr;
-    double start_s = 0.0;
     KernelTiming max_clock;  ///< at f_max (its duration_s is d(f_max))
     double clock_hz = -1.0;  ///< clock of the cached ratio
     double ratio = 1.0;      ///< d(f_max) / d(clock_hz)
+    double given_s = 0.0;    ///< the GPU time it was given: its wall time, divided among the kernels it ran beside
     double frequency_s = 0.0;
     double contention_s = 0.0;
   };

@@ -62,8 +62,9 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
 ///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
 ///    routing, as both tables' notes describe the runs).
 /// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (docs/calibration.md,
-/// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the flex dispatcher, as the recipes run
-/// them.
+/// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the dispatcher the record's release runs
+/// (flex, or NCCL's all-to-all where its performance config leaves it), with the batch-level EP overlap where the
+/// config sets moe_a2a_overlap (below).
 /// Records chopsim cannot predict stay in the table with the reason: a model it cannot describe, a precision or
 /// parallelism the record does not give, a layer split Megatron accepts and chopsim not.
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
@@ -320,6 +321,20 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
       // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
       if (!readme) train.moe_dispatcher = MoeDispatcher::flex;
+      // Except the Qwen3 runs whose release's performance config leaves the flex backend unset or asks for NCCL's
+      // all-to-all (scripts/performance/configs/qwen3*/ at each tag; the container of a table and the Megatron-Bridge
+      // release of its time: 25.09 v0.1.0rc4, 25.11 v0.2.0, 26.02 v0.3.0, 26.02.01 v0.3.1, 26.04 v0.4.x, 26.06 v0.5.x):
+      //  * Qwen3-235B-A22B in every release: v0.1.0rc4's YAML and v0.2.0/v0.3.0's base configs set no flex backend
+      //    on H100 or B200 (only on GB200/GB300), so Qwen3MoEModelProvider's moe_token_dispatcher_type "alltoall"
+      //    stays; from v0.3.1 qwen3_235b_a22b_pretrain_config_h100/_b200 set moe_token_dispatcher_type = "alltoall".
+      //  * Qwen3-30B-A3B in 25.09 and 25.11 (no backend set), and on B200 in 26.02 (v0.3.0's base config has none);
+      //    from v0.3.0 on H100 (deepep) and v0.3.1 on B200 it runs the flex dispatcher.
+      const std::vector<int> release = release_order(release_of(record));
+      const bool before_26_02 = release < std::vector<int>{26, 2};
+      const bool in_26_02 = release == std::vector<int>{26, 2};
+      if (!readme &&
+          (name == "qwen3-235b-a22b" || (name == "qwen3-30b-a3b" && (before_26_02 || (in_26_02 && machine == "B200")))))
+        train.moe_dispatcher = MoeDispatcher::alltoall;
       // Megatron-Core's host time per kernel launch on the node's CPU (the cluster file's, fitted on the host-bound
       // Megatron-LM functional tests: tests/experiments/megatron_host_test.cpp).
       train.host_launch_s = run.cluster.megatron_host_launch_s;
@@ -372,6 +387,21 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
           train.recompute = RecomputePolicy::none;  // nothing fits: reported as out of memory
           train.recompute_layers = 0;
         }
+      }
+      // Megatron-Core's batch-level EP overlap (combined 1F1B, overlap.ep_1f1b) where the release's performance
+      // config sets moe_a2a_overlap=True for the record's layout: Qwen3-235B-A22B on H100 (tp 2, pp 8 x vp 4, ep 32)
+      // from v0.2.0 to v0.5.1 and in perf_recipes/qwen/h100/qwen3_moe.py; Qwen3-30B-A3B on H100 with pp 2 x vp 12
+      // (v0.2.0 and v0.3.0; v0.3.1's ep 16 layout sets False); Qwen3-235B-A22B on B200 in v0.2.0 (from v0.3.0 its
+      // B200 configs set False). v0.1.0rc4 (25.09) sets it nowhere. Megatron-Core needs the interleaved schedule
+      // and no full recomputation for it.
+      const bool from_25_11 = !(release < std::vector<int>{25, 11});
+      const bool a2a_overlap =
+          !readme && from_25_11 &&
+          ((name == "qwen3-235b-a22b" && (machine == "H100" || release == std::vector<int>{25, 11})) ||
+           (name == "qwen3-30b-a3b" && machine == "H100" && par.pp == 2));
+      if (a2a_overlap && par.pp_schedule == PipelineSchedule::interleaved && train.recompute != RecomputePolicy::full) {
+        train.overlap.ep_1f1b = true;
+        c.notes += "; expert all-to-alls overlapped batch-wise (combined 1F1B, moe_a2a_overlap)";
       }
       cases.push_back(std::move(c));
     } catch (const YAML::Exception& error) {

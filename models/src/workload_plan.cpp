@@ -113,6 +113,20 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
     fail("with sequence parallelism seq_len/cp=" + str(training.seq_len / p.cp) +
          " must be a multiple of tp=" + str(p.tp));
   if (p.ep > 1 && !model.is_moe()) fail("ep=" + str(p.ep) + " needs a mixture-of-experts model");
+  // Megatron-Core's checks for --overlap-moe-expert-parallel-comm (TransformerConfig.__post_init__): expert
+  // parallelism, the interleaved schedule when pp > 1, no full recomputation. Without pipelining Megatron merges the
+  // forward of one micro-batch with the backward of the one before; chopsim models the pipelined schedules' merge only.
+  if (training.overlap.ep_1f1b) {
+    if (p.ep < 2) fail("overlap.ep_1f1b needs expert parallelism (ep > 1), as Megatron-Core requires");
+    if (chunks < 2)
+      fail(
+          "overlap.ep_1f1b needs the interleaved pipeline schedule (pp > 1, virtual_stages > 1): Megatron-Core "
+          "requires it when pp > 1, and chopsim does not model the merged step without pipelining (pp = 1)");
+    if (training.recompute == RecomputePolicy::full)
+      fail("overlap.ep_1f1b does not allow full recomputation (Megatron-Core rejects the combination)");
+    if (p.zero_stage == 3)
+      fail("overlap.ep_1f1b is modelled with Megatron's DDP or distributed optimizer (zero_stage 0-2), not FSDP");
+  }
   if (model.experts % p.ep != 0) fail("experts=" + str(model.experts) + " must be a multiple of ep=" + str(p.ep));
   if (p.expert_tp() != p.tp && p.tp > 1 && !p.sequence_parallel)
     fail("etp=" + str(p.expert_tp()) + " differs from tp=" + str(p.tp) +

@@ -84,6 +84,33 @@ void ProgramBuilder::depend(OpRef consumer, OpRef producer) {
   dependencies_.push_back({consumer.stream, consumer.op, OpDependency{producer.stream, producer.op}});
 }
 
+void ProgramBuilder::alternate_issued(const std::vector<std::size_t>& first_cuts,
+                                      const std::vector<std::size_t>& second_cuts) {
+  if (first_cuts.empty() || second_cuts.empty()) return;
+  const std::size_t begin = first_cuts.front(), middle = second_cuts.front(), end = issued_.size();
+  if (!(begin <= middle && middle <= end) || !std::is_sorted(first_cuts.begin(), first_cuts.end()) ||
+      !std::is_sorted(second_cuts.begin(), second_cuts.end()) || first_cuts.back() > middle || second_cuts.back() > end)
+    throw ModelError("workload: internal error, issue segments out of order");
+  const auto segment = [](const std::vector<std::size_t>& cuts, std::size_t i, std::size_t last) {
+    return std::pair<std::size_t, std::size_t>{cuts[i], i + 1 < cuts.size() ? cuts[i + 1] : last};
+  };
+  std::vector<IssueStep> merged;
+  merged.reserve(end - begin);
+  for (std::size_t i = 0; i < std::max(first_cuts.size(), second_cuts.size()); ++i) {
+    if (i < first_cuts.size()) {
+      const auto [from, to] = segment(first_cuts, i, middle);
+      merged.insert(merged.end(), issued_.begin() + static_cast<std::ptrdiff_t>(from),
+                    issued_.begin() + static_cast<std::ptrdiff_t>(to));
+    }
+    if (i < second_cuts.size()) {
+      const auto [from, to] = segment(second_cuts, i, end);
+      merged.insert(merged.end(), issued_.begin() + static_cast<std::ptrdiff_t>(from),
+                    issued_.begin() + static_cast<std::ptrdiff_t>(to));
+    }
+  }
+  std::copy(merged.begin(), merged.end(), issued_.begin() + static_cast<std::ptrdiff_t>(begin));
+}
+
 Program ProgramBuilder::finish() {
   auto key = [](const PendingDependency& d) { return std::tie(d.stream, d.op, d.on.stream, d.on.op); };
   std::sort(dependencies_.begin(), dependencies_.end(),

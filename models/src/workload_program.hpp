@@ -57,6 +57,15 @@ class ProgramBuilder {
   /// `consumer` starts only after `producer` ended. Ignored when stream order already implies it.
   void depend(OpRef consumer, OpRef producer);
 
+  /// How many ops append() has issued so far: a position in the host's issue order.
+  [[nodiscard]] std::size_t issued_count() const { return issued_.size(); }
+  /// Reorders the host's issue order from `first_cuts.front()` on: the segments [first_cuts[i], first_cuts[i + 1])
+  /// (the last ends at `second_cuts.front()`) and [second_cuts[i], second_cuts[i + 1]) (the last ends at the present
+  /// end) are issued in alternation, first then second; the longer list's surplus follows in its order. Each
+  /// segment keeps its order, so every stream stays in its order; the caller makes sure no op of the first segments
+  /// depends on one of the second.
+  void alternate_issued(const std::vector<std::size_t>& first_cuts, const std::vector<std::size_t>& second_cuts);
+
   /// Lays the dependencies out per op and returns the program; the builder is empty afterwards.
   [[nodiscard]] Program finish();
 

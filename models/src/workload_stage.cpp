@@ -68,12 +68,12 @@ Op StageGenerator::base_op(std::string_view name) const {
 
 std::optional<OpRef> StageGenerator::last_compute() const {
   OpRef ref;
-  if (builder_.last_op(0, ref)) return ref;
+  if (builder_.last_op(compute_stream_, ref)) return ref;
   return std::nullopt;
 }
 
 OpRef StageGenerator::append_to_compute_stream(const Op& op) {
-  const OpRef ref = builder_.append(0, op);
+  const OpRef ref = builder_.append(compute_stream_, op);
   for (const OpRef& producer : awaited_) builder_.depend(ref, producer);
   awaited_.clear();
   if (record_first_op_of_unit_ >= 0) {
@@ -124,7 +124,12 @@ std::optional<OpRef> StageGenerator::blocking(const Comm& comm) {
 
 std::optional<OpRef> StageGenerator::overlapped(std::string_view stream, const Comm& comm, std::optional<OpRef> after) {
   if (layout_.group_size(comm.group) <= 1) return std::nullopt;
-  const OpRef ref = builder_.append(builder_.stream(stream), collective_op(comm));
+  // A merged pair's backward has side streams of its own: its collectives must not queue behind the forward's
+  // (Megatron's one communication stream orders them as the schedule plan issues them, layer by layer).
+  const std::uint16_t side = compute_stream_ == 0
+                                 ? builder_.stream(stream)
+                                 : builder_.stream(std::string(stream) + "_" + std::string(kMergedBackwardStream));
+  const OpRef ref = builder_.append(side, collective_op(comm));
   if (after) builder_.depend(ref, *after);
   return ref;
 }
@@ -140,7 +145,7 @@ std::optional<OpRef> StageGenerator::communicate(bool overlap, std::string_view 
 }
 
 void StageGenerator::await(std::optional<OpRef> producer) {
-  if (producer && producer->stream != 0) awaited_.push_back(*producer);
+  if (producer && producer->stream != compute_stream_) awaited_.push_back(*producer);
 }
 
 void StageGenerator::await_stream(std::string_view stream) {
@@ -153,16 +158,61 @@ void StageGenerator::await_stream(std::string_view stream) {
 
 Program StageGenerator::generate() {
   zero_gradient_buffer();
-  for (const PipelineAction& action : pipeline_schedule(shape_, stage_)) {
+  const std::vector<PipelineAction> actions = pipeline_schedule(shape_, stage_);
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const PipelineAction& action = actions[i];
+    // The schedule's steady state is its forwards immediately followed by a backward (warm-up: forwards only,
+    // cool-down: backwards only); Megatron-Core's combined 1F1B merges each such pair.
+    if (training_.overlap.ep_1f1b && action.forward && i + 1 < actions.size() && !actions[i + 1].forward) {
+      merged_passes(action, actions[i + 1]);
+      ++i;
+      continue;
+    }
+    if (training_.overlap.ep_1f1b) await_stream(kMergedBackwardStream);  // one stream again: after every merged op
     if (action.forward) {
       forward_pass(action.micro_batch, action.chunk);
     } else {
       backward_pass(action.micro_batch, action.chunk);
     }
   }
+  if (training_.overlap.ep_1f1b) await_stream(kMergedBackwardStream);
   optimizer_step();
   if (!awaited_.empty()) throw ModelError("workload: internal error, an awaited op has no consumer");
   return builder_.finish();
+}
+
+// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm; megatron/core/models/common/
+// model_chunk_schedule_plan.py, TransformerModelChunkSchedulePlan.run and TransformerLayerSchedulePlan.run) runs a
+// steady-state forward and the backward beside it layer by layer, forward layer i with backward layer n-1-i, on one
+// compute and one communication stream:
+//   comm:    combine backward   | dispatch forward -> dispatch backward | combine forward
+//   compute: attention forward  | expert MLP backward -> MLP forward    | attention backward
+// so each pass's expert all-to-alls run while the other pass computes. chopsim keeps each pass's op order and
+// dependencies and runs the backward on a second compute stream: while one pass waits for its all-to-all the other
+// has the GPU, and while both compute they share it (the engine's max-min sharing), the same work either way. The
+// pair starts after everything before it on both streams and what follows starts after both (one CUDA stream in
+// Megatron). The host issues the two passes' units (embedding, layers, head) in alternation, as the schedule plan
+// issues their layers.
+void StageGenerator::merged_passes(const PipelineAction& forward, const PipelineAction& backward) {
+  const std::uint16_t merged_stream = builder_.stream(kMergedBackwardStream);
+  OpRef before;
+  const bool compute_before = builder_.last_op(0, before);
+  await_stream(kMergedBackwardStream);  // the forward starts after the previous pair's backward
+  std::vector<std::size_t> forward_cuts{builder_.issued_count()};
+  issue_cuts_ = &forward_cuts;
+  forward_pass(forward.micro_batch, forward.chunk);
+  // What the forward leaves for the next compute op (a send it waits for without overlap.pp) is for stream 0's next.
+  std::vector<OpRef> forward_pending = std::move(awaited_);
+  awaited_.clear();
+  compute_stream_ = merged_stream;
+  if (compute_before) await(before);  // the backward starts after what preceded the forward on stream 0
+  std::vector<std::size_t> backward_cuts{builder_.issued_count()};
+  issue_cuts_ = &backward_cuts;
+  backward_pass(backward.micro_batch, backward.chunk);
+  issue_cuts_ = nullptr;
+  compute_stream_ = 0;
+  awaited_.insert(awaited_.end(), forward_pending.begin(), forward_pending.end());
+  builder_.alternate_issued(forward_cuts, backward_cuts);
 }
 
 std::uint32_t StageGenerator::pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const {

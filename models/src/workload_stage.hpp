@@ -57,6 +57,8 @@ inline constexpr std::string_view kPpSendNextStream = "pp_send_next";
 inline constexpr std::string_view kPpSendPrevStream = "pp_send_prev";
 inline constexpr std::string_view kPpRecvPrevStream = "pp_recv_prev";
 inline constexpr std::string_view kPpRecvNextStream = "pp_recv_next";
+/// overlap.ep_1f1b: the backward of each merged forward/backward pair computes here, beside the forward on "compute".
+inline constexpr std::string_view kMergedBackwardStream = "compute_merged_backward";
 
 class StageGenerator {
  public:
@@ -286,6 +288,8 @@ class StageGenerator {
   // --- pipeline, data parallelism, FSDP, optimizer (workload_stage.cpp) ---------------------------
   void forward_pass(int micro_batch, int chunk);
   void backward_pass(int micro_batch, int chunk);
+  /// overlap.ep_1f1b: a steady-state forward and the backward beside it as Megatron-Core's combined 1F1B runs them.
+  void merged_passes(const PipelineAction& forward, const PipelineAction& backward);
   [[nodiscard]] std::uint32_t pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const;
   OpRef pipeline_send(bool gradient, int virtual_stage);
   OpRef pipeline_recv(bool gradient, int virtual_stage_of_sender);
@@ -354,6 +358,10 @@ class StageGenerator {
   // --- state while generating ----------------------------------------------------------------------
   ProgramBuilder builder_;
   std::vector<OpRef> awaited_;  ///< dependencies of the next compute-stream op
+  /// The stream compute ops go to: 0 ("compute"), or kMergedBackwardStream's during a merged pair's backward.
+  std::uint16_t compute_stream_ = 0;
+  /// While a merged pair is generated: the host's issue position at the start of the pass and of each unit.
+  std::vector<std::size_t>* issue_cuts_ = nullptr;
   int layer_ = -1;
   int micro_batch_ = -1;
   Pass pass_ = Pass::other;

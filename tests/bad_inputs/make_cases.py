@@ -199,6 +199,9 @@ config("gpus_mismatch", replaced("  dp: 8", "  dp: 4"), "does not match")
 config("tp_heads", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  tp: 8\n  pp: 1\n  cp: 1\n  tp_check: 0"), "tp_check")
 config("tp_not_dividing_heads", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  tp: 3\n  pp: 1"), "tp")
 config("pp_not_dividing_layers", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 1\n  pp: 8\n  pp_schedule: interleaved\n  virtual_stages: 3"), "layers")
+config("ep_1f1b_without_interleaving",
+       replaced("model: llama3-8b", "model: mixtral-8x7b").replace("  dp: 8\n  fsdp: full_shard", "  dp: 8\n  ep: 8")
+       .replace("  recompute: selective", "  recompute: selective\n  overlap: {ep_1f1b: true}"), "interleaved")
 config("batch_not_divisible", replaced("  global_batch: 16", "  global_batch: 15"), "global_batch")
 config("fp8_ratio_above_one",
        replaced("hardware: MI300X", "hardware: {name: MI300X, kernels: {fp8_gemm_efficiency_ratio: 1.13}}"),

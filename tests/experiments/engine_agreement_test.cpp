@@ -38,6 +38,15 @@ struct AgreementCase {
 /// clusters are checked against SimGrid here.
 bool too_large_for_simgrid(const std::filesystem::path& config) { return config.stem() == "llama3-405b-16k-h100"; }
 
+/// Mixtral's shape with 32 narrower experts (a quarter of the width), top-4, over ep 16: expert groups that span two
+/// nodes.
+void narrow_experts_over_two_nodes(RunSpec& run) {
+  run.model.experts = 32;
+  run.model.top_k = 4;
+  run.model.ffn_hidden = 3584;
+  run.parallelism.ep = 16;
+}
+
 std::vector<AgreementCase> agreement_cases() {
   std::vector<AgreementCase> cases;
   for (const auto& dir : {test::configs_dir(), test::configs_dir() / "validation"})
@@ -70,25 +79,30 @@ std::vector<AgreementCase> agreement_cases() {
   // The flex dispatcher (DeepEP) over two nodes: 32 narrower experts, top-4, ep 16, so each token crosses the fabric
   // once per node it is routed to and is forwarded over NVLink (TokenRouting).
   cases.push_back({"moe_flex_dispatch_across_nodes", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
-                     run.model.experts = 32;
-                     run.model.top_k = 4;
-                     run.model.ffn_hidden = 3584;
-                     run.parallelism.ep = 16;
+                     narrow_experts_over_two_nodes(run);
                      run.training.moe_dispatcher = MoeDispatcher::flex;
                    }});
   // Tensor-parallel pairs inside an expert group over two nodes (tp 2 with SP, etp 1, ep 16): the grouped all-to-all
   // lists a member's node peers from its own position on, so swapping the pair's members reorders the list without
   // changing it, and the pairs fold (sim/src/symmetry.cpp, equivariant).
   cases.push_back({"moe_tp_peers_across_nodes", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
-                     run.model.experts = 32;
-                     run.model.top_k = 4;
-                     run.model.ffn_hidden = 3584;
+                     narrow_experts_over_two_nodes(run);
                      run.parallelism.tp = 2;
                      run.parallelism.dp = 16;
-                     run.parallelism.ep = 16;
                      run.parallelism.etp = 1;
                      run.parallelism.sequence_parallel = true;
                      run.training.moe_dispatcher = MoeDispatcher::flex;
+                   }});
+  // Megatron-Core's batch-level EP overlap (combined 1F1B) on an interleaved pipeline: each steady-state forward
+  // beside a backward on a second compute stream, the expert all-to-alls of one beside the other's compute.
+  // The all-to-alls cross the fabric between two nodes.
+  cases.push_back({"moe_batch_level_ep_overlap", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     narrow_experts_over_two_nodes(run);
+                     run.parallelism.pp = 2;
+                     run.parallelism.dp = 16;
+                     run.parallelism.pp_schedule = PipelineSchedule::interleaved;
+                     run.parallelism.virtual_stages = 2;
+                     run.training.overlap.ep_1f1b = true;
                    }});
   // DeepSeek's layout on Mixtral's shape: two dense first layers of their own width, then MoE layers with a shared
   // expert (a dense MLP beside the routed ones): layers of two kinds, no all-to-all in the first two.
@@ -250,6 +264,27 @@ TEST(SymmetryExpertParallel, TensorParallelPairsOfAnExpertGroupOverNodesFold) {
   const RunReport report = run_simulation(run, registries);
   EXPECT_EQ(report.stats.symmetry_limit.find("tp:"), std::string::npos) << report.stats.symmetry_limit;
   EXPECT_LE(static_cast<int>(report.stats.simulated_ranks) * 4, report.gpus) << report.stats.symmetry_limit;
+}
+
+// The batch-level overlap hides expert all-to-alls behind the other pass's compute: less exposed expert
+// communication and a shorter step, never shorter than its compute. The GPU's work is the same (the loss breakdown's
+// ideal part, kernel work at the top clock: two passes sharing the GPU is not a loss), and what overlapping costs
+// shows as communication contention (kernels slowed while all-to-alls run beside them). Not all of it hides: the host
+// waits for each forward dispatch's token counts and issues both passes' launches (65 us each here).
+TEST(BatchLevelEpOverlap, HidesExpertAllToAllsBehindTheOtherPassesCompute) {
+  const auto registries = ModelRegistries::with_builtins();
+  RunSpec run = load_named_case("moe_batch_level_ep_overlap", registries);
+  run.engine = "fast";
+  const RunReport merged = run_simulation(run, registries);
+  run.training.overlap.ep_1f1b = false;
+  const RunReport apart = run_simulation(run, registries);
+  const auto ep = static_cast<std::size_t>(CommCategory::ep);
+  ASSERT_GT(apart.breakdown.exposed_comm_s[ep], 0.0);
+  EXPECT_LT(merged.breakdown.exposed_comm_s[ep], 0.8 * apart.breakdown.exposed_comm_s[ep]);
+  EXPECT_LT(merged.iteration_time_s, 0.95 * apart.iteration_time_s);
+  EXPECT_GE(merged.iteration_time_s, merged.breakdown.compute_s);
+  EXPECT_NEAR(merged.losses.ideal_s, apart.losses.ideal_s, 1e-9 * apart.losses.ideal_s);
+  EXPECT_GT(merged.losses.comm_contention_s, apart.losses.comm_contention_s);
 }
 
 // Under adaptive routing the spine layer has no per-flow choice (docs/design.md, "Symmetry"): a class's flows load

@@ -271,6 +271,19 @@ std::vector<RunSetup> parallelism_mixes() {
     mixes.push_back(s);
   }
   {
+    // Megatron-Core's batch-level EP overlap: interleaved pp 2 x vp 2, tp 2 with SP (the backward's tp collectives on
+    // side streams of its own), ep 2, the distributed optimizer.
+    RunSetup s = setup("moe_ep_1f1b_pp2_vp2_tp2_sp", 2, 2, 2, 4);
+    s.model = tiny_moe();
+    s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+    s.parallelism.virtual_stages = 2;
+    s.parallelism.sequence_parallel = true;
+    s.parallelism.ep = 2;
+    s.parallelism.zero_stage = 1;
+    s.training.overlap.ep_1f1b = true;
+    mixes.push_back(s);
+  }
+  {
     // Multi-latent attention: with a query latent under tp 2 with SP (the down projections on each rank's token
     // shard), without one under pp 2 and context parallelism.
     RunSetup s = setup("mla_q_latent_tp2_sp", 2, 2);
@@ -1015,6 +1028,56 @@ TEST(ExpertParallel, OverlappedTensorGatherWaitsForTheDispatchedTokens) {
     }
   EXPECT_EQ(checked, 8);
   EXPECT_NO_THROW(check_workload_completes(workload));
+}
+
+// Megatron-Core's combined 1F1B (overlap.ep_1f1b): every steady-state forward runs beside the backward that follows
+// it in the schedule, the backward on a compute stream of its own; the host issues the two passes' layers in
+// alternation; nothing of a pair starts before the pair before it has ended on both streams.
+TEST(ExpertParallel, BatchLevelOverlapRunsEachSteadyStateBackwardBesideItsForward) {
+  RunSetup s = setup("ep_1f1b", 2, 1, 2, 4);
+  s.model = tiny_moe();
+  s.parallelism.pp_schedule = PipelineSchedule::interleaved;
+  s.parallelism.virtual_stages = 2;
+  s.parallelism.ep = 2;
+  s.parallelism.zero_stage = 1;
+  s.training.overlap.ep_1f1b = true;
+  const Workload workload = build_workload(s.model, s.parallelism, s.training);
+  const int micro_batches = 4, pp = 2, chunks = 2;
+  const int layers_per_chunk = s.model.layers / (pp * chunks);
+  for (const int stage : {0, 1}) {
+    const Program& program = workload.program(workload.layout.rank_of(RankCoordinates{.pp = stage}));
+    std::size_t merged = program.streams.size();
+    for (std::size_t k = 0; k < program.streams.size(); ++k)
+      if (program.streams[k].name == "compute_merged_backward") merged = k;
+    ASSERT_LT(merged, program.streams.size()) << "stage " << stage;
+    // Megatron-Core's interleaved schedule: (pp - stage - 1) * 2 + (chunks - 1) * pp warm-up forwards of the
+    // micro_batches * chunks, then one forward per backward: every backward but the warm-up's count is merged.
+    const int pairs = micro_batches * chunks - ((pp - stage - 1) * 2 + (chunks - 1) * pp);
+    std::set<std::pair<int, int>> merged_layers;  // (micro-batch, layer) of the merged stream's backward ops
+    for (const Op& op : program.streams[merged].ops) {
+      if (op.kind != OpKind::compute) continue;
+      EXPECT_EQ(op.pass, Pass::backward) << workload.name(op);
+      if (op.layer >= 0) merged_layers.insert({op.micro_batch, op.layer});
+    }
+    EXPECT_EQ(static_cast<int>(merged_layers.size()), pairs * layers_per_chunk) << "stage " << stage;
+    // The host alternates: forward ops on "compute" are issued after the merged stream's first op.
+    std::size_t first_merged = program.issue_order.size(), last_forward = 0;
+    for (std::size_t i = 0; i < program.issue_order.size(); ++i) {
+      const IssueStep& step = program.issue_order[i];
+      if (step.stream == merged) first_merged = std::min(first_merged, i);
+      if (step.stream == 0 && program.streams[0].ops[step.op].pass == Pass::forward) last_forward = i;
+    }
+    EXPECT_LT(first_merged, last_forward) << "stage " << stage;
+  }
+  EXPECT_NO_THROW(check_workload_completes(workload));
+  // Megatron-Core's conditions: the interleaved schedule with pp > 1, and no full recomputation.
+  RunSetup plain = s;
+  plain.parallelism.pp_schedule = PipelineSchedule::one_f_one_b;
+  plain.parallelism.virtual_stages = 1;
+  EXPECT_THROW((void)build_workload(plain.model, plain.parallelism, plain.training), ModelError);
+  RunSetup full = s;
+  full.training.recompute = RecomputePolicy::full;
+  EXPECT_THROW((void)build_workload(full.model, full.parallelism, full.training), ModelError);
 }
 
 // A hybrid model's layers each run one sublayer; a Mamba-2 layer's scan kernels do the chunked scan's FLOPs

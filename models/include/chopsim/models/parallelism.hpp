@@ -88,6 +88,12 @@ struct OverlapSpec {
   bool pp = true;   ///< pipeline send/recv on their own streams
   bool cp = true;   ///< context-parallel KV exchange overlapped with attention
   bool ep = false;  ///< MoE all-to-all overlapped with expert compute
+  /// Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm; Megatron-Bridge's moe_a2a_overlap):
+  /// every steady-state forward of the pipeline schedule runs merged with the backward beside it (combined 1F1B,
+  /// megatron/core/models/common/model_chunk_schedule_plan.py), so one micro-batch's expert all-to-alls run while the
+  /// other's layers compute. Modelled as the two passes on two compute streams that share the GPU, the host issuing
+  /// their layers in alternation (forward layer i, then backward layer n-1-i).
+  bool ep_1f1b = false;
 };
 
 /// training.attention for PyTorch's unfused "math" attention (Hugging Face eager attention, e.g. GPT2Attention._attn):
