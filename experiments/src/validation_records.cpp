@@ -358,6 +358,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // predicted).
       RecomputeModules recipe_modules;
       if (name == "deepseek-v3" && machine == "B200") recipe_modules.mla_up_proj = true;
+      // Its pp 8 x vp 2, ep 32 layout (the 26.04.01 row) is v0.4.2's DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2, which
+      // recomputes [mla_up_proj, mlp].
+      const bool deepseek_b200_ep32 = name == "deepseek-v3" && machine == "B200" && par.ep == 32 && vp == 2;
+      if (deepseek_b200_ep32) recipe_modules.mlp = true;
       if (name == "gpt-oss-120b" && (machine == "H100" || machine == "B200"))
         recipe_modules.layernorm = recipe_modules.moe_act = true;
       if (name == "nemotron-3-nano" && machine == "H100" && train.precision == Precision::fp8)
@@ -392,13 +396,15 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // config sets moe_a2a_overlap=True for the record's layout: Qwen3-235B-A22B on H100 (tp 2, pp 8 x vp 4, ep 32)
       // from v0.2.0 to v0.5.1 and in perf_recipes/qwen/h100/qwen3_moe.py; Qwen3-30B-A3B on H100 with pp 2 x vp 12
       // (v0.2.0 and v0.3.0; v0.3.1's ep 16 layout sets False); Qwen3-235B-A22B on B200 in v0.2.0 (from v0.3.0 its
-      // B200 configs set False). v0.1.0rc4 (25.09) sets it nowhere. Megatron-Core needs the interleaved schedule
-      // and no full recomputation for it.
+      // B200 configs set False); DeepSeek-V3 on B200 in its pp 8 x vp 2, ep 32 layout (v0.4.2's
+      // DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2, with DeepEP; its CUDA graphs of the attention, router and MoE
+      // preprocessing are not modelled). v0.1.0rc4 (25.09) sets it nowhere. Megatron-Core needs the interleaved
+      // schedule and no full recomputation for it.
       const bool from_25_11 = !(release < std::vector<int>{25, 11});
       const bool a2a_overlap =
           !readme && from_25_11 &&
           ((name == "qwen3-235b-a22b" && (machine == "H100" || release == std::vector<int>{25, 11})) ||
-           (name == "qwen3-30b-a3b" && machine == "H100" && par.pp == 2));
+           (name == "qwen3-30b-a3b" && machine == "H100" && par.pp == 2) || deepseek_b200_ep32);
       if (a2a_overlap && par.pp_schedule == PipelineSchedule::interleaved && train.recompute != RecomputePolicy::full) {
         train.overlap.ep_1f1b = true;
         c.notes += "; expert all-to-alls overlapped batch-wise (combined 1F1B, moe_a2a_overlap)";

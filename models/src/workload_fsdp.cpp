@@ -85,7 +85,7 @@ void StageGenerator::fsdp_kernel(std::string_view stream, std::optional<OpRef> a
 
 void StageGenerator::begin_unit(int unit, bool backward) {
   current_unit_ = unit;
-  if (issue_cuts_ != nullptr) issue_cuts_->push_back(builder_.issued_count());
+  cut_issue();
   layer_ = unit == embedding_unit() || unit == head_unit() ? -1 : is_mtp_unit(unit) ? unit - 2 : unit - 1;
   auto& first_op = first_forward_op_[static_cast<std::size_t>(unit)];
   if (!backward && !first_op) record_first_op_of_unit_ = unit;

@@ -37,6 +37,7 @@ void StageGenerator::moe_forward() {
   // signal to arrive, so this is not compatible with CUDA graph"). (Its permutation runs after the dispatch; the
   // same bytes, so the order is kept.)
   builder_.set_host_issue(permute, 1, true);
+  cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
@@ -57,6 +58,7 @@ void StageGenerator::moe_forward() {
         training_.overlap.tp, kTpStream,
         {"moe_tp_all_reduce", CollectiveKind::all_reduce, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
   }
+  cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
@@ -140,6 +142,7 @@ void StageGenerator::moe_backward() {
   (void)compute("moe_unpermute_bwd", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
                 (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
   // Backward of the combine all-to-all sends the output gradients back to the experts.
+  cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_combine", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
@@ -174,6 +177,7 @@ void StageGenerator::moe_backward() {
                                                          GroupRole::expert_tp, CommCategory::tp, expert_bytes});
   if (!frozen_base()) gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
   await(reduce);
+  cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));

@@ -191,8 +191,8 @@ Program StageGenerator::generate() {
 // dependencies and runs the backward on a second compute stream: while one pass waits for its all-to-all the other
 // has the GPU, and while both compute they share it (the engine's max-min sharing), the same work either way. The
 // pair starts after everything before it on both streams and what follows starts after both (one CUDA stream in
-// Megatron). The host issues the two passes' units (embedding, layers, head) in alternation, as the schedule plan
-// issues their layers.
+// Megatron). The host issues the two passes in alternation, switching at each unit (embedding, layer, head) and at
+// each expert all-to-all, as the schedule plan issues the layers' sub-modules.
 void StageGenerator::merged_passes(const PipelineAction& forward, const PipelineAction& backward) {
   const std::uint16_t merged_stream = builder_.stream(kMergedBackwardStream);
   OpRef before;
@@ -213,6 +213,10 @@ void StageGenerator::merged_passes(const PipelineAction& forward, const Pipeline
   compute_stream_ = 0;
   awaited_.insert(awaited_.end(), forward_pending.begin(), forward_pending.end());
   builder_.alternate_issued(forward_cuts, backward_cuts);
+}
+
+void StageGenerator::cut_issue() {
+  if (issue_cuts_ != nullptr) issue_cuts_->push_back(builder_.issued_count());
 }
 
 std::uint32_t StageGenerator::pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const {

@@ -290,6 +290,9 @@ class StageGenerator {
   void backward_pass(int micro_batch, int chunk);
   /// overlap.ep_1f1b: a steady-state forward and the backward beside it as Megatron-Core's combined 1F1B runs them.
   void merged_passes(const PipelineAction& forward, const PipelineAction& backward);
+  /// In a merged pair: the host's issue order may switch to the other pass here (a unit's start, an expert
+  /// all-to-all: where Megatron-Core's schedule plan switches between the passes' sub-modules).
+  void cut_issue();
   [[nodiscard]] std::uint32_t pipeline_tag(int micro_batch, int virtual_stage, bool gradient) const;
   OpRef pipeline_send(bool gradient, int virtual_stage);
   OpRef pipeline_recv(bool gradient, int virtual_stage_of_sender);

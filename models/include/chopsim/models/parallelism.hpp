@@ -92,7 +92,7 @@ struct OverlapSpec {
   /// every steady-state forward of the pipeline schedule runs merged with the backward beside it (combined 1F1B,
   /// megatron/core/models/common/model_chunk_schedule_plan.py), so one micro-batch's expert all-to-alls run while the
   /// other's layers compute. Modelled as the two passes on two compute streams that share the GPU, the host issuing
-  /// their layers in alternation (forward layer i, then backward layer n-1-i).
+  /// their layers in alternation (forward layer i beside backward layer n-1-i), switching at each expert all-to-all.
   bool ep_1f1b = false;
 };
 
