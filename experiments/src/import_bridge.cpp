@@ -129,7 +129,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
 
   // ConfigContainer.model's fields are Megatron-Core's TransformerConfig names: most are NeMo's model keys as they are,
   // a few are renamed; cross_entropy_fusion_impl and the TE op fuser choose among fused kernels chopsim models as one.
-  static constexpr std::array<std::string_view, 29> kSameName = {"tensor_model_parallel_size",
+  static constexpr std::array<std::string_view, 31> kSameName = {"tensor_model_parallel_size",
                                                                  "pipeline_model_parallel_size",
                                                                  "context_parallel_size",
                                                                  "virtual_pipeline_model_parallel_size",
@@ -157,7 +157,9 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
                                                                  "fp8_recipe",
                                                                  "gradient_accumulation_fusion",
                                                                  "deterministic_mode",
-                                                                 "cross_entropy_loss_fusion"};
+                                                                 "cross_entropy_loss_fusion",
+                                                                 "moe_token_dispatcher_type",
+                                                                 "overlap_moe_expert_parallel_comm"};
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kRenamed = {{
       {"seq_length", "encoder_seq_length"},
       {"recompute_granularity", "activations_checkpoint_granularity"},
@@ -195,6 +197,10 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
   carry(ddp, "grad_reduce_in_fp32", model, "grad_reduce_in_fp32");
   if (is_map(ddp) && ddp["use_megatron_fsdp"].IsDefined() && ddp["use_megatron_fsdp"].as<bool>(false))
     model["fsdp"] = true;
+  // The ConfigContainer's comm_overlap (CommOverlapConfig), which Bridge applies to the model config.
+  const YAML::Node comm_overlap = section(container, "comm_overlap");
+  carry(comm_overlap, "tp_comm_overlap", model, "ub_tp_comm_overlap");
+  carry(comm_overlap, "overlap_moe_expert_parallel_comm", model, "overlap_moe_expert_parallel_comm");
   const YAML::Node mixed = section(container, "mixed_precision");
   carry(mixed, "grad_reduce_in_fp32", model, "grad_reduce_in_fp32");
   if (is_map(mixed) && mixed["fp8"].IsDefined() && !mixed["fp8"].IsNull()) model["fp8"] = true;

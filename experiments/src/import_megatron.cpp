@@ -155,7 +155,7 @@ const std::set<std::string> kRead = {
     "deterministic-mode", "transformer-impl", "no-create-attention-mask-in-dataloader",
     "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
     "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
-    "no-overlap-p2p-communication",
+    "no-overlap-p2p-communication", "moe-token-dispatcher-type", "overlap-moe-expert-parallel-comm",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -296,6 +296,9 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["optim"]["overlap_grad_sync"] = is_true(args, "overlap-grad-reduce");
   model["optim"]["overlap_param_sync"] = is_true(args, "overlap-param-gather");
   model["ub_tp_comm_overlap"] = is_true(args, "tp-comm-overlap");
+  model["overlap_moe_expert_parallel_comm"] = is_true(args, "overlap-moe-expert-parallel-comm");
+  if (const auto dispatcher = args.find("moe-token-dispatcher-type"); dispatcher != args.end())
+    model["moe_token_dispatcher_type"] = dispatcher->second;
   // Megatron-Core DDP's gradient bucket: --ddp-bucket-size parameters, default max(40e6, 1e6 x data-parallel size);
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).
   const int nodes = options.nodes.value_or(1);

@@ -446,6 +446,15 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
                              std::to_string(checkpointed) +
                              " layers: chopsim keeps every layer's input (one checkpoint per layer)");
   }
+  // Megatron-Core's token dispatcher (--moe-token-dispatcher-type): NCCL's all-to-all, or the flex dispatcher
+  // (DeepEP/HybridEP). Its allgather dispatcher is not modelled: that job is imported with the all-to-all.
+  if (const std::string dispatcher = job.text("model.moe_token_dispatcher_type"); !dispatcher.empty()) {
+    if (dispatcher == "alltoall" || dispatcher == "flex")
+      y << "  moe_dispatcher: " << dispatcher << "        # model.moe_token_dispatcher_type\n";
+    else
+      result.notes.push_back("model.moe_token_dispatcher_type " + dispatcher +
+                             ": not modelled, imported as NCCL's all-to-all (alltoall)");
+  }
   // Settings that cost time where the job states them (the Megatron-LM front-end states Megatron's defaults).
   if (job.flag("model.deterministic_mode")) y << "  deterministic: true\n";
   if (job.has("model.transformer_impl") && job.text("model.transformer_impl") == "transformer_engine") {
@@ -476,6 +485,9 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "    tp: " << (job.flag("model.ub_tp_comm_overlap") ? "true" : "false") << "\n";
   if (job.has("model.overlap_p2p_comm"))
     y << "    pp: " << (job.flag("model.overlap_p2p_comm") ? "true" : "false") << "\n";
+  // Megatron-Core's batch-level expert-parallel overlap (combined 1F1B; Megatron-Bridge's moe_a2a_overlap).
+  if (job.flag("model.overlap_moe_expert_parallel_comm"))
+    y << "    ep_1f1b: true        # model.overlap_moe_expert_parallel_comm\n";
   if (job.has("model.optim.bucket_cap_mb"))
     y << "  dp_bucket_mb: " << job.text("model.optim.bucket_cap_mb") << "        # model.optim.bucket_cap_mb\n";
   // Megatron-Core's grad_reduce_in_fp32 (Megatron-Bridge states it; Megatron-LM's

@@ -772,6 +772,44 @@ TEST_F(Import, BridgePeftSectionBecomesLora) {
   EXPECT_NE(dora.find("a DoRA fine-tuning job"), std::string::npos) << dora;
 }
 
+// The token dispatcher and Megatron-Core's batch-level expert-parallel overlap, as each front-end names them:
+// Megatron-LM's --moe-token-dispatcher-type and --overlap-moe-expert-parallel-comm, Bridge's model keys and its
+// comm_overlap section (CommOverlapConfig). Qwen3-30B-A3B's shape over 16 H100, pp 2 x vp 2 (Megatron-Core allows
+// the overlap only with the interleaved schedule).
+TEST_F(Import, MoeDispatcherAndBatchLevelOverlapAreImported) {
+  const ImportOptions options = dgx_h100(2);
+  const auto run_of = [&](const std::string& name, const ImportResult& result) {
+    return load_run_config(write(name, result.yaml), options.search, registries_);
+  };
+  const std::string megatron =
+      "--num-layers 48 --hidden-size 2048 --ffn-hidden-size 768 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 4 --num-experts 128 --moe-router-topk 8 --seq-length 4096 --global-batch-size 64 "
+      "--micro-batch-size 1 --bf16 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 12 "
+      "--expert-model-parallel-size 8 --moe-token-dispatcher-type flex --overlap-moe-expert-parallel-comm\n";
+  const RunSpec from_args = run_of("m.yaml", import_megatron(write("m.args", megatron), options));
+  EXPECT_EQ(from_args.model.name, "qwen3-30b-a3b");
+  EXPECT_EQ(from_args.training.moe_dispatcher, MoeDispatcher::flex);
+  EXPECT_TRUE(from_args.training.overlap.ep_1f1b);
+  // Without the flags: Megatron-Core's defaults (the all-to-all dispatcher, no batch-level overlap).
+  std::string plain = megatron;
+  plain.replace(plain.find("--moe-token-dispatcher-type"), std::string::npos, "\n");
+  const RunSpec defaults = run_of("p.yaml", import_megatron(write("p.args", plain), options));
+  EXPECT_EQ(defaults.training.moe_dispatcher, MoeDispatcher::alltoall);
+  EXPECT_FALSE(defaults.training.overlap.ep_1f1b);
+
+  const std::string bridge =
+      "model:\n  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n"
+      "  expert_model_parallel_size: 8\n  num_layers: 48\n  hidden_size: 2048\n  ffn_hidden_size: 768\n"
+      "  num_attention_heads: 32\n  num_query_groups: 4\n  num_moe_experts: 128\n  moe_router_topk: 8\n"
+      "  moe_token_dispatcher_type: alltoall\n"
+      "train: {global_batch_size: 64, micro_batch_size: 1}\ndataset: {seq_length: 4096}\n"
+      "comm_overlap: {overlap_moe_expert_parallel_comm: true}\n";
+  const RunSpec from_bridge = run_of("b.yaml", import_bridge(write("b_in.yaml", bridge), options));
+  EXPECT_EQ(from_bridge.model.name, "qwen3-30b-a3b");
+  EXPECT_EQ(from_bridge.training.moe_dispatcher, MoeDispatcher::alltoall);
+  EXPECT_TRUE(from_bridge.training.overlap.ep_1f1b);
+}
+
 TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {
   const fs::path perf = bridge_fixture("llama3_70b_llm_pretrain.yaml");
   ImportOptions a100 = dgx_h100(8);
