@@ -297,8 +297,8 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["optim"]["overlap_param_sync"] = is_true(args, "overlap-param-gather");
   model["ub_tp_comm_overlap"] = is_true(args, "tp-comm-overlap");
   model["overlap_moe_expert_parallel_comm"] = is_true(args, "overlap-moe-expert-parallel-comm");
-  if (const auto dispatcher = args.find("moe-token-dispatcher-type"); dispatcher != args.end())
-    model["moe_token_dispatcher_type"] = dispatcher->second;
+  if (args.count("moe-token-dispatcher-type"))
+    model["moe_token_dispatcher_type"] = args.at("moe-token-dispatcher-type");
   // Megatron-Core DDP's gradient bucket: --ddp-bucket-size parameters, default max(40e6, 1e6 x data-parallel size);
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).
   const int nodes = options.nodes.value_or(1);
