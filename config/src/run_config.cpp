@@ -344,6 +344,8 @@ void decode_power(Mapping& p, PowerRunSpec& power) {
   p.read("cap_w", power.cap_w, 1.0, kPositiveReal, "W per GPU");
   p.read("lock_clock_mhz", power.lock_clock_hz, units::kMega, kPositiveReal, "MHz");
   p.read("telemetry_interval_ms", power.telemetry_interval_s, units::kMillisecond, kPositiveReal, "ms");
+  p.read("chip_variation", power.chip_variation, 1.0,
+         RealRule{0.0, false, 0.5, true, "a relative standard deviation in [0, 0.5) (0: identical chips)"}, "");
 }
 
 template <class R>

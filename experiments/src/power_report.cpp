@@ -45,6 +45,9 @@ PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registrie
   in.dies_per_package = std::max(hw.dies_per_package, 1);
   const CoolingSpec cooling = run.power.cooling.value_or(hw.cooling);
   const int gpus = run.cluster.gpu_count();
+  // The job waits for its slowest chip (a package of dies shares one power limit and one clock).
+  in.governed_dynamic_scale =
+      slowest_chip_dynamic_scale(run.power.chip_variation, (gpus + in.dies_per_package - 1) / in.dies_per_package);
   const double start_w = std::max(hw.idle_power_w, run.power.start_power_fraction * in.cap_w_per_gpu);
   in.inlet_c.resize(static_cast<std::size_t>(gpus));
   in.initial_c.resize(static_cast<std::size_t>(gpus));
@@ -201,6 +204,7 @@ PowerObserver::PowerObserver(const Workload& workload, const RunSpec& run, const
     : workload_(workload), gpus_(static_cast<std::size_t>(workload.layout.world_size())) {
   report_.available = setup.enabled();
   report_.cap_w = setup.input.cap_w_per_gpu;
+  report_.slowest_chip_dynamic_scale = setup.input.governed_dynamic_scale;
   report_.ceiling_hz = setup.input.ceiling_hz;
   report_.max_clock_hz = run.hardware.compute.boost_clock_hz;
   for (Gpu& gpu : gpus_) gpu.busy_min_clock_hz = std::numeric_limits<double>::infinity();

@@ -223,6 +223,8 @@ void write_power_json(JsonWriter& json, const RunSpec& run, const RunReport& rep
   json.key("power").begin_object();
   json.field("governor", run.power.governor);
   json.field("cap_w", p.cap_w);
+  json.field("chip_variation", run.power.chip_variation);
+  json.field("slowest_chip_dynamic_scale", p.slowest_chip_dynamic_scale);
   json.field("mean_w", p.mean_w);
   json.field("peak_w", p.peak_w);
   json.field("peak_1ms_w", p.peak_1ms_w);
@@ -506,6 +508,11 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
     out << "  throttled           " << fixed(100.0 * p.throttled_fraction, 1) << " % of GPU time (power cap "
         << fixed(100.0 * p.power_capped_fraction, 1) << " %, thermal " << fixed(100.0 * p.thermal_throttled_fraction, 1)
         << " %); peak temperature " << fixed(peak_c, 1) << " °C (" << run.power.governor << " governor)\n";
+    if (p.slowest_chip_dynamic_scale > 1.0)
+      out << "  slowest chip        the cap holds the pace of the slowest of "
+          << (report.gpus + std::max(run.hardware.dies_per_package, 1) - 1) / std::max(run.hardware.dies_per_package, 1)
+          << " chips: dynamic power +" << fixed(100.0 * (p.slowest_chip_dynamic_scale - 1.0), 1)
+          << " % (power.chip_variation " << fixed(run.power.chip_variation, 3) << ")\n";
   }
   out << "\n  simulated ";
   if (report.stats.simulated_ranks > 0 && static_cast<int>(report.stats.simulated_ranks) < report.gpus)

@@ -63,6 +63,8 @@ PowerDomain::PowerDomain(const ComputeModel& compute, const PowerModel& power, c
     throw ModelError("power domain: need 0 <= floor clock <= ceiling clock, ceiling > 0");
   if (!(settings_.comm_compute_slowdown >= 0.0 && settings_.comm_compute_slowdown < 1.0))
     throw ModelError("power domain: comm_compute_slowdown must be in [0, 1)");
+  if (!(settings_.governed_dynamic_scale >= 1.0))
+    throw ModelError("power domain: the governed chip's dynamic power scale must be >= 1");
   dies_.resize(settings_.dies.size());
   for (std::size_t d = 0; d < dies_.size(); ++d) {
     dies_[d].settings = settings_.dies[d];
@@ -100,10 +102,6 @@ DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
   return a;
 }
 
-double PowerDomain::power_at(const DieActivity& activity, double clock_hz, double temperature_c) const {
-  return power_.power_at_scale_w(activity, scale_at(clock_hz), temperature_c);
-}
-
 double PowerDomain::scale_at(double clock_hz) const {
   // highest_clock_within probes the steps as k * step: the same product finds the entry (a multiply and a truncation
   // here; std::round and a division cost more than the lookup saved).
@@ -126,7 +124,10 @@ const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieSta
   DieState::PowerMemo& memo = die.power_memo;
   if (memo.clock_hz != clock_hz || memo.temperature_c != die.temperature_c) {
     memo.activity = activity(die, clock_hz);
-    memo.power_w = power_at(memo.activity, clock_hz, die.temperature_c);
+    const PowerLine line = power_.power_line(memo.activity, die.temperature_c);
+    const double scale = scale_at(clock_hz);
+    memo.power_w = line.at(scale);
+    memo.governed_power_w = line.base_w + settings_.governed_dynamic_scale * line.per_scale_w * scale;
     memo.clock_hz = clock_hz;
     memo.temperature_c = die.temperature_c;
   }
@@ -134,7 +135,7 @@ const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieSta
 }
 
 double PowerDomain::die_power_w(int die, double clock_hz) const {
-  return memoized_power(dies_[static_cast<std::size_t>(die)], clock_hz).power_w;
+  return memoized_power(dies_[static_cast<std::size_t>(die)], clock_hz).governed_power_w;
 }
 
 double PowerDomain::die_period_power_w(int die, double clock_hz) const {
@@ -146,13 +147,17 @@ double PowerDomain::die_period_power_w(int die, double clock_hz) const {
     d.period_line = power_.power_line(average, d.temperature_c);
     d.period_line_valid = true;
   }
-  return d.period_line.at(scale_at(clock_hz));
+  return d.period_line.base_w + settings_.governed_dynamic_scale * d.period_line.per_scale_w * scale_at(clock_hz);
 }
 
 void PowerDomain::refresh_power(DieState& d) const {
   const DieState::PowerMemo& memo = memoized_power(d, d.clock_hz);
   d.activity = memo.activity;
-  d.power_w = memo.power_w;
+  // While the cap holds the clock down, a typical chip paced by the slowest one draws the cap as well: it runs its
+  // kernels faster and waits at each synchronisation, and its firmware, averaging over the window, raises its clock
+  // until the average is at the cap. Otherwise it draws its own power at the common clock.
+  d.power_w = (d.flags & kThrottlePower) != 0 ? memo.governed_power_w : memo.power_w;
+  d.governed_power_w = memo.governed_power_w;
 }
 
 double PowerDomain::slowdown_c() const { return thermal_.params().slowdown_c; }
@@ -186,7 +191,7 @@ void PowerDomain::integrate(double time_s) {
     d.period_s += dt;
     d.period_line_valid = false;
     d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, d.power_w, dt);
-    total += d.power_w;
+    total += d.governed_power_w;
   }
   // The firmware's averaged power: a first-order filter, P_avg(t + dt) = P + (P_avg - P) exp(-dt / window).
   const double window = governor_.params().window_s;
@@ -273,7 +278,7 @@ void PowerDomain::start(double time_s) {
   now_s_ = time_s;
   for (DieState& d : dies_) refresh_power(d);  // idle: no kernels yet
   filtered_w_ = 0.0;
-  for (const DieState& d : dies_) filtered_w_ += d.power_w;
+  for (const DieState& d : dies_) filtered_w_ += d.governed_power_w;
   decide();  // reports every die: none has been reported yet
 }
 

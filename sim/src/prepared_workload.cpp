@@ -203,6 +203,7 @@ std::vector<PowerDomainSettings> power_packages(const PowerInput& power, int wor
     settings.ceiling_hz = power.ceiling_hz;
     settings.floor_hz = power.floor_hz;
     settings.comm_compute_slowdown = comm_compute_slowdown;
+    settings.governed_dynamic_scale = power.governed_dynamic_scale;
     const int first = static_cast<int>(k) * per;
     for (int r = first; r < std::min(world_size, first + per); ++r) {
       const auto i = static_cast<std::size_t>(r);

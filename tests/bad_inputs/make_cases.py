@@ -192,6 +192,7 @@ config("power_cap_huge", BASE + "power: {cap_w: 1e308}\n", "cap_w")
 config("power_cap_negative", BASE + "power: {cap_w: -5}\n", "cap_w")
 config("power_cap_nan", BASE + "power: {cap_w: .nan}\n", "cap_w")
 config("power_cap_inf", BASE + "power: {cap_w: .inf}\n", "cap_w")
+config("chip_variation_negative", BASE + "power: {chip_variation: -0.01}\n", "chip_variation")
 config("inlet_absurd", BASE + "thermal: {ambient_c: 5000}\n", "ambient_c")
 config("zero_stage_five", replaced("  fsdp: full_shard", "  zero_stage: 5"), "zero_stage")
 # ---- run configs: inconsistent parallelism ----------------------------------------------------------------------

@@ -116,6 +116,25 @@ TEST(PowerModel, LeakageGrowsLinearlyWithTemperature) {
   EXPECT_NEAR(m.power->power_w(DieActivity{}, 1e9, 80.0) - m.power->power_w(DieActivity{}, 1e9, 40.0), 20.0, 1e-12);
 }
 
+TEST(PowerModel, ExpectedMaximumOfStandardNormalsMatchesItsClosedForms) {
+  const double pi = std::acos(-1.0);
+  EXPECT_EQ(expected_maximum_of_standard_normals(1), 0.0);
+  // E[max] of 2 and 3 standard normals: 1 / sqrt(pi) and 3 / (2 sqrt(pi)) (David and Nagaraja, "Order Statistics").
+  EXPECT_NEAR(expected_maximum_of_standard_normals(2), 1.0 / std::sqrt(pi), 1e-9);
+  EXPECT_NEAR(expected_maximum_of_standard_normals(3), 1.5 / std::sqrt(pi), 1e-9);
+  // Tabulated expected normal order statistics (Harter 1961): n = 5, 10, 100, 1000.
+  EXPECT_NEAR(expected_maximum_of_standard_normals(5), 1.16296, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_standard_normals(10), 1.53875, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_standard_normals(100), 2.50759, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_standard_normals(1000), 3.24144, 1e-5);
+  EXPECT_THROW((void)expected_maximum_of_standard_normals(0), ModelError);
+  // The slowest of one chip is that chip; of more, it grows with the draws and the spread.
+  EXPECT_EQ(slowest_chip_dynamic_scale(0.045, 1), 1.0);
+  EXPECT_NEAR(slowest_chip_dynamic_scale(0.045, 2), 1.0 + 0.045 / std::sqrt(pi), 1e-9);
+  EXPECT_EQ(slowest_chip_dynamic_scale(0.0, 4096), 1.0);
+  EXPECT_THROW((void)slowest_chip_dynamic_scale(-0.01, 8), ModelError);
+}
+
 // ---- thermal model -------------------------------------------------------------------------------------------
 
 TEST(ThermalModel, RcClosedForm) {
@@ -533,6 +552,45 @@ TEST(PowerDomain, ChangesAtOneInstantAreOneDecisionWhateverIsAskedBetween) {
   // takes the changes either way.
   EXPECT_LE(lazy->stats().decisions + 30, asked->stats().decisions);
   EXPECT_GE(lazy->stats().decisions + 39, asked->stats().decisions);
+}
+
+TEST(PowerDomain, TheGovernorHoldsTheCapForTheSlowestChip) {
+  // A domain governed for a chip with 1.2x the dynamic power (the job's slowest) settles on the clock a domain of that
+  // chip settles on, and while the cap binds reports that chip's power (the typical chip races and waits at the cap).
+  GovernorParams g;
+  g.window_s = 10e-3;
+  g.control_period_s = 10e-3;
+  const double cap = 400.0;
+  const std::vector<Script> script{{0.0, true, gemm(20.0)}, {20.0, false, {}}};
+  PowerParams slow_chip = test_power();
+  slow_chip.dynamic_w *= 1.2;
+  const Models typical = make_models(test_power(), {0.08, 100.0, 500.0}, g);
+  const Models slowest = make_models(slow_chip, {0.08, 100.0, 500.0}, g);
+  PowerDomainSettings governed = one_die(cap);
+  governed.governed_dynamic_scale = 1.2;
+  Collect alone, paced, slow;
+  (void)run_script(typical, one_die(cap), script, 20.0, alone);
+  const auto domain = run_script(typical, governed, script, 20.0, paced);
+  (void)run_script(slowest, one_die(cap), script, 20.0, slow);
+  const auto settled = [](const Collect& c) { return c.samples[c.samples.size() - 2]; };
+  EXPECT_LT(settled(slow).clock_hz, settled(alone).clock_hz) << "the cap must bind harder on the slower chip";
+  EXPECT_EQ(settled(paced).clock_hz, settled(slow).clock_hz);
+  EXPECT_NE(settled(paced).flags & kThrottlePower, 0);
+  EXPECT_NEAR(settled(paced).power_w, settled(slow).power_w, 1e-9 * cap);
+  EXPECT_NEAR(settled(paced).filtered_power_w, settled(slow).filtered_power_w, 1e-9 * cap);
+  // Over the 20 s, the average power is the cap's (within the burst before the loop settles).
+  EXPECT_NEAR(domain->energy_j(0) / 20.0, cap, 0.02 * cap);
+
+  // Uncapped (a cap far above the load): the common clock is the ceiling and the typical chip draws its own power.
+  PowerDomainSettings uncapped = one_die(1e4);
+  uncapped.governed_dynamic_scale = 1.2;
+  Collect own, paced_uncapped;
+  const auto a = run_script(typical, one_die(1e4), script, 20.0, own);
+  const auto b = run_script(typical, uncapped, script, 20.0, paced_uncapped);
+  EXPECT_EQ(settled(paced_uncapped).clock_hz, 1.4e9);
+  EXPECT_EQ(settled(paced_uncapped).flags, 0);
+  EXPECT_EQ(settled(paced_uncapped).power_w, settled(own).power_w);
+  EXPECT_EQ(b->energy_j(0), a->energy_j(0));
 }
 
 }  // namespace

@@ -30,6 +30,14 @@ struct PowerRunSpec {
   /// The GPUs start warm: at the steady-state temperature of this fraction of the cap (0 = idle power), as in a
   /// job that has been running (estimate: power-capped training GPUs average 90-100 % of the cap).
   double start_power_fraction = 0.9;
+  /// Relative standard deviation of the dynamic power that chips of one product draw at the same clock and load
+  /// (manufacturing variation). A synchronous job runs at the pace of its slowest chip: every GPU's governor holds the
+  /// cap for the slowest of the run's GPUs (slowest_chip_dynamic_scale). Sinha et al. (SC'22, "Not All GPUs Are Created
+  /// Equal": V100 and MI60 clusters) measured 8 % performance variation between a cluster's power-capped GPUs of one
+  /// SKU, read as the range between the box plot's whiskers (about 5.4 standard deviations of a normal population):
+  /// 1.5 % of performance. Under the cap the dynamic power grows about as the cube of the clock (f V^2 with V rising
+  /// with f near the top of the curve), so 4.5 % of dynamic power. 0: identical chips.
+  double chip_variation = 0.045;
 };
 
 struct RunSpec {

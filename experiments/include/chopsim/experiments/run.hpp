@@ -52,9 +52,12 @@ struct PowerReport {
   double cap_w = 0.0;         ///< power cap per GPU
   double ceiling_hz = 0.0;    ///< the governor's ceiling (locked clock or max clock)
   double max_clock_hz = 0.0;  ///< the hardware's max clock
-  double mean_w = 0.0;        ///< energy / run time, mean over GPUs
-  double peak_w = 0.0;        ///< highest instantaneous power of any GPU
-  double peak_1ms_w = 0.0;    ///< highest average over any 1 ms window, any GPU
+  /// The governors hold the cap for the job's slowest chip, which draws this many times the modelled chip's dynamic
+  /// power (power.chip_variation; 1 = identical chips or one GPU).
+  double slowest_chip_dynamic_scale = 1.0;
+  double mean_w = 0.0;      ///< energy / run time, mean over GPUs
+  double peak_w = 0.0;      ///< highest instantaneous power of any GPU
+  double peak_1ms_w = 0.0;  ///< highest average over any 1 ms window, any GPU
   /// Highest average over any 25 ms window, any GPU: the most an NVML/nvidia-smi power reading of A100/H100-class
   /// boards can show, as their sensor averages 25 ms of every 100 ms (Yang, Adamek, Armour, "Accurate and Convenient
   /// Energy Measurements for GPUs", SC24, arXiv:2312.02741).

@@ -77,4 +77,14 @@ using PowerModelRegistry = Registry<PowerModel, const PowerParams&>;
 /// "cv2f": P = P_idle + leakage + P_dyn * (f/f_max) * (V(f)/V_max)^2 * activity + P_hbm * u_hbm.
 void register_builtin_power_models(PowerModelRegistry& registry);
 
+/// E[max(Z_1, ..., Z_n)] for n independent standard normal variables (0 for n = 1; 1/sqrt(pi) for n = 2): how many
+/// standard deviations the extreme of n draws lies from their mean.
+[[nodiscard]] double expected_maximum_of_standard_normals(int n);
+
+/// Chips of one product differ in the dynamic power they draw at a given clock and load (manufacturing variation;
+/// Sinha et al., "Not All GPUs Are Created Equal", SC'22). A synchronous job of `gpus` chips whose dynamic power
+/// varies with relative standard deviation `chip_sigma` waits for its slowest chip, the one that draws the most
+/// under the power cap: its dynamic power is 1 + chip_sigma * E[max of gpus standard normals] times the mean chip's.
+[[nodiscard]] double slowest_chip_dynamic_scale(double chip_sigma, int gpus);
+
 }  // namespace chopsim

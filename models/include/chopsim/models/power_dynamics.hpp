@@ -58,6 +58,13 @@ struct PowerDomainSettings {
   double ceiling_hz = 0.0;  ///< locked clock or max clock
   double floor_hz = 0.0;    ///< min clock
   double comm_compute_slowdown = 0.0;
+  /// The governor holds the power cap (and the slowdown temperature) for a chip that draws this many times the
+  /// modelled chip's dynamic power at the same clock and load: the slowest chip of a synchronous job, which every
+  /// GPU of it waits for (slowest_chip_dynamic_scale). The power the domain reports (and its energy and temperature)
+  /// is a typical chip's paced by the slowest one: the governed chip's while the power cap holds the clock down (the
+  /// typical chip runs ahead, waits at each synchronisation, and its firmware keeps its averaged power at the cap),
+  /// the modelled chip's at the common clock otherwise. 1: the modelled chip alone.
+  double governed_dynamic_scale = 1.0;
   struct Die {
     std::uint32_t gpu = 0;    ///< global rank, for telemetry
     double inlet_c = 25.0;    ///< inlet temperature of its slot (°C)
@@ -143,6 +150,7 @@ class PowerDomain final : private GovernorContext {
     int communications = 0;
     double clock_hz = 0.0;
     double power_w = 0.0;
+    double governed_power_w = 0.0;  ///< what the governed chip would draw instead (governed_dynamic_scale)
     double temperature_c = 0.0;
     double energy_j = 0.0;
     std::uint8_t flags = 0;
@@ -167,6 +175,7 @@ class PowerDomain final : private GovernorContext {
       double clock_hz = -1.0;  ///< none yet
       double temperature_c = 0.0;
       double power_w = 0.0;
+      double governed_power_w = 0.0;
       DieActivity activity;
     };
     mutable PowerMemo power_memo;
@@ -194,8 +203,6 @@ class PowerDomain final : private GovernorContext {
   // GovernorContext::temperature_c is the public accessor above.
 
   DieActivity activity(const DieState& die, double clock_hz) const;
-  /// power_.power_w(activity, clock_hz, temperature_c), with g(clock_hz) from scale_by_step_.
-  double power_at(const DieActivity& activity, double clock_hz, double temperature_c) const;
   /// power_.dynamic_scale(clock_hz), remembered per clock step.
   double scale_at(double clock_hz) const;
   /// The kernel's timing at `clock_hz`, cached per kernel (`die_clock_hz`: the clock its die runs at now).
@@ -220,7 +227,7 @@ class PowerDomain final : private GovernorContext {
   GovernorState state_;
   GovernorDecision decision_;
   double now_s_ = 0.0;
-  double filtered_w_ = 0.0;
+  double filtered_w_ = 0.0;  ///< the governed chip's averaged power (what the governor holds under the cap)
   double over_since_s_ = std::numeric_limits<double>::infinity();
   double next_event_s_ = std::numeric_limits<double>::infinity();
   double period_started_s_ = -std::numeric_limits<double>::infinity();    ///< the last control period's start

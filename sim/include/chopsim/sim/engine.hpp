@@ -41,10 +41,12 @@ struct PowerInput {
   const PowerModel* power = nullptr;
   const ThermalModel* thermal = nullptr;
   const Governor* governor = nullptr;
-  double cap_w_per_gpu = 0.0;     ///< a package of n dies shares n times this
-  double ceiling_hz = 0.0;        ///< locked clock, or the max clock
-  double floor_hz = 0.0;          ///< min clock
-  int dies_per_package = 1;       ///< ranks k*n .. k*n+n-1 form package k
+  double cap_w_per_gpu = 0.0;  ///< a package of n dies shares n times this
+  double ceiling_hz = 0.0;     ///< locked clock, or the max clock
+  double floor_hz = 0.0;       ///< min clock
+  int dies_per_package = 1;    ///< ranks k*n .. k*n+n-1 form package k
+  /// Every domain's governor holds the cap for the job's slowest chip (PowerDomainSettings::governed_dynamic_scale).
+  double governed_dynamic_scale = 1.0;
   std::vector<double> inlet_c;    ///< per rank (°C)
   std::vector<double> initial_c;  ///< per rank (°C)
 };
