@@ -23,6 +23,11 @@ constexpr double kLowClockFraction = 0.9;
 
 // ---- setup ---------------------------------------------------------------------------------------------------
 
+int chips_of(const RunSpec& run) {
+  const int dies = std::max(run.hardware.dies_per_package, 1);
+  return (run.cluster.gpu_count() + dies - 1) / dies;
+}
+
 PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries) {
   PowerSetup setup;
   if (!run.power.dynamics) return setup;
@@ -46,8 +51,7 @@ PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registrie
   const CoolingSpec cooling = run.power.cooling.value_or(hw.cooling);
   const int gpus = run.cluster.gpu_count();
   // The job waits for its slowest chip (a package of dies shares one power limit and one clock).
-  in.governed_dynamic_scale =
-      slowest_chip_dynamic_scale(run.power.chip_variation, (gpus + in.dies_per_package - 1) / in.dies_per_package);
+  in.governed_dynamic_scale = slowest_chip_dynamic_scale(run.power.chip_variation, chips_of(run));
   const double start_w = std::max(hw.idle_power_w, run.power.start_power_fraction * in.cap_w_per_gpu);
   in.inlet_c.resize(static_cast<std::size_t>(gpus));
   in.initial_c.resize(static_cast<std::size_t>(gpus));
@@ -205,6 +209,7 @@ PowerObserver::PowerObserver(const Workload& workload, const RunSpec& run, const
   report_.available = setup.enabled();
   report_.cap_w = setup.input.cap_w_per_gpu;
   report_.slowest_chip_dynamic_scale = setup.input.governed_dynamic_scale;
+  report_.chips = chips_of(run);
   report_.ceiling_hz = setup.input.ceiling_hz;
   report_.max_clock_hz = run.hardware.compute.boost_clock_hz;
   for (Gpu& gpu : gpus_) gpu.busy_min_clock_hz = std::numeric_limits<double>::infinity();

@@ -26,6 +26,9 @@ struct PowerSetup {
   [[nodiscard]] bool enabled() const { return power != nullptr; }
 };
 
+/// The run's chips: its GPU packages (an MI250/MI250X package of two GCDs is one chip: one power limit, one clock).
+[[nodiscard]] int chips_of(const RunSpec& run);
+
 /// Builds the models named in run.power (none when run.power.dynamics is false).
 [[nodiscard]] PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries);
 

@@ -509,10 +509,9 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
         << fixed(100.0 * p.power_capped_fraction, 1) << " %, thermal " << fixed(100.0 * p.thermal_throttled_fraction, 1)
         << " %); peak temperature " << fixed(peak_c, 1) << " °C (" << run.power.governor << " governor)\n";
     if (p.slowest_chip_dynamic_scale > 1.0)
-      out << "  slowest chip        the cap holds the pace of the slowest of "
-          << (report.gpus + std::max(run.hardware.dies_per_package, 1) - 1) / std::max(run.hardware.dies_per_package, 1)
-          << " chips: dynamic power +" << fixed(100.0 * (p.slowest_chip_dynamic_scale - 1.0), 1)
-          << " % (power.chip_variation " << fixed(run.power.chip_variation, 3) << ")\n";
+      out << "  slowest chip        the cap holds the pace of the slowest of " << p.chips << " chips: dynamic power +"
+          << fixed(100.0 * (p.slowest_chip_dynamic_scale - 1.0), 1) << " % (power.chip_variation "
+          << fixed(run.power.chip_variation, 3) << ")\n";
   }
   out << "\n  simulated ";
   if (report.stats.simulated_ranks > 0 && static_cast<int>(report.stats.simulated_ranks) < report.gpus)

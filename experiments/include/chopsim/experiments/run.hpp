@@ -55,6 +55,7 @@ struct PowerReport {
   /// The governors hold the cap for the job's slowest chip, which draws this many times the modelled chip's dynamic
   /// power (power.chip_variation; 1 = identical chips or one GPU).
   double slowest_chip_dynamic_scale = 1.0;
+  int chips = 1;            ///< the chips (GPU packages) of the run, of which that is the slowest
   double mean_w = 0.0;      ///< energy / run time, mean over GPUs
   double peak_w = 0.0;      ///< highest instantaneous power of any GPU
   double peak_1ms_w = 0.0;  ///< highest average over any 1 ms window, any GPU
