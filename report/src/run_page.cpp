@@ -181,6 +181,11 @@ std::string headline_table(const Summary& s) {
     rows.push_back({"mean clock in kernels", fixed(s.value({"clock", "mean_mhz"}), 0),
                     "MHz (max " + fixed(s.value({"clock", "max_mhz"}), 0) + ")"});
     rows.push_back({"throttled", fixed(100.0 * s.value({"throttled_fraction"}), 1), "% of GPU time"});
+    // Older summaries have no chip spread: their GPUs were identical.
+    if (s.number({"power", "slowest_chip_dynamic_scale"}) && s.value({"power", "slowest_chip_dynamic_scale"}) > 1.0)
+      rows.push_back({"slowest chip's dynamic power (the pace every GPU waits for)",
+                      "+" + fixed(100.0 * (s.value({"power", "slowest_chip_dynamic_scale"}) - 1.0), 1),
+                      "% (power.chip_variation " + fixed(s.value({"power", "chip_variation"}), 3) + ")"});
     rows.push_back({"peak temperature", fixed(s.value({"temperature", "peak_c"}), 1), "°C"});
   }
   std::string html = "<table>\n<tr><th>figure</th><th>value</th><th>unit</th></tr>\n";
