@@ -102,6 +102,10 @@ DieActivity PowerDomain::activity(const DieState& die, double clock_hz) const {
   return a;
 }
 
+double PowerDomain::governed_power_w(const PowerLine& line, double dynamic_scale) const {
+  return line.base_w + settings_.governed_dynamic_scale * line.per_scale_w * dynamic_scale;
+}
+
 double PowerDomain::scale_at(double clock_hz) const {
   // highest_clock_within probes the steps as k * step: the same product finds the entry (a multiply and a truncation
   // here; std::round and a division cost more than the lookup saved).
@@ -127,7 +131,7 @@ const PowerDomain::DieState::PowerMemo& PowerDomain::memoized_power(const DieSta
     const PowerLine line = power_.power_line(memo.activity, die.temperature_c);
     const double scale = scale_at(clock_hz);
     memo.power_w = line.at(scale);
-    memo.governed_power_w = line.base_w + settings_.governed_dynamic_scale * line.per_scale_w * scale;
+    memo.governed_power_w = governed_power_w(line, scale);
     memo.clock_hz = clock_hz;
     memo.temperature_c = die.temperature_c;
   }
@@ -147,7 +151,7 @@ double PowerDomain::die_period_power_w(int die, double clock_hz) const {
     d.period_line = power_.power_line(average, d.temperature_c);
     d.period_line_valid = true;
   }
-  return d.period_line.base_w + settings_.governed_dynamic_scale * d.period_line.per_scale_w * scale_at(clock_hz);
+  return governed_power_w(d.period_line, scale_at(clock_hz));
 }
 
 void PowerDomain::refresh_power(DieState& d) const {

@@ -203,6 +203,8 @@ class PowerDomain final : private GovernorContext {
   // GovernorContext::temperature_c is the public accessor above.
 
   DieActivity activity(const DieState& die, double clock_hz) const;
+  /// What the governed chip draws on `line` at g(f) = `dynamic_scale`: its dynamic part times governed_dynamic_scale.
+  double governed_power_w(const PowerLine& line, double dynamic_scale) const;
   /// power_.dynamic_scale(clock_hz), remembered per clock step.
   double scale_at(double clock_hz) const;
   /// The kernel's timing at `clock_hz`, cached per kernel (`die_clock_hz`: the clock its die runs at now).
