@@ -291,7 +291,16 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   }
   // MiB, as PyTorch DDP's bucket_cap_mb and NeMo's bucket_cap_mb.
   t.read("dp_bucket_mb", train.dp_bucket_bytes, units::kMiB, kPositiveReal, "MiB");
-  t.read("moe_capacity_factor", train.moe_capacity_factor, 1.0, kPositiveReal, "");
+  // Unset or null (Megatron's None): dropless.
+  if (t.has("moe_capacity_factor") && !t.value("moe_capacity_factor").IsNull()) {
+    double capacity = 1.0;
+    t.read("moe_capacity_factor", capacity, 1.0, kPositiveReal, "");
+    train.moe_capacity_factor = capacity;
+  }
+  t.read("moe_load_imbalance", train.moe_load_imbalance, 1.0,
+         RealRule{1.0, false, std::numeric_limits<double>::infinity(), false,
+                  "a number >= 1 (the busiest expert-parallel rank's routed tokens over the mean; 1: balanced)"},
+         "");
   t.read_choice<MoeDispatcher>("moe_dispatcher", train.moe_dispatcher,
                                {{"alltoall", MoeDispatcher::alltoall}, {"flex", MoeDispatcher::flex}});
   t.read_choice<Fp8Recipe>("fp8_recipe", train.fp8_recipe, {kFp8RecipeNames.begin(), kFp8RecipeNames.end()});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "chopsim/common/json_writer.hpp"
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/detail/decode.hpp"
 
@@ -319,7 +320,29 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
     rules.fail("training.fsdp_prefetch", "must be >= 0, found " + str(train.fsdp_prefetch), "use 0, 1 or 2");
   if (!(train.dp_bucket_bytes > 0.0))
     rules.fail("training.dp_bucket_mb", "the gradient bucket size must be > 0", "use e.g. 25 (MiB)");
-  if (!(train.moe_capacity_factor > 0.0)) rules.fail("training.moe_capacity_factor", "must be > 0", "use e.g. 1.0");
+  if (train.moe_capacity_factor && !(*train.moe_capacity_factor > 0.0))
+    rules.fail("training.moe_capacity_factor", "must be > 0", "use e.g. 1.0, or remove it for dropless routing");
+  if (train.moe_load_imbalance != 1.0) {
+    const double most = TrainingSpec::largest_moe_load_imbalance(model.experts, model.top_k, par.ep);
+    if (!model.is_moe() || par.ep < 2)
+      rules.fail("training.moe_load_imbalance",
+                 "the load imbalance between expert-parallel ranks needs a mixture of experts split over ep > 1 (" +
+                     std::string(model.is_moe() ? "ep is " + str(par.ep) : "model '" + model.name + "' has none") + ")",
+                 "remove moe_load_imbalance, or set parallelism.ep > 1");
+    else if (train.moe_load_imbalance > most)
+      rules.fail("training.moe_load_imbalance",
+                 "the busiest of " + str(par.ep) + " expert-parallel ranks takes at most " +
+                     JsonWriter::format_number(most) + " times the mean (min(ep, experts / top_k) = min(" +
+                     str(par.ep) + ", " + str(model.experts) + " / " + str(model.top_k) + ")), found " +
+                     JsonWriter::format_number(train.moe_load_imbalance),
+                 "use the measured max / mean of the tokens per expert-parallel rank, between 1 and " +
+                     JsonWriter::format_number(most));
+    else if (train.moe_capacity_factor)
+      rules.fail("training.moe_load_imbalance",
+                 "with moe_capacity_factor every expert takes its capacity (tokens above it dropped, slots below it "
+                 "padded), whatever the imbalance",
+                 "remove moe_load_imbalance, or remove moe_capacity_factor for dropless routing");
+  }
   if (!(train.host_launch_s < 0.01))
     rules.fail("training.host_launch_us",
                "must be below 10000 µs, found " + str(static_cast<long long>(std::lround(train.host_launch_s * 1e6))),

@@ -156,6 +156,7 @@ const std::set<std::string> kRead = {
     "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
     "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
     "no-overlap-p2p-communication", "moe-token-dispatcher-type", "overlap-moe-expert-parallel-comm",
+    "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -299,6 +300,10 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["overlap_moe_expert_parallel_comm"] = is_true(args, "overlap-moe-expert-parallel-comm");
   if (args.count("moe-token-dispatcher-type"))
     model["moe_token_dispatcher_type"] = args.at("moe-token-dispatcher-type");
+  if (args.count("moe-expert-capacity-factor")) {
+    model["moe_expert_capacity_factor"] = args.at("moe-expert-capacity-factor");
+    model["moe_pad_expert_input_to_capacity"] = is_true(args, "moe-pad-expert-input-to-capacity");
+  }
   // Megatron-Core DDP's gradient bucket: --ddp-bucket-size parameters, default max(40e6, 1e6 x data-parallel size);
   // chopsim counts it in MiB of bf16 gradients (as configs/validation/megatron-gpt3-7b-*.yaml state it).
   const int nodes = options.nodes.value_or(1);

@@ -308,6 +308,11 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
       if (lora.*target) json.value(name);
     json.end_array().end_object();
   }
+  // Only for a mixture of experts: other runs keep their bytes.
+  if (run.model.is_moe()) {
+    if (run.training.moe_capacity_factor) json.field("moe_capacity_factor", *run.training.moe_capacity_factor);
+    json.field("moe_load_imbalance", run.training.moe_load_imbalance);
+  }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());
   json.end_object();
@@ -445,6 +450,11 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
     out << " (" << names << ")";
   }
   if (run.training.lora.enabled()) out << ", LoRA rank " << run.training.lora.rank << " (base weights frozen)";
+  // The experts' load when it is not the balanced, dropless default: every rank is timed as the busiest one.
+  if (run.model.is_moe() && run.training.moe_capacity_factor)
+    out << ", experts padded to capacity " << fixed(*run.training.moe_capacity_factor, 2);
+  else if (run.model.is_moe() && run.training.moe_load_imbalance != 1.0)
+    out << ", busiest expert rank at " << fixed(run.training.moe_load_imbalance, 2) << " x the mean load";
   out << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";
   out << "\n";

@@ -277,7 +277,10 @@ SweepSpec load_sweep(const fs::path& file) {
     for (const std::string& key : keys_of(top.value("set"))) {
       add_key(fixed, key);
       const YAML::Node value = fixed.value(key);
-      if (!value.IsDefined() || value.IsNull()) fixed.fail(key, "no value", "give " + key + " a value");
+      // A null (`null`, `~`) is passed on: it unsets a key whose absence means something (for example
+      // training.moe_capacity_factor: dropless), and the run's decoding refuses it, at this line, where a key needs
+      // a value.
+      if (!value.IsDefined()) fixed.fail(key, "no value", "give " + key + " a value");
       spec.fixed.push_back({key, flow_text(value), fixed.where(key).to_string() + " (set " + key + ")"});
     }
     fixed.finish();

@@ -14,14 +14,18 @@ namespace chopsim::detail {
 // T/tp * etp * top_k * capacity rows on f/etp columns, then the mirror image: reduce-scatter over etp,
 // all-to-all combine, and the weighted sum of each token's expert outputs. With etp = 1 (MoE parallel
 // folding) there is no expert tensor-parallel collective at all. With capacity factor 1 the expert GEMMs
-// do exactly the active-parameter FLOPs; a larger factor counts the padded slots.
+// do exactly the active-parameter FLOPs; a larger factor counts the padded slots. Dropless routing with a load
+// imbalance gives the busiest expert-parallel rank more rows than the mean; every rank is timed as that one, which
+// the others wait for at the combine (Sizes::received_tokens).
 
 void StageGenerator::moe_forward() {
   const Sizes& s = sizes_;
   const double experts = model_.experts;
   const double local_experts = experts / parallelism_.ep;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
-  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  // The all-to-alls carry the busiest rank's rows: it receives them in the dispatch and sends them back in the
+  // combine, and the others wait for it.
+  const double routed_bytes = s.received_tokens * s.hidden * s.activation_bytes;
   const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
   (void)gemm("router", {.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false});
   (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
@@ -137,7 +141,7 @@ void StageGenerator::moe_backward() {
   const double experts = model_.experts;
   const double local_experts = experts / parallelism_.ep;
   const bool swiglu = model_.mlp == MlpKind::swiglu;
-  const double routed_bytes = s.routed_tokens * s.hidden * s.activation_bytes;
+  const double routed_bytes = s.received_tokens * s.hidden * s.activation_bytes;  // the busiest rank's, as forward
   const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
   (void)compute("moe_unpermute_bwd", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
                 (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chopsim/common/error.hpp"
+#include "chopsim/common/json_writer.hpp"
 
 namespace chopsim::detail {
 
@@ -136,7 +137,13 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (p.zero_stage < 0 || p.zero_stage > 3) fail("zero_stage must be 0, 1, 2 or 3");
   if (training.fsdp_prefetch < 0) fail("fsdp_prefetch must be >= 0");
   if (!(training.dp_bucket_bytes > 0.0)) fail("dp_bucket_bytes must be positive");
-  if (!(training.moe_capacity_factor > 0.0)) fail("moe_capacity_factor must be positive");
+  if (training.moe_capacity_factor && !(*training.moe_capacity_factor > 0.0))
+    fail("moe_capacity_factor must be positive");
+  const double most_load =
+      model.is_moe() ? TrainingSpec::largest_moe_load_imbalance(model.experts, model.top_k, p.ep) : 1.0;
+  if (!(training.moe_load_imbalance >= 1.0 && training.moe_load_imbalance <= most_load))
+    fail("moe_load_imbalance=" + JsonWriter::format_number(training.moe_load_imbalance) + " must be between 1 and " +
+         JsonWriter::format_number(most_load) + " (min(ep, experts / top_k); 1 without experts or expert parallelism)");
 }
 
 PipelineShape pipeline_shape(const TransformerSpec& model, const ParallelismSpec& parallelism,

@@ -82,9 +82,14 @@ class StageGenerator {
     double v_dim = 0;             ///< width of one head's value and output (d, or v_head_dim under MLA)
     double query_heads = 0;       ///< a / tp
     double kv_heads = 0;          ///< a_kv / tp (at least 1)
-    double routed_tokens = 0;     ///< MoE: token copies this rank dispatches, norm_tokens * top_k * capacity
-    /// MoE: rows of this rank's expert GEMMs: the copies it receives (as many as it sends, balanced routing),
-    /// gathered over the expert tensor-parallel group with SP (etp = tp: tokens * top_k * capacity).
+    /// MoE: token copies this rank's router sends and its unpermute sums, norm_tokens * top_k (* capacity, padded).
+    double routed_tokens = 0;
+    /// MoE: the copies the busiest expert-parallel rank receives, norm_tokens * top_k times its load over the mean
+    /// (TrainingSpec::moe_busiest_rank_load: the padded capacity, or the load imbalance). Every rank is timed as that
+    /// rank: the all-to-alls carry this many rows.
+    double received_tokens = 0;
+    /// MoE: rows of this rank's expert GEMMs: the copies it receives, gathered over the expert tensor-parallel group
+    /// with SP (etp = tp: tokens * top_k * load).
     double expert_tokens = 0;
     double expert_ffn_local = 0;  ///< MoE: f / etp
     double mamba_heads = 0;       ///< Mamba-2 heads / tp

@@ -203,6 +203,9 @@ config("pp_not_dividing_layers", replaced("  dp: 8\n  fsdp: full_shard", "  dp: 
 config("ep_1f1b_without_interleaving",
        replaced("model: llama3-8b", "model: mixtral-8x7b").replace("  dp: 8\n  fsdp: full_shard", "  dp: 8\n  ep: 8")
        .replace("  recompute: selective", "  recompute: selective\n  overlap: {ep_1f1b: true}"), "interleaved")
+config("moe_imbalance_above_bound",
+       replaced("model: llama3-8b", "model: mixtral-8x7b").replace("  dp: 8\n  fsdp: full_shard", "  dp: 8\n  ep: 8")
+       .replace("  recompute: selective", "  recompute: selective\n  moe_load_imbalance: 4.5"), "moe_load_imbalance")
 config("batch_not_divisible", replaced("  global_batch: 16", "  global_batch: 15"), "global_batch")
 config("fp8_ratio_above_one",
        replaced("hardware: MI300X", "hardware: {name: MI300X, kernels: {fp8_gemm_efficiency_ratio: 1.13}}"),

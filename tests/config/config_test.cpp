@@ -129,12 +129,12 @@ std::string describe(const RunSpec& run) {
   out << t.global_batch << ' ' << t.micro_batch << ' ' << t.seq_len << ' ' << static_cast<int>(t.precision) << ' '
       << static_cast<int>(t.recompute) << ' ' << t.overlap.dp << t.overlap.fsdp << t.overlap.tp << t.overlap.pp
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
-      << t.moe_capacity_factor << ' ' << t.overlap.tp_backward << ' ' << t.attention << ' '
-      << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip << t.log_num_zeros_in_grad
-      << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic << t.fill_uninitialized_memory
-      << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' ' << t.host_launch_s << ' '
-      << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank << t.lora.qkv
-      << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << '\n';
+      << t.moe_capacity_factor.value_or(0.0) << ' ' << t.moe_load_imbalance << ' ' << t.overlap.tp_backward << ' '
+      << t.attention << ' ' << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip
+      << t.log_num_zeros_in_grad << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic
+      << t.fill_uninitialized_memory << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' '
+      << t.host_launch_s << ' ' << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank
+      << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '
@@ -547,6 +547,47 @@ TEST_F(ConfigTest, MoeDispatcherNamesMegatronsTokenDispatcher) {
                                                            "  global_batch: 8\n  moe_dispatcher: deepep\n")));
                   }),
                   {"bad.yaml:", "training.moe_dispatcher", "expected one of alltoall, flex, found 'deepep'"});
+}
+
+TEST_F(ConfigTest, MoeLoadImbalanceIsTheBusiestRanksLoadOfADroplessRun) {
+  // Mixtral: 8 experts, top 2. Unset: balanced and dropless.
+  const auto run_with = [&](const std::string& file, const std::string& parallelism, const std::string& training) {
+    return write(file, small_run("mixtral-8x7b", parallelism, "  global_batch: 8\n" + training));
+  };
+  const RunSpec balanced = load(run_with("balanced.yaml", "  dp: 8\n  ep: 8\n", ""));
+  EXPECT_EQ(balanced.training.moe_load_imbalance, 1.0);
+  EXPECT_FALSE(balanced.training.moe_capacity_factor.has_value());
+  EXPECT_EQ(balanced.training.moe_busiest_rank_load(8), 1.0);
+  const RunSpec skewed = load(run_with("skewed.yaml", "  dp: 8\n  ep: 8\n", "  moe_load_imbalance: 1.4\n"));
+  EXPECT_EQ(skewed.training.moe_load_imbalance, 1.4);
+  EXPECT_EQ(skewed.training.moe_busiest_rank_load(8), 1.4);
+  const RunSpec capped = load(run_with("capped.yaml", "  dp: 8\n  ep: 8\n", "  moe_capacity_factor: 1.25\n"));
+  EXPECT_EQ(capped.training.moe_busiest_rank_load(8), 1.25);  // padded to capacity
+
+  expect_contains(
+      input_error([&] { (void)load(run_with("below.yaml", "  dp: 8\n  ep: 8\n", "  moe_load_imbalance: 0.9\n")); }),
+      {"below.yaml:", "training.moe_load_imbalance", "a number >= 1"});
+  // At most min(ep, experts / top_k) = min(8, 8 / 2) = 4 times the mean: a token reaches a rank at most once per
+  // expert there, and goes to 2 distinct experts.
+  expect_contains(
+      input_error([&] { (void)load(run_with("above.yaml", "  dp: 8\n  ep: 8\n", "  moe_load_imbalance: 4.5\n")); }),
+      {"above.yaml:", "key 'training.moe_load_imbalance'", "takes at most 4 times the mean", "found 4.5",
+       "Fix: use the measured max / mean"});
+  expect_contains(
+      input_error([&] { (void)load(run_with("one_rank.yaml", "  dp: 8\n", "  moe_load_imbalance: 1.2\n")); }),
+      {"one_rank.yaml:", "needs a mixture of experts split over ep > 1 (ep is 1)",
+       "Fix: remove moe_load_imbalance, or set parallelism.ep > 1"});
+  expect_contains(input_error([&] {
+                    (void)load(write("dense.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                             "  global_batch: 8\n  moe_load_imbalance: 1.2\n")));
+                  }),
+                  {"dense.yaml:", "model 'llama3-8b' has none"});
+  expect_contains(input_error([&] {
+                    (void)load(run_with("both.yaml", "  dp: 8\n  ep: 8\n",
+                                        "  moe_capacity_factor: 1.0\n  moe_load_imbalance: 1.2\n"));
+                  }),
+                  {"both.yaml:", "with moe_capacity_factor every expert takes its capacity",
+                   "Fix: remove moe_load_imbalance, or remove moe_capacity_factor for dropless routing"});
 }
 
 TEST_F(ConfigTest, Fp8RecipeNamesTransformerEnginesScaling) {

@@ -73,6 +73,20 @@ TEST_F(Import, ANemoConfigMapsKeyByKey) {
   EXPECT_NE(result.yaml.find("# Not imported"), std::string::npos);
 }
 
+TEST_F(Import, ANemoMixtureOfExpertsKeepsItsPaddedCapacity) {
+  CHOPSIM_REQUIRE_SHARED_DATA("configs/charllm_ppt");
+  // CharLLM-PPT's Mixtral jobs pad every expert to capacity 1.0 (moe_expert_capacity_factor 1.0,
+  // moe_pad_expert_input_to_capacity true), as the shipped configs/mixtral-8x7b-h200-ep.yaml states.
+  const fs::path job = corpus() / "optimization-sweep-h200" / "mixtral-8x7b" / "main" / "mixtral-8x7b_1_00000.yaml";
+  ImportResult result;
+  const RunSpec run = import_and_load(job, &result);
+  EXPECT_EQ(run.training.moe_capacity_factor.value_or(0.0), 1.0);
+  for (const std::string& note : result.notes) {
+    EXPECT_EQ(note.find("moe_expert_capacity_factor"), std::string::npos) << note;
+    EXPECT_EQ(note.find("moe_pad_expert_input_to_capacity"), std::string::npos) << note;
+  }
+}
+
 TEST_F(Import, EveryCharLlmPptPretrainingConfigImportsButThoseMegatronRejects) {
   CHOPSIM_REQUIRE_SHARED_DATA("configs/charllm_ppt");
   int imported = 0, total = 0;
@@ -796,18 +810,35 @@ TEST_F(Import, MoeDispatcherAndBatchLevelOverlapAreImported) {
   const RunSpec defaults = run_of("p.yaml", import_megatron(write("p.args", plain), options));
   EXPECT_EQ(defaults.training.moe_dispatcher, MoeDispatcher::alltoall);
   EXPECT_FALSE(defaults.training.overlap.ep_1f1b);
+  EXPECT_FALSE(defaults.training.moe_capacity_factor.has_value());  // Megatron's default: dropless
+  // A capacity factor padded to (--moe-pad-expert-input-to-capacity) is chopsim's; without padding, balanced routing
+  // leaves each expert its share: dropless, with a note.
+  const RunSpec padded = run_of("c.yaml", import_megatron(write("c.args", plain.substr(0, plain.size() - 1) +
+                                                                              " --moe-expert-capacity-factor 1.25 "
+                                                                              "--moe-pad-expert-input-to-capacity\n"),
+                                                          options));
+  ASSERT_TRUE(padded.training.moe_capacity_factor.has_value());
+  EXPECT_EQ(*padded.training.moe_capacity_factor, 1.25);
+  const ImportResult unpadded = import_megatron(
+      write("u.args", plain.substr(0, plain.size() - 1) + " --moe-expert-capacity-factor 1.25\n"), options);
+  EXPECT_FALSE(run_of("u.yaml", unpadded).training.moe_capacity_factor.has_value());
+  EXPECT_TRUE(std::any_of(unpadded.notes.begin(), unpadded.notes.end(), [](const std::string& n) {
+    return n.find("moe_expert_capacity_factor 1.25 without moe_pad_expert_input_to_capacity") != std::string::npos;
+  }));
 
   const std::string bridge =
       "model:\n  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n"
       "  expert_model_parallel_size: 8\n  num_layers: 48\n  hidden_size: 2048\n  ffn_hidden_size: 768\n"
       "  num_attention_heads: 32\n  num_query_groups: 4\n  num_moe_experts: 128\n  moe_router_topk: 8\n"
-      "  moe_token_dispatcher_type: alltoall\n"
+      "  moe_token_dispatcher_type: alltoall\n  moe_expert_capacity_factor: 1.0\n"
+      "  moe_pad_expert_input_to_capacity: true\n"
       "train: {global_batch_size: 64, micro_batch_size: 1}\ndataset: {seq_length: 4096}\n"
       "comm_overlap: {overlap_moe_expert_parallel_comm: true}\n";
   const RunSpec from_bridge = run_of("b.yaml", import_bridge(write("b_in.yaml", bridge), options));
   EXPECT_EQ(from_bridge.model.name, "qwen3-30b-a3b");
   EXPECT_EQ(from_bridge.training.moe_dispatcher, MoeDispatcher::alltoall);
   EXPECT_TRUE(from_bridge.training.overlap.ep_1f1b);
+  EXPECT_EQ(from_bridge.training.moe_capacity_factor.value_or(0.0), 1.0);
 }
 
 TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {

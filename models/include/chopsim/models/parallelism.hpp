@@ -315,8 +315,27 @@ struct TrainingSpec {
     return framework == Framework::pytorch_eager ? FsdpImplementation::fsdp2 : FsdpImplementation::megatron;
   }
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
-  /// MoE capacity factor: tokens an expert accepts = capacity * tokens * top_k / experts.
-  double moe_capacity_factor = 1.0;
+  /// MoE capacity factor (Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): each
+  /// expert takes capacity * tokens * top_k / experts rows, tokens above it dropped and slots below it padded.
+  /// Unset: dropless (Megatron's default), each expert takes the tokens routed to it.
+  std::optional<double> moe_capacity_factor;
+  /// Dropless MoE: the routed token copies the busiest expert-parallel rank receives in a layer over the mean (>= 1;
+  /// 1 = balanced routing, as benchmark runs force it: Megatron's --moe-router-force-load-balancing). Every MoE layer
+  /// waits for that rank (the combine all-to-all needs its experts' output), so each rank is timed as it.
+  double moe_load_imbalance = 1.0;
+  /// The routed copies per token the busiest expert-parallel rank's experts take, over top_k / ep of them: the
+  /// capacity factor when set (padded to it), else the load imbalance (at ep = 1 one rank holds every expert: 1).
+  [[nodiscard]] double moe_busiest_rank_load(int ep) const {
+    if (moe_capacity_factor) return *moe_capacity_factor;
+    return ep > 1 ? moe_load_imbalance : 1.0;
+  }
+  /// The largest moe_load_imbalance there is: a token reaches a rank at most once per expert there and goes to top_k
+  /// distinct experts, so the busiest of ep ranks takes at most min(ep, experts / top_k) times the mean (1 without
+  /// experts).
+  [[nodiscard]] static double largest_moe_load_imbalance(int experts, int top_k, int ep) {
+    if (experts <= 1 || top_k < 1) return 1.0;
+    return std::max(1.0, std::min<double>(ep, static_cast<double>(experts) / top_k));
+  }
   /// How a mixture of experts moves its tokens to the experts and back (Megatron-Core --moe-token-dispatcher-type).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   /// How FP8 GEMM operands are scaled (precision fp8 only).
