@@ -170,6 +170,12 @@ std::string headline_table(const Summary& s) {
       {"peak memory per GPU", fixed(peak / kGiB, 1) + " of " + fixed(capacity / kGiB, 1),
        "GiB (" + fixed(capacity > 0 ? 100.0 * peak / capacity : 0.0, 0) + " %)"},
   };
+  // A mixture of experts whose busiest expert-parallel rank takes more than the mean: every rank waits for it.
+  // (Summaries before the key, and dense runs, have none.)
+  if (s.number({"run", "training", "moe_load_imbalance"}) && s.value({"run", "training", "moe_load_imbalance"}) > 1.0)
+    rows.push_back({"busiest expert-parallel rank's load (the pace every rank waits for)",
+                    fixed(s.value({"run", "training", "moe_load_imbalance"}), 2),
+                    "x the mean (training.moe_load_imbalance)"});
   if (s.number({"energy_per_token_j"})) {
     rows.push_back({"energy per token", fixed(s.value({"energy_per_token_j"}), 3), "J"});
     rows.push_back({"mean power per GPU", fixed(s.value({"power", "mean_w"}), 0),

@@ -71,6 +71,22 @@ class Report : public test::TempDirTest {
   }
 };
 
+TEST_F(Report, ARunPageNamesTheBusiestExpertRanksLoad) {
+  // Mixtral on 32 H200 made dropless, its busiest expert-parallel rank at 1.3 x the mean load: every rank waits for it.
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "mixtral-8x7b-h200-ep.yaml";
+  RunSpec run = load_run_config(config, default_search_path(config), registries);
+  run.training.moe_capacity_factor.reset();
+  run.training.moe_load_imbalance = 1.3;
+  RunOptions options;
+  options.output_dir = dir_ / "moe";
+  (void)run_simulation(run, registries, options);
+  write_run_report(dir_ / "moe", dir_ / "moe.html");
+  const std::string html = read_text(dir_ / "moe.html");
+  EXPECT_NE(html.find("busiest expert-parallel rank's load"), std::string::npos);
+  EXPECT_NE(html.find(">1.30<"), std::string::npos);
+}
+
 TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   const RunReport run = run_quick_start();
   const std::string html = read_text(dir_ / "report.html");
@@ -83,6 +99,7 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   // spread, power.chip_variation 0.045).
   EXPECT_NE(html.find("slowest chip's dynamic power"), std::string::npos);
   EXPECT_NE(html.find(">+6.4<"), std::string::npos);
+  EXPECT_EQ(html.find("busiest expert-parallel rank"), std::string::npos);  // a dense model
 
   // (std::regex would recurse once per character of this 100 KB block and overflow the stack.)
   const std::string open = R"(<script type="application/json" id="chopsim-charts">)";
