@@ -297,6 +297,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
     t.read("moe_capacity_factor", capacity, 1.0, kPositiveReal, "");
     train.moe_capacity_factor = capacity;
   }
+  t.read("moe_pad_to_capacity", train.moe_pad_to_capacity);
   t.read("moe_load_imbalance", train.moe_load_imbalance, 1.0,
          RealRule{1.0, false, std::numeric_limits<double>::infinity(), false,
                   "a number >= 1 (the busiest expert-parallel rank's routed tokens over the mean; 1: balanced)"},

@@ -337,12 +337,18 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                      JsonWriter::format_number(train.moe_load_imbalance),
                  "use the measured max / mean of the tokens per expert-parallel rank, between 1 and " +
                      JsonWriter::format_number(most));
-    else if (train.moe_capacity_factor)
+    else if (train.moe_capacity_factor && train.moe_pad_to_capacity)
       rules.fail("training.moe_load_imbalance",
-                 "with moe_capacity_factor every expert takes its capacity (tokens above it dropped, slots below it "
-                 "padded), whatever the imbalance",
-                 "remove moe_load_imbalance, or remove moe_capacity_factor for dropless routing");
+                 "with moe_capacity_factor and moe_pad_to_capacity every expert takes its capacity (tokens above it "
+                 "dropped, slots below it padded), whatever the imbalance",
+                 "remove moe_load_imbalance; or set moe_pad_to_capacity: false (an expert takes what is routed to it "
+                 "up to its capacity), or remove moe_capacity_factor for dropless routing");
   }
+  if (!train.moe_pad_to_capacity && !train.moe_capacity_factor)
+    rules.fail("training.moe_pad_to_capacity",
+               "moe_pad_to_capacity: false is about padding to a capacity, but moe_capacity_factor is not set "
+               "(dropless)",
+               "remove moe_pad_to_capacity, or set moe_capacity_factor (Megatron's --moe-expert-capacity-factor)");
   if (!(train.host_launch_s < 0.01))
     rules.fail("training.host_launch_us",
                "must be below 10000 µs, found " + str(static_cast<long long>(std::lround(train.host_launch_s * 1e6))),

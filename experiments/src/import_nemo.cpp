@@ -463,22 +463,18 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
       result.notes.push_back("model.moe_token_dispatcher_type " + dispatcher +
                              ": not modelled, imported as NCCL's all-to-all (alltoall)");
   }
-  // Megatron-Core's expert capacity (--moe-expert-capacity-factor; unset or null: dropless). Padded to it
-  // (--moe-pad-expert-input-to-capacity), every expert takes its capacity, as chopsim's moe_capacity_factor; not
-  // padded, tokens above it are dropped and none added, which under balanced routing leaves each expert its share.
+  // Megatron-Core's expert capacity (--moe-expert-capacity-factor; unset or null: dropless), each expert padded to it
+  // or not (--moe-pad-expert-input-to-capacity).
   if (job.has("model.moe_expert_capacity_factor")) {
     const double capacity = job.number("model.moe_expert_capacity_factor");
     if (!(capacity > 0.0))
       job.fail("model.moe_expert_capacity_factor", "must be > 0",
                "set a capacity factor such as 1.0, or null (dropless)");
-    if (job.flag("model.moe_pad_expert_input_to_capacity"))
-      y << "  moe_capacity_factor: " << JsonWriter::format_number(capacity)
-        << "        # model.moe_expert_capacity_factor, padded (moe_pad_expert_input_to_capacity)\n";
-    else
-      result.notes.push_back("model.moe_expert_capacity_factor " + JsonWriter::format_number(capacity) +
-                             " without moe_pad_expert_input_to_capacity: tokens above the capacity are dropped and "
-                             "none padded, so under balanced routing every expert takes its share (imported "
-                             "dropless)");
+    y << "  moe_capacity_factor: " << JsonWriter::format_number(capacity)
+      << "        # model.moe_expert_capacity_factor\n";
+    if (!job.flag("model.moe_pad_expert_input_to_capacity"))
+      y << "  moe_pad_to_capacity: false        # moe_pad_expert_input_to_capacity unset: tokens above the capacity "
+           "dropped, none padded\n";
   }
   // Settings that cost time where the job states them (the Megatron-LM front-end states Megatron's defaults).
   if (job.flag("model.deterministic_mode")) y << "  deterministic: true\n";

@@ -310,7 +310,10 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   }
   // Only for a mixture of experts: other runs keep their bytes.
   if (run.model.is_moe()) {
-    if (run.training.moe_capacity_factor) json.field("moe_capacity_factor", *run.training.moe_capacity_factor);
+    if (run.training.moe_capacity_factor) {
+      json.field("moe_capacity_factor", *run.training.moe_capacity_factor);
+      json.field("moe_pad_to_capacity", run.training.moe_pad_to_capacity);
+    }
     json.field("moe_load_imbalance", run.training.moe_load_imbalance);
   }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
@@ -452,8 +455,9 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   if (run.training.lora.enabled()) out << ", LoRA rank " << run.training.lora.rank << " (base weights frozen)";
   // The experts' load when it is not the balanced, dropless default: every rank is timed as the busiest one.
   if (run.model.is_moe() && run.training.moe_capacity_factor)
-    out << ", experts padded to capacity " << fixed(*run.training.moe_capacity_factor, 2);
-  else if (run.model.is_moe() && run.training.moe_load_imbalance != 1.0)
+    out << ", experts " << (run.training.moe_pad_to_capacity ? "padded to" : "capped at") << " capacity "
+        << fixed(*run.training.moe_capacity_factor, 2);
+  if (run.model.is_moe() && run.training.moe_load_imbalance != 1.0)
     out << ", busiest expert rank at " << fixed(run.training.moe_load_imbalance, 2) << " x the mean load";
   out << (run.training.deterministic ? ", deterministic" : "") << "\n";
   if (!run.calibration.empty()) out << "  calibrated by " << calibration_label(run) << "\n";

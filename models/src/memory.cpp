@@ -100,7 +100,8 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   double dropped = 0.0;  // what the recomputed modules do not keep
   // An MoE layer's expert rows on this rank (the routed copies it receives, after the expert tensor-parallel
   // all-gather) and an expert's width here (f / etp).
-  // The busiest expert-parallel rank's rows (its load over the mean: padded capacity, or the load imbalance).
+  // The busiest expert-parallel rank's rows (its load over the mean: the padded capacity, or the load imbalance up
+  // to the capacity).
   const double copies = model.top_k * training.moe_busiest_rank_load(parallelism.ep);
   const double expert_rows =
       kind.moe ? replicated_tokens * copies * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1) : 0.0;

@@ -35,7 +35,7 @@ StageGenerator::StageGenerator(const TransformerSpec& model, const ParallelismSp
   s.query_heads = local_.query_heads;
   s.kv_heads = local_.kv_heads;
   const double copies = model.is_moe() ? model.top_k : 0.0;
-  s.routed_tokens = s.norm_tokens * copies * training.moe_capacity_factor.value_or(1.0);
+  s.routed_tokens = s.norm_tokens * copies * training.moe_sent_load();
   s.received_tokens = s.norm_tokens * copies * training.moe_busiest_rank_load(parallelism.ep);
   s.expert_tokens = s.received_tokens * (parallelism.sequence_parallel ? parallelism.expert_tp() : 1);
   s.expert_ffn_local = static_cast<double>(model.ffn_hidden) / parallelism.expert_tp();

@@ -82,7 +82,8 @@ class StageGenerator {
     double v_dim = 0;             ///< width of one head's value and output (d, or v_head_dim under MLA)
     double query_heads = 0;       ///< a / tp
     double kv_heads = 0;          ///< a_kv / tp (at least 1)
-    /// MoE: token copies this rank's router sends and its unpermute sums, norm_tokens * top_k (* capacity, padded).
+    /// MoE: token copies this rank's router sends and its unpermute sums, norm_tokens * top_k (* the padded capacity,
+    /// or less a capacity below 1 drops: TrainingSpec::moe_sent_load).
     double routed_tokens = 0;
     /// MoE: the copies the busiest expert-parallel rank receives, norm_tokens * top_k times its load over the mean
     /// (TrainingSpec::moe_busiest_rank_load: the padded capacity, or the load imbalance). Every rank is timed as that

@@ -129,9 +129,9 @@ std::string describe(const RunSpec& run) {
   out << t.global_batch << ' ' << t.micro_batch << ' ' << t.seq_len << ' ' << static_cast<int>(t.precision) << ' '
       << static_cast<int>(t.recompute) << ' ' << t.overlap.dp << t.overlap.fsdp << t.overlap.tp << t.overlap.pp
       << t.overlap.cp << t.overlap.ep << ' ' << t.fsdp_prefetch << ' ' << t.dp_bucket_bytes << ' '
-      << t.moe_capacity_factor.value_or(0.0) << ' ' << t.moe_load_imbalance << ' ' << t.overlap.tp_backward << ' '
-      << t.attention << ' ' << t.gradient_accumulation_fusion << t.cross_entropy_fusion << t.grad_clip
-      << t.log_num_zeros_in_grad << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic
+      << t.moe_capacity_factor.value_or(0.0) << t.moe_pad_to_capacity << ' ' << t.moe_load_imbalance << ' '
+      << t.overlap.tp_backward << ' ' << t.attention << ' ' << t.gradient_accumulation_fusion << t.cross_entropy_fusion
+      << t.grad_clip << t.log_num_zeros_in_grad << t.log_params_norm << t.fsdp_reduce_fp32 << t.deterministic
       << t.fill_uninitialized_memory << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' '
       << t.host_launch_s << ' ' << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank
       << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << '\n';
@@ -586,8 +586,17 @@ TEST_F(ConfigTest, MoeLoadImbalanceIsTheBusiestRanksLoadOfADroplessRun) {
                     (void)load(run_with("both.yaml", "  dp: 8\n  ep: 8\n",
                                         "  moe_capacity_factor: 1.0\n  moe_load_imbalance: 1.2\n"));
                   }),
-                  {"both.yaml:", "with moe_capacity_factor every expert takes its capacity",
-                   "Fix: remove moe_load_imbalance, or remove moe_capacity_factor for dropless routing"});
+                  {"both.yaml:", "with moe_capacity_factor and moe_pad_to_capacity every expert takes its capacity",
+                   "Fix: remove moe_load_imbalance; or set moe_pad_to_capacity: false"});
+  // Not padded: an expert takes what is routed to it up to its capacity, the tokens above it dropped.
+  const RunSpec dropping =
+      load(run_with("dropping.yaml", "  dp: 8\n  ep: 8\n",
+                    "  moe_capacity_factor: 1.25\n  moe_pad_to_capacity: false\n  moe_load_imbalance: 1.4\n"));
+  EXPECT_EQ(dropping.training.moe_busiest_rank_load(8), 1.25);
+  expect_contains(
+      input_error([&] { (void)load(run_with("pad.yaml", "  dp: 8\n  ep: 8\n", "  moe_pad_to_capacity: false\n")); }),
+      {"pad.yaml:", "key 'training.moe_pad_to_capacity'", "moe_capacity_factor is not set",
+       "Fix: remove moe_pad_to_capacity, or set moe_capacity_factor"});
 }
 
 TEST_F(ConfigTest, Fp8RecipeNamesTransformerEnginesScaling) {

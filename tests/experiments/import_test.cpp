@@ -811,20 +811,19 @@ TEST_F(Import, MoeDispatcherAndBatchLevelOverlapAreImported) {
   EXPECT_EQ(defaults.training.moe_dispatcher, MoeDispatcher::alltoall);
   EXPECT_FALSE(defaults.training.overlap.ep_1f1b);
   EXPECT_FALSE(defaults.training.moe_capacity_factor.has_value());  // Megatron's default: dropless
-  // A capacity factor padded to (--moe-pad-expert-input-to-capacity) is chopsim's; without padding, balanced routing
-  // leaves each expert its share: dropless, with a note.
+  // A capacity factor, each expert padded to it (--moe-pad-expert-input-to-capacity) or not.
   const RunSpec padded = run_of("c.yaml", import_megatron(write("c.args", plain.substr(0, plain.size() - 1) +
                                                                               " --moe-expert-capacity-factor 1.25 "
                                                                               "--moe-pad-expert-input-to-capacity\n"),
                                                           options));
-  ASSERT_TRUE(padded.training.moe_capacity_factor.has_value());
-  EXPECT_EQ(*padded.training.moe_capacity_factor, 1.25);
-  const ImportResult unpadded = import_megatron(
-      write("u.args", plain.substr(0, plain.size() - 1) + " --moe-expert-capacity-factor 1.25\n"), options);
-  EXPECT_FALSE(run_of("u.yaml", unpadded).training.moe_capacity_factor.has_value());
-  EXPECT_TRUE(std::any_of(unpadded.notes.begin(), unpadded.notes.end(), [](const std::string& n) {
-    return n.find("moe_expert_capacity_factor 1.25 without moe_pad_expert_input_to_capacity") != std::string::npos;
-  }));
+  EXPECT_EQ(padded.training.moe_capacity_factor.value_or(0.0), 1.25);
+  EXPECT_TRUE(padded.training.moe_pad_to_capacity);
+  const RunSpec unpadded =
+      run_of("u.yaml",
+             import_megatron(
+                 write("u.args", plain.substr(0, plain.size() - 1) + " --moe-expert-capacity-factor 1.25\n"), options));
+  EXPECT_EQ(unpadded.training.moe_capacity_factor.value_or(0.0), 1.25);
+  EXPECT_FALSE(unpadded.training.moe_pad_to_capacity);
 
   const std::string bridge =
       "model:\n  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n"

@@ -77,15 +77,39 @@ TEST(MoeLoadImbalance, TheBusiestRanksRowsSetTheExpertGemmsAndTheAllToAlls) {
   EXPECT_DOUBLE_EQ(skewed.flops.at("qkv_proj"), balanced.flops.at("qkv_proj"));
 }
 
-TEST(MoeLoadImbalance, ACapacityFactorPadsEveryExpertToItsCapacity) {
-  // With a capacity factor each expert takes capacity x its balanced share (tokens above dropped, slots below padded),
-  // so the busiest rank's load is the capacity whatever the routing.
+TEST(MoeLoadImbalance, ACapacityFactorPadsEveryExpertToItsCapacityOrCapsIt) {
   TrainingSpec training;
   training.moe_load_imbalance = 1.6;
   EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(4), 1.6);
   EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(1), 1.0);  // one rank holds every expert: its load is the mean
+  EXPECT_DOUBLE_EQ(training.moe_sent_load(), 1.0);
+  // Padded (Megatron's --moe-pad-expert-input-to-capacity): each expert takes exactly its capacity, whatever the
+  // routing, and a rank sends its tokens padded to it.
   training.moe_capacity_factor = 1.25;
   EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(4), 1.25);
+  EXPECT_DOUBLE_EQ(training.moe_sent_load(), 1.25);
+  // Not padded: the tokens above the capacity are dropped, none added.
+  training.moe_pad_to_capacity = false;
+  EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(4), 1.25);  // 1.6 capped
+  training.moe_load_imbalance = 1.1;
+  EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(4), 1.1);  // below the capacity: what is routed
+  EXPECT_DOUBLE_EQ(training.moe_sent_load(), 1.0);
+  training.moe_capacity_factor = 0.8;  // below the mean: every expert drops a fifth
+  EXPECT_DOUBLE_EQ(training.moe_busiest_rank_load(1), 0.8);
+  EXPECT_DOUBLE_EQ(training.moe_sent_load(), 0.8);
+}
+
+TEST(MoeLoadImbalance, DroppedTokensAreNeitherSentNorComputed) {
+  // A capacity of 0.8 without padding: every rank sends and its experts take 0.8 of the balanced copies.
+  test::TinyRun dropping = expert_run(1.0);
+  dropping.training.moe_capacity_factor = 0.8;
+  dropping.training.moe_pad_to_capacity = false;
+  const Totals balanced = totals_of(expert_run(1.0));
+  const Totals dropped = totals_of(dropping);
+  EXPECT_DOUBLE_EQ(dropped.flops.at("expert_fc1"), 0.8 * balanced.flops.at("expert_fc1"));
+  EXPECT_DOUBLE_EQ(dropped.bytes.at("ep_all_to_all_dispatch"), 0.8 * balanced.bytes.at("ep_all_to_all_dispatch"));
+  EXPECT_LT(dropped.bytes.at("moe_unpermute"), balanced.bytes.at("moe_unpermute"));
+  EXPECT_DOUBLE_EQ(dropped.flops.at("router"), balanced.flops.at("router"));  // every token is routed
 }
 
 TEST(MoeLoadImbalance, TheBusiestRanksExtraRowsAreKeptForTheBackward) {

@@ -315,19 +315,31 @@ struct TrainingSpec {
     return framework == Framework::pytorch_eager ? FsdpImplementation::fsdp2 : FsdpImplementation::megatron;
   }
   double dp_bucket_bytes = 40.0 * 1024 * 1024;  ///< gradient bucket size for DP all-reduce (bytes)
-  /// MoE capacity factor (Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): each
-  /// expert takes capacity * tokens * top_k / experts rows, tokens above it dropped and slots below it padded.
-  /// Unset: dropless (Megatron's default), each expert takes the tokens routed to it.
+  /// MoE capacity factor (Megatron --moe-expert-capacity-factor): an expert takes at most capacity * tokens * top_k
+  /// / experts rows, the tokens above it dropped. Unset: dropless (Megatron's default), each expert takes the tokens
+  /// routed to it.
   std::optional<double> moe_capacity_factor;
-  /// Dropless MoE: the routed token copies the busiest expert-parallel rank receives in a layer over the mean (>= 1;
-  /// 1 = balanced routing, as benchmark runs force it: Megatron's --moe-router-force-load-balancing). Every MoE layer
-  /// waits for that rank (the combine all-to-all needs its experts' output), so each rank is timed as it.
+  /// With a capacity factor: every expert's rows padded up to its capacity (Megatron
+  /// --moe-pad-expert-input-to-capacity), so each takes exactly its capacity whatever the routing. False: an expert
+  /// takes what is routed to it up to its capacity.
+  bool moe_pad_to_capacity = true;
+  /// The routed token copies the busiest expert-parallel rank receives in a layer over the mean (>= 1; 1 = balanced
+  /// routing, as benchmark runs force it: Megatron's --moe-router-force-load-balancing). Every MoE layer waits for
+  /// that rank (the combine all-to-all needs its experts' output), so each rank is timed as it.
   double moe_load_imbalance = 1.0;
   /// The routed copies per token the busiest expert-parallel rank's experts take, over top_k / ep of them: the
-  /// capacity factor when set (padded to it), else the load imbalance (at ep = 1 one rank holds every expert: 1).
+  /// padded capacity; else the load imbalance (at ep = 1 one rank holds every expert: 1), capped by the capacity
+  /// (tokens above it dropped; exact when the rank's experts are alike, an upper bound otherwise).
   [[nodiscard]] double moe_busiest_rank_load(int ep) const {
-    if (moe_capacity_factor) return *moe_capacity_factor;
-    return ep > 1 ? moe_load_imbalance : 1.0;
+    if (moe_capacity_factor && moe_pad_to_capacity) return *moe_capacity_factor;
+    const double routed = ep > 1 ? moe_load_imbalance : 1.0;
+    return moe_capacity_factor ? std::min(routed, *moe_capacity_factor) : routed;
+  }
+  /// The routed copies per token a rank sends over top_k: its tokens padded to the capacity, or with those above a
+  /// capacity below 1 dropped (balanced routing), or all of them.
+  [[nodiscard]] double moe_sent_load() const {
+    if (!moe_capacity_factor) return 1.0;
+    return moe_pad_to_capacity ? *moe_capacity_factor : std::min(1.0, *moe_capacity_factor);
   }
   /// The largest moe_load_imbalance there is: a token reaches a rank at most once per expert there and goes to top_k
   /// distinct experts, so the busiest of ep ranks takes at most min(ep, experts / top_k) times the mean (1 without
