@@ -208,7 +208,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       c.measured = tokens > 0.0 ? tokens : tflops * 1e12;
       c.notes = model + ", " + std::to_string(gpus) + " " + machine + ", " + precision_name +
                 (precision_from.empty() ? "" : " (not printed; as the " + precision_from + " table gives this run)") +
-                ", " + task;
+                (task.empty() ? "" : ", " + task);
       const auto skip = [&](const std::string& why) {
         c.not_modelled = why;
         cases.push_back(c);
@@ -268,7 +268,19 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       par.cp = integer(record["cp"], 1);
       par.dp = integer(record["dp"], 1);
       par.ep = std::max(1, integer(record["ep"], 1));
-      const int vp = integer(record["vp"], 1);
+      // The Megatron-LM README's H100 runs overlap "pipeline-parallel communication (enabled by default)", which
+      // Megatron-Core r0.8.0 does only in the interleaved schedule (megatron/training/arguments.py: without
+      // --num-layers-per-virtual-pipeline-stage it sets overlap_p2p_comm False, "non-interleaved schedule does not
+      // support overlapping p2p communication"). The table gives no virtual stage count. Two of its rows can only
+      // interleave one layer per virtual stage (GPT-119B: 92 layers over pp 4, 23 per stage; GPT-462B: 112 over
+      // pp 16, 7 per stage; both prime, and Megatron needs the layers per virtual stage to divide those per stage),
+      // and Megatron-LM's own interleaved functional tests run one layer per virtual stage (megatron_lm group): every
+      // README row with pp > 1 is taken so.
+      int vp = integer(record["vp"], 1);
+      if (readme && par.pp > 1 && vp == 1 && run.model.layers % par.pp == 0) {
+        vp = run.model.layers / par.pp;
+        c.notes += "; interleaved, one layer per virtual stage (the README's overlapped pipeline communication)";
+      }
       if (vp > 1) {
         par.pp_schedule = PipelineSchedule::interleaved;
         par.virtual_stages = vp;
