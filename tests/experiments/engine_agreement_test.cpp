@@ -76,6 +76,15 @@ std::vector<AgreementCase> agreement_cases() {
                      run.cluster.fabric.oversubscription = 2.0;
                      run.cluster.fabric.leaf_downlinks = 4;
                    }});
+  // Uneven expert routing, dropless: the busiest expert rank at 1.3x the mean load (every rank timed as it), its
+  // larger all-to-alls crossing the oversubscribed leaves.
+  cases.push_back({"moe_load_imbalance_fat_tree", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
+                     run.training.moe_capacity_factor.reset();
+                     run.training.moe_load_imbalance = 1.3;
+                     run.cluster.fabric.kind = "fat_tree";
+                     run.cluster.fabric.oversubscription = 2.0;
+                     run.cluster.fabric.leaf_downlinks = 4;
+                   }});
   // The flex dispatcher (DeepEP) over two nodes: 32 narrower experts, top-4, ep 16, so each token crosses the fabric
   // once per node it is routed to and is forwarded over NVLink (TokenRouting).
   cases.push_back({"moe_flex_dispatch_across_nodes", configs / "mixtral-8x7b-h200-ep.yaml", [](RunSpec& run) {
