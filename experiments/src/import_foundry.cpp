@@ -147,7 +147,8 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
     y << "  attention: flash1_triton        # model.attn_config.attn_impl "
       << (attention.empty() ? "(default triton)" : attention) << "\n";
   else if (attention == "flash")
-    y << "  attention: flash2        # model.attn_config.attn_impl flash\n";
+    y << "  attention: flash2        # model.attn_config.attn_impl flash\n"
+      << "  unpad_attention: true        # flash_attn_fn unpads Q, K, V and pads the output around the kernel\n";
   else if (attention == "torch")
     y << "  attention: eager        # model.attn_config.attn_impl torch\n";
   // mixed_precision DEFAULT (Composer's default): bf16 parameters, fp32 gradient reduction; PURE: all bf16.

@@ -200,6 +200,9 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       // default fused_crossentropy), and limit_all_gathers with one unit prefetched (chopsim's default).
       const bool large_scale_table = c.source.find("Large Scale") != std::string::npos;
       run.training.attention = large_scale_table && model_name != "mpt-13b" ? "flash2" : "flash1_triton";
+      // llm-foundry's flash path unpads Q, K, V and pads the output around flash-attn 2's varlen kernel
+      // (flash_attn_fn; models/src/workload_unpad.cpp); its Triton kernel takes the padded tensors as they are.
+      run.training.unpad_attention = run.training.attention == "flash2";
       run.training.fsdp_reduce_fp32 = true;
       // PyTorch 2.1's FullyShardedDataParallel (FlatParameter) under Composer 0.16-0.17 (llm-foundry's setup.py at
       // those commits: torch<2.1.1, mosaicml<0.17 and <0.18).

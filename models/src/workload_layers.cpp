@@ -311,10 +311,12 @@ void StageGenerator::attention_forward() {
       (s.tokens * s.query_heads * (s.qk_dim + s.v_dim) + micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim)) *
           s.activation_bytes +
       4.0 * s.tokens * s.query_heads;
+  unpad_attention_inputs();
   fill_output("attention", s.tokens * s.query_heads * s.v_dim * s.activation_bytes);  // O
   const double cp = parallelism_.cp;
   if (cp <= 1) {
     (void)compute("attention", KernelClass::attention, high_precision_, flops, bytes);
+    pad_attention_output();
     return;
   }
   // Context parallelism: the K, V of all cp chunks are needed. Megatron/TE exchange them in a ring of
@@ -351,9 +353,11 @@ void StageGenerator::attention_backward() {
       s.tokens * s.query_heads * s.qk_dim + micro_batch * s.sequence * s.kv_heads * (s.qk_dim + s.v_dim);
   const double cp = parallelism_.cp;
   const double local_keys = training_.overlap.cp && cp > 1 ? s.sequence / cp : s.sequence;
+  pad_attention_output_backward();
   fill_output("attention_bwd", gradients * s.activation_bytes + deterministic_workspace_bytes(local_keys));
   if (cp <= 1) {
     (void)compute("attention_bwd", KernelClass::attention, high_precision_, flops, bytes);
+    unpad_attention_inputs_backward();
     return;
   }
   // TE's context-parallel backward circulates K, V again and returns the partial dK, dV to their owners:

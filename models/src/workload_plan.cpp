@@ -137,6 +137,11 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (p.zero_stage < 0 || p.zero_stage > 3) fail("zero_stage must be 0, 1, 2 or 3");
   if (training.fsdp_prefetch < 0) fail("fsdp_prefetch must be >= 0");
   if (!(training.dp_bucket_bytes > 0.0)) fail("dp_bucket_bytes must be positive");
+  if (training.unpad_attention && (p.cp > 1 || training.attention == kEagerAttention))
+    fail(
+        "unpad_attention is llm-foundry's flash-attn path around a fused attention kernel without context "
+        "parallelism (cp=" +
+        str(p.cp) + ", attention '" + training.attention + "')");
   if (training.moe_capacity_factor && !(*training.moe_capacity_factor > 0.0))
     fail("moe_capacity_factor must be positive");
   const double most_load =

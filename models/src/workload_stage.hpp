@@ -232,6 +232,12 @@ class StageGenerator {
   /// of mla_projections_forward that the mla_up_proj recompute module re-runs).
   void mla_up_projections();
   void attention_backward();
+  /// training.unpad_attention (workload_unpad.cpp): before the fused kernel, unpad_input of Q, K and V; after it,
+  /// pad_input of the output; and their backward around the kernel's.
+  void unpad_attention_inputs();
+  void pad_attention_output();
+  void pad_attention_output_backward();
+  void unpad_attention_inputs_backward();
   /// PyTorch's unfused attention (TrainingSpec::attention == kEagerAttention).
   void eager_attention_forward();
   void eager_attention_backward();

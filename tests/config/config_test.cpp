@@ -490,8 +490,10 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
       "run.yaml", small_run("llama3-8b", "  dp: 8\n",
                             "  global_batch: 8\n  gradient_accumulation_fusion: false\n  cross_entropy_fusion: false\n"
                             "  grad_clip: false\n  log_num_zeros_in_grad: true\n  log_params_norm: true\n"
-                            "  fsdp_reduce_dtype: fp32\n  overlap: {tp_backward: false}\n"));
+                            "  fsdp_reduce_dtype: fp32\n  overlap: {tp_backward: false}\n  attention: flash2\n"
+                            "  unpad_attention: true\n"));
   const RunSpec spec = load(run);
+  EXPECT_TRUE(spec.training.unpad_attention);
   EXPECT_FALSE(spec.training.gradient_accumulation_fusion);
   EXPECT_FALSE(spec.training.cross_entropy_fusion);
   EXPECT_FALSE(spec.training.grad_clip);

@@ -579,6 +579,15 @@ TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
   const RunReport b = run_simulation(record->run, registries_, {});
   EXPECT_NEAR(a.tokens_per_s, b.tokens_per_s, 1e-9 * b.tokens_per_s);
   EXPECT_NEAR(a.memory.total_bytes, b.memory.total_bytes, 1e-9 * b.memory.total_bytes);
+  EXPECT_FALSE(imported.training.unpad_attention);  // the Triton kernel takes the padded tensors
+  // attn_impl flash: flash-attn 2 behind llm-foundry's unpad_input / pad_input, as the large-scale table ran it.
+  std::string flash = read_text(yaml);
+  flash.replace(flash.find("attn_impl: triton"), 17, "attn_impl: flash");
+  const RunSpec with_flash =
+      load_run_config(write("flash.yaml", import_foundry(write("flash_in.yaml", flash), dgx_h100(1)).yaml),
+                      dgx_h100(1).search, registries_);
+  EXPECT_EQ(with_flash.training.attention, "flash2");
+  EXPECT_TRUE(with_flash.training.unpad_attention);
   // Composer's run-time micro-batch is refused with the fix.
   std::string text = read_text(yaml);
   text.replace(text.find("device_train_microbatch_size: 6"), 31, "device_train_microbatch_size: auto");

@@ -374,6 +374,11 @@ struct TrainingSpec {
   /// logits and writes the fp32 softmax once. Off: Megatron's unfused vocab-parallel cross entropy, a chain of
   /// fp32 elementwise passes over the logits (megatron/core/tensor_parallel/cross_entropy.py).
   bool cross_entropy_fusion = true;
+  /// llm-foundry's flash-attn 2 path (attn_impl: flash; llmfoundry/models/layers/attention.py, flash_attn_fn): Q, K
+  /// and V go through flash-attn's unpad_input (a gather each and two host synchronisations each: torch.nonzero and
+  /// max().item()) and the output through pad_input (zeros, then an index_put), whether or not any token is
+  /// padding; their backward is the mirror image (workload_unpad.cpp). Needs cp 1.
+  bool unpad_attention = false;
   /// Gradient clipping by global norm (Megatron --clip-grad, PyTorch clip_grad_norm_): one pass over this rank's
   /// gradients to compute the norm before the optimizer step, and under PyTorch's runtimes (eager, FSDP1, FSDP2) a
   /// second that multiplies them by the clamped coefficient, which PyTorch does unconditionally to avoid a host sync
