@@ -344,6 +344,13 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                  "remove moe_load_imbalance; or set moe_pad_to_capacity: false (an expert takes what is routed to it "
                  "up to its capacity), or remove moe_capacity_factor for dropless routing");
   }
+  if (train.unpad_attention && (par.cp > 1 || train.attention == kEagerAttention))
+    rules.fail("training.unpad_attention",
+               "unpad_attention is llm-foundry's flash-attn path around a fused attention kernel, without context "
+               "parallelism, but the run has " +
+                   (par.cp > 1 ? "cp " + str(par.cp) : std::string("eager attention")),
+               par.cp > 1 ? "remove unpad_attention, or set parallelism.cp: 1"
+                          : "remove unpad_attention, or use a fused attention (attention: flash2)");
   if (!train.moe_pad_to_capacity && !train.moe_capacity_factor)
     rules.fail("training.moe_pad_to_capacity",
                "moe_pad_to_capacity: false is about padding to a capacity, but moe_capacity_factor is not set "

@@ -494,6 +494,11 @@ TEST_F(ConfigTest, TrainingFeatureKeysDecode) {
                             "  unpad_attention: true\n"));
   const RunSpec spec = load(run);
   EXPECT_TRUE(spec.training.unpad_attention);
+  const fs::path unpad_cp = write(
+      "unpad_cp.yaml", small_run("llama3-8b", "  dp: 4\n  cp: 2\n", "  global_batch: 8\n  unpad_attention: true\n"));
+  expect_contains(input_error([&] { (void)load(unpad_cp); }),
+                  {"unpad_cp.yaml:", "key 'training.unpad_attention'", "but the run has cp 2",
+                   "Fix: remove unpad_attention, or set parallelism.cp: 1"});
   EXPECT_FALSE(spec.training.gradient_accumulation_fusion);
   EXPECT_FALSE(spec.training.cross_entropy_fusion);
   EXPECT_FALSE(spec.training.grad_clip);
