@@ -16,6 +16,7 @@
 // reads are not counted. Grouped-query K and V repeated to every query head (should_repeat_kv_for_gqa) are not
 // modelled: MPT's heads are all key-value heads.
 
+#include <array>
 #include <string>
 
 #include "workload_stage.hpp"
@@ -23,11 +24,17 @@
 namespace chopsim::detail {
 namespace {
 
-/// Q, K and V: names and their widths on this rank (heads x head dim).
+/// Q, K or V: its name and its width on this rank (heads x head dim).
 struct UnpaddedTensor {
   const char* name;
   double width;
 };
+
+/// Q, K and V in the order the forward unpads them.
+std::array<UnpaddedTensor, 3> unpadded_tensors(double query_heads, double kv_heads, double qk_dim, double v_dim) {
+  return {UnpaddedTensor{"q", query_heads * qk_dim}, UnpaddedTensor{"k", kv_heads * qk_dim},
+          UnpaddedTensor{"v", kv_heads * v_dim}};
+}
 
 }  // namespace
 
@@ -35,9 +42,7 @@ void StageGenerator::unpad_attention_inputs() {
   if (!training_.unpad_attention) return;
   const Sizes& s = sizes_;
   const double micro_batch = training_.micro_batch;
-  for (const UnpaddedTensor t :
-       {UnpaddedTensor{"q", s.query_heads * s.qk_dim}, UnpaddedTensor{"k", s.kv_heads * s.qk_dim},
-        UnpaddedTensor{"v", s.kv_heads * s.v_dim}}) {
+  for (const UnpaddedTensor t : unpadded_tensors(s.query_heads, s.kv_heads, s.qk_dim, s.v_dim)) {
     const std::string name(t.name);
     // The mask's row sums and torch.nonzero's indices (reads a byte per token, writes an int64 per token); the host
     // blocks until nonzero has run, to size its output.
@@ -75,10 +80,10 @@ void StageGenerator::unpad_attention_inputs_backward() {
   if (!training_.unpad_attention) return;
   const Sizes& s = sizes_;
   // Autograd reaches the gathers in the reverse order of the forward: V, K, Q. Each: torch.zeros, then scatter_.
-  for (const UnpaddedTensor t : {UnpaddedTensor{"v", s.kv_heads * s.v_dim}, UnpaddedTensor{"k", s.kv_heads * s.qk_dim},
-                                 UnpaddedTensor{"q", s.query_heads * s.qk_dim}}) {
-    const std::string name(t.name);
-    const double bytes = s.tokens * t.width * s.activation_bytes;
+  const std::array<UnpaddedTensor, 3> tensors = unpadded_tensors(s.query_heads, s.kv_heads, s.qk_dim, s.v_dim);
+  for (auto t = tensors.rbegin(); t != tensors.rend(); ++t) {
+    const std::string name(t->name);
+    const double bytes = s.tokens * t->width * s.activation_bytes;
     (void)compute("unpad_bwd_zeros_" + name, KernelClass::memcpy, Precision::fp32, 0.0, bytes);
     (void)compute("unpad_bwd_scatter_" + name, KernelClass::memcpy, Precision::fp32, 0.0, 2.0 * bytes);
   }
