@@ -39,10 +39,12 @@ void BreakdownObserver::advance(RankState& state, double time_s) const {
       if (state.active_comm[c] > 0) state.accumulated.exposed_comm_s[c] += share;
     return;
   }
-  if (pipelined_)
-    state.accumulated.pipeline_bubble_s += elapsed;
-  else
-    state.accumulated.idle_s += elapsed;
+  state.gap_s += elapsed;
+}
+
+void BreakdownObserver::charge_gap(RankState& state, bool pipeline_wait) {
+  (pipeline_wait ? state.accumulated.pipeline_bubble_s : state.accumulated.idle_s) += state.gap_s;
+  state.gap_s = 0.0;
 }
 
 void BreakdownObserver::on_op_event(const OpEvent& event) {
@@ -50,6 +52,10 @@ void BreakdownObserver::on_op_event(const OpEvent& event) {
   advance(state, event.time_s);
   const Op& op = workload_.program(static_cast<int>(event.rank)).streams[event.stream].ops[event.op];
   if (op.kind == OpKind::delay) return;  // a host gap: the GPU is idle unless another stream runs
+  // A pipeline send or receive starts when its peer posts the other side (docs/design.md): a gap it ends was the
+  // wait for the other stage. Any other op that ends a gap started late because its host launched it late.
+  if (!event.is_end && state.gap_s > 0.0)
+    charge_gap(state, pipelined_ && (op.kind == OpKind::send || op.kind == OpKind::recv));
   if (op.kind == OpKind::compute) {
     if (event.is_end)
       --state.active_compute;
@@ -80,6 +86,7 @@ TimeBreakdown BreakdownObserver::finish(double end_s, int iterations) {
     if (w == 0.0) continue;
     RankState& state = ranks_[r];
     advance(state, end_s);
+    charge_gap(state, pipelined_);  // done before the slowest rank: its pipeline's drain, or idle
     mean.compute_s += w * state.accumulated.compute_s;
     for (std::size_t c = 0; c < kCommCategoryCount; ++c)
       mean.exposed_comm_s[c] += w * state.accumulated.exposed_comm_s[c];

@@ -41,7 +41,11 @@ class FanOutObserver final : public SimulationObserver {
 
 /// Charges every instant of every GPU to one bucket of TimeBreakdown, from which ops are running:
 /// compute if any compute op runs; else exposed communication of the running categories (split evenly);
-/// else pipeline bubble (pp > 1) or idle. O(1) per event, no op records kept.
+/// else the GPU runs nothing, and the gap is charged when it ends, by what ended it: a pipeline send or receive
+/// starting (its peer stage got there) makes it pipeline bubble; any other op starting makes it idle (the GPU
+/// waited for its host: launches issued slower than the GPU runs them, host synchronisations). A gap that nothing
+/// ends (a rank done before the slowest) is bubble in a pipeline (pp > 1), idle otherwise. O(1) per event, no op
+/// records kept.
 class BreakdownObserver final : public SimulationObserver {
  public:
   explicit BreakdownObserver(const Workload& workload);
@@ -55,9 +59,12 @@ class BreakdownObserver final : public SimulationObserver {
     double last_time_s = 0.0;
     std::uint32_t active_compute = 0;
     std::array<std::uint32_t, kCommCategoryCount> active_comm{};
+    double gap_s = 0.0;  ///< the present stretch with nothing running, not yet charged
     TimeBreakdown accumulated;
   };
   void advance(RankState& state, double time_s) const;
+  /// Charges the rank's present gap to pipeline bubble or idle.
+  static void charge_gap(RankState& state, bool pipeline_wait);
 
   const Workload& workload_;
   bool pipelined_;

@@ -211,7 +211,8 @@ Chart breakdown_chart(const Summary& s) {
   }
   return {"breakdown", "Where the iteration's time goes",
           "Per GPU, mean over GPUs: compute kernels running, communication with no compute (per parallelism), the "
-          "pipeline bubble and idle time; they add up to the iteration time.",
+          "pipeline bubble (waiting for a pipeline peer) and idle time (waiting for the host's launches or "
+          "synchronisations, or for the slowest GPU); they add up to the iteration time.",
           "{\"type\":\"bar\",\"data\":{\"labels\":[\"iteration\"],\"datasets\":[" + datasets +
               "]},\"options\":{\"indexAxis\":\"y\",\"scales\":{\"x\":" + axis("seconds per iteration", true) +
               ",\"y\":" + axis("one iteration", true) + "}}}"};
