@@ -105,6 +105,18 @@ RunReport unsimulated_report(const RunSpec& run) {
   return report;
 }
 
+/// The launch work of the host that launches most (RunReport::host).
+HostLoad host_load(const Workload& workload, double host_launch_s) {
+  HostLoad load;
+  for (const Program& program : workload.programs) {
+    double launches = 0.0;
+    for (const IssueStep& step : program.issue_order) launches += step.launches;
+    load.launches_per_iteration = std::max(load.launches_per_iteration, launches);
+  }
+  load.launch_time_s = load.launches_per_iteration * host_launch_s;
+  return load;
+}
+
 RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   RunReport report = unsimulated_report(run);
@@ -181,6 +193,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const int iterations = std::max(run.iterations, 1);
     report.iteration_time_s = report.stats.makespan_s / iterations;
     report.breakdown = breakdown.finish(report.stats.makespan_s, iterations);
+    report.host = host_load(workload, run.training.host_launch_s);
     report.losses = losses.finish(report.breakdown, iterations);
     report.power = power_observer.finish(report.stats.makespan_s, iterations, workload.tokens_per_iteration);
     if (report.iteration_time_s > 0.0) {
@@ -390,6 +403,11 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("pipeline_bubble", l.pipeline_bubble_s);
     json.field("idle", l.idle_s);
     json.end_object();
+    json.key("host").begin_object();  // RunReport::host: the busiest host's launches, a floor under the iteration
+    json.field("launch_s", run.training.host_launch_s);
+    json.field("launches_per_iteration", report.host.launches_per_iteration);
+    json.field("launch_time_s", report.host.launch_time_s);
+    json.end_object();
     if (report.power.available) write_power_json(json, run, report);
     json.key("simulation").begin_object();
     json.field("engine", run.engine);
@@ -496,6 +514,13 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       line("exposed " + std::string(to_string(static_cast<CommCategory>(c))) + " comm", b.exposed_comm_s[c]);
   if (run.parallelism.pp > 1) line("pipeline bubble", b.pipeline_bubble_s);
   line("idle", b.idle_s);
+  // The host's launches bound the iteration from below; near it the GPUs wait for the host (their gaps are idle).
+  if (report.host.launch_time_s > 0.0 && report.iteration_time_s > 0.0) {
+    const double share = report.host.launch_time_s / report.iteration_time_s;
+    out << "  host launches       " << with_thousands(report.host.launches_per_iteration) << " per iteration x "
+        << fixed(run.training.host_launch_s * 1e6, 0) << " us = " << fixed(report.host.launch_time_s, 4) << " s, "
+        << fixed(100.0 * share, 0) << " % of the iteration" << (share >= 0.9 ? " (host-bound)" : "") << "\n";
+  }
   const auto& l = report.losses;
   out << "\n  gap to the ideal time (every kernel at its roofline peak and max clock, no communication):\n";
   line("ideal", l.ideal_s);

@@ -176,6 +176,15 @@ std::string headline_table(const Summary& s) {
     rows.push_back({"busiest expert-parallel rank's load (the pace every rank waits for)",
                     fixed(s.value({"run", "training", "moe_load_imbalance"}), 2),
                     "x the mean (training.moe_load_imbalance)"});
+  // The host's launches, a floor under the iteration (summaries before the key have none).
+  if (s.number({"host", "launch_time_s"}) && s.value({"host", "launch_time_s"}) > 0.0) {
+    const double share = s.value({"host", "launch_time_s"}) / std::max(s.value({"iteration_time_s"}), 1e-300);
+    rows.push_back({"host's kernel launches (a floor under the iteration)",
+                    fixed(s.value({"host", "launch_time_s"}), 3),
+                    "s: " + fixed(s.value({"host", "launches_per_iteration"}), 0) + " launches x " +
+                        fixed(1e6 * s.value({"host", "launch_s"}), 0) + " us, " + fixed(100.0 * share, 0) +
+                        " % of the iteration" + (share >= 0.9 ? " (host-bound)" : "")});
+  }
   if (s.number({"energy_per_token_j"})) {
     rows.push_back({"energy per token", fixed(s.value({"energy_per_token_j"}), 3), "J"});
     rows.push_back({"mean power per GPU", fixed(s.value({"power", "mean_w"}), 0),

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
@@ -245,6 +247,34 @@ TEST(BreakdownRun, AHostBoundPipelineKeepsItsScheduleBubbleAndIsIdleForTheRest) 
       EXPECT_LT(b.idle_s, 1e-3 * report.iteration_time_s);  // nothing waits for a host
     } else {
       EXPECT_GT(b.idle_s, b.compute_s);  // host-bound: the gaps between launches are idle
+    }
+  }
+}
+
+TEST(BreakdownRun, TheHostsLaunchesAreAFloorUnderTheIteration) {
+  // The host issues its launches one after another, so one iteration takes at least launches x host_launch_s; a
+  // host-bound run takes little more. RunReport::host counts them on the host that launches most.
+  const auto registries = ModelRegistries::with_builtins();
+  const auto config = test::configs_dir() / "validation" / "megatron-gpt-tiny-tp2-pp2.yaml";
+  RunSpec run = load_run_config(config, default_search_path(config), registries);
+  ASSERT_EQ(run.iterations, 1);
+  const Workload workload = build_run_workload(run);
+  double most = 0.0;
+  for (const Program& program : workload.programs) {
+    double launches = 0.0;
+    for (const IssueStep& step : program.issue_order) launches += step.launches;
+    most = std::max(most, launches);
+  }
+  ASSERT_GT(most, 1000.0);  // 12 layers x 4 micro-batches, forward and backward, and the optimizer's loops
+  for (const double launch_s : {0.0, 20e-6, 65e-6, 200e-6}) {
+    run.training.host_launch_s = launch_s;
+    const RunReport report = run_simulation(run, registries);
+    SCOPED_TRACE("host launch " + std::to_string(launch_s * 1e6) + " us");
+    EXPECT_DOUBLE_EQ(report.host.launches_per_iteration, most);
+    EXPECT_DOUBLE_EQ(report.host.launch_time_s, most * launch_s);
+    EXPECT_GE(report.iteration_time_s, report.host.launch_time_s);
+    if (launch_s >= 65e-6) {
+      EXPECT_LT(report.iteration_time_s, 1.25 * report.host.launch_time_s);  // host-bound
     }
   }
 }

@@ -145,6 +145,13 @@ TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.3f", run.iteration_time_s);
   EXPECT_NE(html.find(std::string("<td class=\"n\">") + seconds + "</td>"), std::string::npos);
+  // And the host's launches, the floor under it, to the millisecond.
+  ASSERT_GT(run.host.launch_time_s, 0.0);
+  std::snprintf(seconds, sizeof seconds, "%.3f", run.host.launch_time_s);
+  const auto host_row = html.find("host's kernel launches");
+  ASSERT_NE(host_row, std::string::npos);
+  EXPECT_EQ(html.find(std::string("<td class=\"n\">") + seconds + "</td>", host_row),
+            html.find("<td class=\"n\">", host_row));
 }
 
 TEST_F(Report, TheMemoryChartHasABarPerPipelineStage) {

@@ -115,6 +115,15 @@ inline constexpr double kLargestRunOps = 2e10;
 /// before the first event, so a run that would write more stops at once instead of filling the disk (a 512-GPU run
 /// showing every GPU wrote 2.8 GB). 2 GiB is about the largest JSON trace the Perfetto UI loads in a browser tab.
 inline constexpr double kLargestTimelineBytes = 2.0 * 1024 * 1024 * 1024;
+/// The host's launch work per iteration, on the GPU whose host launches most (docs/design.md, "The host"): its
+/// kernel launches (IssueStep::launches) times training.host_launch_s. The host issues them one after another, so
+/// an iteration takes at least `launch_time_s`; near it the run is host-bound, and its GPUs' gaps are idle time.
+/// Zero without a host model (replayed traces, whose measured gaps are the host).
+struct HostLoad {
+  double launches_per_iteration = 0.0;
+  double launch_time_s = 0.0;  ///< launches_per_iteration x training.host_launch_s
+};
+
 struct RunReport {
   std::string name;
   int gpus = 0;
@@ -130,6 +139,7 @@ struct RunReport {
   double mfu = 0.0;                      ///< model FLOP/s per GPU over the dense peak at the boost clock
   TimeBreakdown breakdown;
   LossBreakdown losses;
+  HostLoad host;
   PowerReport power;
   SimulationStats stats;
   double wall_time_s = 0.0;  ///< host time the whole run took
