@@ -53,7 +53,8 @@ int merge(const std::vector<std::string>& raw) {
   const auto out = args.option("--out").value_or(args.option("-o").value_or(""));
   if (out.empty()) throw argument_error("sweep merge needs --out DIR", "name the folder of the merged results");
   const std::vector<std::filesystem::path> shards(args.positional().begin() + 1, args.positional().end());
-  const SweepResult result = merge_sweep(spec, shards, out);
+  const SweepResult result =
+      merge_sweep(spec, shards, out, default_search_path(spec.base), ModelRegistries::with_builtins());
   print_sweep_summary(std::cout, spec, result);
   return kExitOk;
 }

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     return chopsim::cli::kExitOk;
   }
   if (name == "--version") {
-    std::cout << "chopsim " << chopsim::kChopsimVersion << "\n";
+    std::cout << "chopsim " << chopsim::kChopsimVersion << " (build " << chopsim::build_id() << ")\n";
     return chopsim::cli::kExitOk;
   }
   try {

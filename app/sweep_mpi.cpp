@@ -65,7 +65,7 @@ std::optional<SweepResult> run_sweep_mpi(const SweepSpec& spec, const ConfigSear
     try {
       std::vector<std::filesystem::path> shards;
       for (int rank = 0; rank < mpi.size(); ++rank) shards.push_back(shard_dir(rank));
-      result = merge_sweep(spec, shards, out_dir);
+      result = merge_sweep(spec, shards, out_dir, search, registries);
       std::filesystem::remove_all(shards_root);
     } catch (const std::exception& error) {
       merged = 0;

@@ -113,14 +113,16 @@ Spec decode_file(const Component<Spec>& component, const fs::path& file, KeyLoca
 /// The component at `top[kind.key]`: a name or path, a {name|path, overrides...} mapping, or an inline mapping.
 /// `after_file` runs on the spec the file (or the inline definition) gave, before the run's overrides: the hook of the
 /// calibration profile, which sits between the two.
+/// The file it reads, if any, is appended to `files`.
 template <class Spec>
 Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchPath& search, const fs::path& run_dir,
-             KeyLocations* locations, const std::function<void(Spec&)>& after_file = {}) {
+             KeyLocations* locations, std::vector<fs::path>& files, const std::function<void(Spec&)>& after_file = {}) {
   const char* key = component.kind.key;
   top.require(key, "a name, a path to a file, or a mapping");
   const YAML::Node value = top.value(key);
   if (value.IsScalar() && !value.Scalar().empty()) {
     const fs::path file = find_component(value.Scalar(), false, component.kind, search, run_dir, top, key);
+    files.push_back(file);
     Spec spec = decode_file(component, file, locations, key);
     if (after_file) after_file(spec);
     return spec;
@@ -141,6 +143,7 @@ Spec resolve(Mapping& top, const Component<Spec>& component, const ConfigSearchP
     ref.read(by_name ? "name" : "path", text, Need::required);
     const fs::path file =
         find_component(text, by_path, component.kind, search, run_dir, ref, by_name ? "name" : "path");
+    files.push_back(file);
     spec = decode_file(component, file, locations, key);
     if (after_file) after_file(spec);
     component.apply(ref, spec, Need::optional, true);  // overrides of the file's keys
@@ -468,25 +471,29 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
 
   RunSpec run;
   run.source = run_file;
+  run.input_files.push_back(run_file);
   run.name = run_file.stem().string();
   top.read("name", run.name);
   std::string description;  // free text for people; not used
   top.read("description", description);
 
-  run.model = resolve(top, Component<TransformerSpec>{kModel, apply_model_any}, search, run_dir, &locations);
+  run.model =
+      resolve(top, Component<TransformerSpec>{kModel, apply_model_any}, search, run_dir, &locations, run.input_files);
   // A calibration profile overrides the hardware file's keys (the run's own overrides still win) and sets the
   // collective parameters (the run's `collectives:` section still wins).
   std::function<void(HardwareSpec&)> apply_calibration;
   std::string calibration_text;
   if (top.read("calibration", calibration_text)) {
     run.calibration = find_profile(calibration_text, search, run_dir, top, "calibration");
+    run.input_files.push_back(run.calibration);
     apply_calibration = [&](HardwareSpec& hardware) {
       apply_profile(run.calibration, shown, &hardware, &run.collectives, &locations);
     };
   }
   run.hardware = resolve(top, Component<HardwareSpec>{kHardware, apply_hardware_any}, search, run_dir, &locations,
-                         apply_calibration);
-  run.cluster = resolve(top, Component<ClusterSpec>{kCluster, apply_cluster_any}, search, run_dir, &locations);
+                         run.input_files, apply_calibration);
+  run.cluster =
+      resolve(top, Component<ClusterSpec>{kCluster, apply_cluster_any}, search, run_dir, &locations, run.input_files);
 
   if (top.has("parallelism")) {
     Mapping p = top.child("parallelism");

@@ -274,6 +274,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
   JsonWriter json(out);
   json.begin_object();
   json.field("chopsim_version", kChopsimVersion);
+  json.field("chopsim_build", build_id());  // the git commit (and uncommitted changes) that computed it
   json.field("status", report.out_of_memory ? "out_of_memory" : "ok");
 
   json.key("run").begin_object();

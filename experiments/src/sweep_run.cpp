@@ -57,8 +57,17 @@ constexpr FigureColumn kFigures[] = {
 using detail::csv_field;
 using detail::csv_number;
 
-/// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result.
-std::string point_key(const std::string& base_text, const SweepPoint& point) {
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// FNV-1a, 64 bits: a cache key (not a security hash) of what decides a point's result: chopsim's version and build,
+/// the text of every file the point's run config reads (`inputs`: the base config, its model, calibration profile,
+/// hardware and cluster files, so that editing any of them computes the point again), and the point's overrides.
+std::string point_key(const std::vector<fs::path>& inputs, const SweepPoint& point) {
   std::uint64_t hash = 1469598103934665603ULL;
   auto mix = [&](std::string_view text) {
     for (const unsigned char c : text) {
@@ -69,7 +78,8 @@ std::string point_key(const std::string& base_text, const SweepPoint& point) {
     hash *= 1099511628211ULL;
   };
   mix(kChopsimVersion);
-  mix(base_text);
+  mix(build_id());
+  for (const fs::path& file : inputs) mix(file_text(file));
   for (const ConfigOverride& o : point.overrides) {
     mix(o.key);
     mix(o.value);
@@ -77,6 +87,21 @@ std::string point_key(const std::string& base_text, const SweepPoint& point) {
   std::ostringstream out;
   out << std::hex << std::setw(16) << std::setfill('0') << hash;
   return out.str();
+}
+
+/// The key of `point`: over the files its run config reads, or over the base config alone when the point is
+/// excluded by a constraint or its config does not load (what decides those results is the sweep and base files).
+std::string key_of(const SweepSpec& spec, const SweepPoint& point, const ConfigSearchPath& search,
+                   const ModelRegistries& registries) {
+  const auto meets = [&](const SweepConstraint& c) { return meets_constraint(c, point); };
+  if (std::all_of(spec.constraints.begin(), spec.constraints.end(), meets)) {
+    try {
+      return point_key(load_run_config(spec.base, search, registries, point.overrides).input_files, point);
+    } catch (const InputError&) {
+    } catch (const UnknownNameError&) {
+    }
+  }
+  return point_key({spec.base}, point);
 }
 
 PointFigures figures_of(const RunSpec& run, const RunReport& r) {
@@ -258,17 +283,6 @@ void write_csv(const SweepSpec& spec, const std::vector<PointResult>& points, co
 
 }  // namespace
 
-namespace {
-
-std::string file_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
-
 SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, const ModelRegistries& registries,
                       const SweepOptions& options) {
   if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
@@ -277,7 +291,6 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
                          " is not a shard (I/N with 0 <= I < N)",
                      "write e.g. --shard 0/4 for the first of four");
   check_objective_inputs(spec);
-  const std::string base_text = file_text(spec.base);
   create_output_directory(options.out_dir, "--out");
   SweepResult result;
   result.store = options.out_dir / "sweep.sqlite";
@@ -289,20 +302,25 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
   for (SweepPoint& p : expand_sweep(spec))
     if (p.index % options.shard_count == options.shard_index) points.push_back(std::move(p));
   result.points.resize(points.size());
+  tbb::task_arena arena(std::max(options.jobs, 1));
+  // The keys read each point's input files (loading its config): in parallel too.
+  std::vector<std::string> keys(points.size());
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, points.size(),
+                      [&](std::size_t i) { keys[i] = key_of(spec, points[i], search, registries); });
+  });
   std::vector<std::size_t> pending;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::string key = point_key(base_text, points[i]);
-    if (const auto it = finished.find(key); it != finished.end()) {
+    if (const auto it = finished.find(keys[i]); it != finished.end()) {
       result.points[i] = it->second;
       result.points[i].point = points[i];
     } else {
-      result.points[i].key = key;
+      result.points[i].key = keys[i];
       pending.push_back(i);
     }
   }
   std::mutex mutex;
   std::size_t done = points.size() - pending.size();
-  tbb::task_arena arena(std::max(options.jobs, 1));
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, pending.size(), [&](std::size_t n) {
       const std::size_t i = pending[n];
@@ -319,8 +337,8 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
   return result;
 }
 
-SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shard_dirs, const fs::path& out_dir) {
-  const std::string base_text = file_text(spec.base);
+SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shard_dirs, const fs::path& out_dir,
+                        const ConfigSearchPath& search, const ModelRegistries& registries) {
   std::map<std::string, PointResult> rows;
   for (const fs::path& dir : shard_dirs) {
     std::error_code error;
@@ -332,7 +350,7 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shar
   SweepResult result;
   std::vector<int> missing;
   for (const SweepPoint& p : expand_sweep(spec)) {
-    const auto it = rows.find(point_key(base_text, p));
+    const auto it = rows.find(key_of(spec, p, search, registries));
     if (it == rows.end()) {
       missing.push_back(p.index);
       continue;

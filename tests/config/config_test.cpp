@@ -196,6 +196,26 @@ TEST_F(ConfigTest, EveryShippedRunLoadsWithTheDefaultSearchPath) {
   }
 }
 
+TEST_F(ConfigTest, ARunListsEveryFileItRead) {
+  // What a sweep point's cache key hashes: the run config, then its model, calibration profile, hardware and cluster
+  // files, in that order; an inline component reads no file.
+  const fs::path config = test::configs_dir() / "llama3-8b-fsdp.yaml";
+  const auto listed = [&](const std::vector<ConfigOverride>& overrides) {
+    std::vector<fs::path> files;
+    for (const fs::path& f : load_run_config(config, default_search_path(config), registries_, overrides).input_files)
+      files.push_back(fs::canonical(f));
+    return files;
+  };
+  const fs::path configs = fs::canonical(test::configs_dir());
+  EXPECT_EQ(listed({}),
+            (std::vector<fs::path>{fs::canonical(config), configs / "models" / "llama3-8b.yaml",
+                                   configs / "hardware" / "MI300X.yaml", configs / "clusters" / "mi300x.yaml"}));
+  const fs::path profile = fs::canonical(test::source_dir() / "calibration" / "profiles" / "mi300x.yaml");
+  EXPECT_EQ(listed({{"calibration", profile.string(), "test"}}),
+            (std::vector<fs::path>{fs::canonical(config), configs / "models" / "llama3-8b.yaml", profile,
+                                   configs / "hardware" / "MI300X.yaml", configs / "clusters" / "mi300x.yaml"}));
+}
+
 TEST_F(ConfigTest, ShippedRunsMirrorTheirSources) {
   const RunSpec fsdp = load(test::configs_dir() / "llama3-8b-fsdp.yaml");
   EXPECT_EQ(fsdp.hardware.name, "MI300X");

@@ -120,6 +120,37 @@ TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
   EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
 }
 
+TEST_F(Sweep, EditingAFileTheBaseConfigReadsComputesItsPointsAgain) {
+  // The quick-start run with its hardware file beside it: a rerun finds every point in the store; after the hardware
+  // file's power cap changes, the rerun computes them again (before, the key hashed the base config's text only, and
+  // the rerun returned the old cap's figures).
+  const std::string hardware = read_text(test::configs_dir() / "hardware" / "MI300X.yaml");
+  ASSERT_NE(hardware.find("  tdp: 750 "), std::string::npos);
+  write("MI300X.yaml", hardware);
+  std::string base = read_text(test::configs_dir() / "llama3-8b-fsdp.yaml");
+  const std::string by_name = "hardware: MI300X\n";
+  ASSERT_NE(base.find(by_name), std::string::npos);
+  base.replace(base.find(by_name), by_name.size(), "hardware: {path: MI300X.yaml}\n");
+  const auto base_file = write("base.yaml", base);
+  const SweepSpec spec =
+      load_sweep(write("edit.yaml", "base: " + base_file.string() + "\naxes:\n  training.micro_batch: [1, 2]\n"));
+  const SweepResult first = run(spec, 2);
+  const SweepResult same = run(spec, 2);
+  for (const PointResult& r : same.points) EXPECT_TRUE(r.resumed) << r.point.index;
+  std::string lower = hardware;
+  lower.replace(lower.find("  tdp: 750 "), 11, "  tdp: 600 ");
+  write("MI300X.yaml", lower);
+  const SweepResult edited = run(spec, 2);
+  ASSERT_EQ(edited.points.size(), first.points.size());
+  for (std::size_t i = 0; i < edited.points.size(); ++i) {
+    EXPECT_FALSE(edited.points[i].resumed) << i;
+    EXPECT_NE(edited.points[i].key, first.points[i].key);
+    // A lower cap: less power, a slower step.
+    EXPECT_LT(edited.points[i].figures.mean_power_w, first.points[i].figures.mean_power_w);
+    EXPECT_GT(edited.points[i].figures.iteration_time_s, first.points[i].figures.iteration_time_s);
+  }
+}
+
 TEST_F(Sweep, CostAndTimeObjectivesFollowTheArithmeticByHand) {
   // Points with more GPUs (cluster.nodes 1 or 2 of the quick start's MI300X nodes) run faster but cost more per
   // hour. Rented: cost per token = price x GPUs / 3600 / tokens/s. Owned: capex x GPUs / (years x 365.25 x 86400)
@@ -246,12 +277,13 @@ TEST_F(Sweep, ShardsMergedEqualTheSingleRun) {
     for (const PointResult& r : shard.points) EXPECT_EQ(r.point.index % 3, i);
     shards.push_back(options.out_dir);
   }
-  const SweepResult merged = merge_sweep(spec, shards, dir_ / "merged");
+  const SweepResult merged = merge_sweep(spec, shards, dir_ / "merged", default_search_path(spec.base), registries_);
   EXPECT_EQ(read_text(merged.results_csv), single);
-  EXPECT_NE(test::input_error([&] {
-              (void)merge_sweep(spec, {shards[0], shards[2]}, dir_ / "partial");
-            }).find("2 points are in no shard store (1, 4)"),
-            std::string::npos);
+  EXPECT_NE(
+      test::input_error([&] {
+        (void)merge_sweep(spec, {shards[0], shards[2]}, dir_ / "partial", default_search_path(spec.base), registries_);
+      }).find("2 points are in no shard store (1, 4)"),
+      std::string::npos);
 }
 
 // `chopsim run --set KEY=VALUE`: the same decoding and checks as the file's own keys.

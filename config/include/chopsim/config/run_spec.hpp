@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "chopsim/models/cluster.hpp"
 #include "chopsim/models/collective.hpp"
@@ -43,6 +44,10 @@ struct PowerRunSpec {
 struct RunSpec {
   std::string name;              ///< run name (defaults to the config file's stem)
   std::filesystem::path source;  ///< the run config file, empty for runs built in code
+  /// Every file load_run_config read, in reading order: the run config, then its model, calibration profile,
+  /// hardware and cluster files where it names them. With chopsim's build they decide the run's result (a sweep
+  /// point's cache key hashes their text). Empty for runs built in code.
+  std::vector<std::filesystem::path> input_files;
   TransformerSpec model;
   HardwareSpec hardware;
   ClusterSpec cluster;

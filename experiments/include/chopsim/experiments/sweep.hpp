@@ -136,15 +136,17 @@ struct SweepResult {
   std::filesystem::path store;
 };
 
-/// Runs every point not already in out_dir's store (same key), records each as it finishes, then writes
-/// results.csv from the store (byte-identical whatever `jobs`).
+/// Runs every point not already in out_dir's store (same key: chopsim's version and build, the text of every file the
+/// point's run config reads, its overrides), records each as it finishes, then writes results.csv from the store
+/// (byte-identical whatever `jobs`).
 [[nodiscard]] SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search,
                                     const ModelRegistries& registries, const SweepOptions& options);
 
 /// Joins the stores of a sweep's shards (`chopsim sweep merge`) into out_dir's store and writes results.csv for
 /// every point; InputError naming the points no shard store holds.
 [[nodiscard]] SweepResult merge_sweep(const SweepSpec& spec, const std::vector<std::filesystem::path>& shard_dirs,
-                                      const std::filesystem::path& out_dir);
+                                      const std::filesystem::path& out_dir, const ConfigSearchPath& search,
+                                      const ModelRegistries& registries);
 
 /// The terminal's answer: the best points by the objective, the Pareto front of throughput vs energy per token,
 /// and the best objective value per value of each axis.
