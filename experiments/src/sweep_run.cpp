@@ -52,6 +52,7 @@ constexpr FigureColumn kFigures[] = {
     // Appended: a store from before these columns gets them added (Store), in this order.
     {"gpus", &PointFigures::gpus},
     {"nodes", &PointFigures::nodes},
+    {"host_launch_time_s", &PointFigures::host_launch_time_s},
 };
 
 using detail::csv_field;
@@ -119,6 +120,7 @@ PointFigures figures_of(const RunSpec& run, const RunReport& r) {
   f.exposed_comm_s = r.breakdown.exposed_comm_total_s();
   f.pipeline_bubble_s = r.breakdown.pipeline_bubble_s;
   f.idle_s = r.breakdown.idle_s;
+  f.host_launch_time_s = r.host.launch_time_s;
   if (r.power.available) {
     f.mean_power_w = r.power.mean_w;
     f.peak_power_1ms_w = r.power.peak_1ms_w;

@@ -91,6 +91,9 @@ TEST_F(Sweep, InvalidPointsSayWhyAndOutOfMemoryPointsAreNotSimulated) {
   ASSERT_EQ(result.points.size(), 4u);
   EXPECT_EQ(result.points[0].status, PointStatus::ok);
   EXPECT_GT(result.points[0].figures.tokens_per_s, 0.0);
+  // The host's launches: a floor under the iteration (eager PyTorch's 43 us per launch by default).
+  EXPECT_GT(result.points[0].figures.host_launch_time_s, 0.0);
+  EXPECT_LE(result.points[0].figures.host_launch_time_s, result.points[0].figures.iteration_time_s);
   EXPECT_EQ(result.points[1].status, PointStatus::oom);
   EXPECT_NE(result.points[1].reason.find("GiB per GPU of 192.0 GiB"), std::string::npos) << result.points[1].reason;
   EXPECT_GT(result.points[1].figures.peak_bytes_per_gpu, result.points[1].figures.capacity_bytes_per_gpu);
@@ -104,6 +107,7 @@ TEST_F(Sweep, InvalidPointsSayWhyAndOutOfMemoryPointsAreNotSimulated) {
   const std::string csv = read_text(result.results_csv);
   EXPECT_EQ(csv.substr(0, csv.find('\n')).find("point,key,parallelism.tp,training.micro_batch,status,reason,"), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_TRUE(csv.substr(0, csv.find('\n')).ends_with(",gpus,nodes,host_launch_time_s")) << csv.substr(0, 400);
 }
 
 TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {

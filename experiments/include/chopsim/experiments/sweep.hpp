@@ -102,11 +102,14 @@ struct PointFigures {
   double throttled_fraction = 0.0;
   double gpus = 0.0;   ///< the point's GPU count (summary.json run.gpus), for cost per token
   double nodes = 0.0;  ///< its node count (run.nodes)
+  /// The busiest host's launches per iteration x training.host_launch_us (RunReport::host): near iteration_time_s
+  /// the point is host-bound.
+  double host_launch_time_s = 0.0;
 };
 
 struct PointResult {
   SweepPoint point;
-  std::string key;  ///< hash of the base file, the point's overrides and chopsim's version
+  std::string key;  ///< hash of the files its run reads, its overrides, chopsim's version and build
   PointStatus status = PointStatus::ok;
   std::string reason;    ///< invalid / failed: the message; oom: the memory figures
   PointFigures figures;  ///< ok: all; oom: the memory ones
