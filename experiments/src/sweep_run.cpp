@@ -409,6 +409,15 @@ bool better_point(const SweepSpec& spec, const PointResult& a, const PointResult
   return a.point.index < b.point.index;
 }
 
+namespace {
+
+/// A point whose host's launches take 90 % of its iteration or more: its GPUs wait for the host (RunReport::host).
+bool host_bound(const PointFigures& f) {
+  return f.iteration_time_s > 0.0 && f.host_launch_time_s >= 0.9 * f.iteration_time_s;
+}
+
+}  // namespace
+
 void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepResult& result, int top) {
   std::map<PointStatus, int> counts;
   for (const PointResult& r : result.points) ++counts[r.status];
@@ -459,8 +468,15 @@ void print_sweep_summary(std::ostream& out, const SweepSpec& spec, const SweepRe
           << r.figures.peak_bytes_per_gpu / (1u << 30) << " GiB/GPU";
       if (spec.objective == SweepObjective::cost_per_token || spec.objective == SweepObjective::time_to_train)
         out << ", " << objective(r) << " " << objective_name;
+      if (host_bound(r.figures)) out << ", host-bound";
       out << "\n";
     }
+    const auto bound = std::count_if(ok.begin(), ok.end(), [](const PointResult* r) { return host_bound(r->figures); });
+    if (bound > 0)
+      out << bound << " of " << ok.size()
+          << " points are host-bound (the host's kernel launches take 90 % of the iteration or more: "
+             "host_launch_time_s "
+             "in results.csv)\n";
     // Pareto front: no other point has more tokens/s and less energy per token.
     std::vector<const PointResult*> front;
     for (const PointResult* a : ok) {

@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "chopsim/config/registries.hpp"
 #include "chopsim_test_helpers.hpp"
@@ -153,6 +154,27 @@ TEST_F(Sweep, EditingAFileTheBaseConfigReadsComputesItsPointsAgain) {
     EXPECT_LT(edited.points[i].figures.mean_power_w, first.points[i].figures.mean_power_w);
     EXPECT_GT(edited.points[i].figures.iteration_time_s, first.points[i].figures.iteration_time_s);
   }
+}
+
+TEST_F(Sweep, TheSummaryMarksHostBoundPoints) {
+  // The quick start at eager PyTorch's 43 us per launch is GPU-bound (its launches take 3 % of the step); at 5 ms per
+  // launch its 944 launches take 4.7 s, longer than the GPU's 1.6 s of work: host-bound.
+  const SweepSpec spec = load_sweep(sweep("axes:\n  training.host_launch_us: [43, 5000]\n"));
+  const SweepResult result = run(spec, 2);
+  ASSERT_EQ(result.points.size(), 2u);
+  const PointFigures& fast = result.points[0].figures;
+  const PointFigures& slow = result.points[1].figures;
+  EXPECT_LT(fast.host_launch_time_s, 0.1 * fast.iteration_time_s);
+  EXPECT_GE(slow.iteration_time_s, slow.host_launch_time_s);
+  EXPECT_GE(slow.host_launch_time_s, 0.9 * slow.iteration_time_s);
+  std::ostringstream text;
+  print_sweep_summary(text, spec, result, 5);
+  EXPECT_NE(text.str().find("1 of 2 points are host-bound"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("training.host_launch_us=5000: "), std::string::npos) << text.str();
+  const std::string slow_line = text.str().substr(text.str().find("training.host_launch_us=5000: "));
+  EXPECT_NE(slow_line.substr(0, slow_line.find('\n')).find(", host-bound"), std::string::npos) << text.str();
+  const std::string fast_line = text.str().substr(text.str().find("training.host_launch_us=43: "));
+  EXPECT_EQ(fast_line.substr(0, fast_line.find('\n')).find("host-bound"), std::string::npos) << text.str();
 }
 
 TEST_F(Sweep, CostAndTimeObjectivesFollowTheArithmeticByHand) {
