@@ -408,6 +408,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("launch_s", run.training.host_launch_s);
     json.field("launches_per_iteration", report.host.launches_per_iteration);
     json.field("launch_time_s", report.host.launch_time_s);
+    json.field("bound", report.host.binds(report.iteration_time_s));
     json.end_object();
     if (report.power.available) write_power_json(json, run, report);
     json.key("simulation").begin_object();
@@ -520,7 +521,8 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
     const double share = report.host.launch_time_s / report.iteration_time_s;
     out << "  host launches       " << with_thousands(report.host.launches_per_iteration) << " per iteration x "
         << fixed(run.training.host_launch_s * 1e6, 0) << " us = " << fixed(report.host.launch_time_s, 4) << " s, "
-        << fixed(100.0 * share, 0) << " % of the iteration" << (share >= 0.9 ? " (host-bound)" : "") << "\n";
+        << fixed(100.0 * share, 0) << " % of the iteration"
+        << (report.host.binds(report.iteration_time_s) ? " (host-bound)" : "") << "\n";
   }
   const auto& l = report.losses;
   out << "\n  gap to the ideal time (every kernel at its roofline peak and max clock, no communication):\n";

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -90,19 +91,36 @@ std::string point_key(const std::vector<fs::path>& inputs, const SweepPoint& poi
   return out.str();
 }
 
-/// The key of `point`: over the files its run config reads, or over the base config alone when the point is
-/// excluded by a constraint or its config does not load (what decides those results is the sweep and base files).
-std::string key_of(const SweepSpec& spec, const SweepPoint& point, const ConfigSearchPath& search,
-                   const ModelRegistries& registries) {
-  const auto meets = [&](const SweepConstraint& c) { return meets_constraint(c, point); };
-  if (std::all_of(spec.constraints.begin(), spec.constraints.end(), meets)) {
+/// A point before it is simulated: its run config, or, when it is excluded by a constraint or its config does not
+/// load, why not (`invalid`); and its key, over the files the run config reads, or over the base config alone when
+/// there is no run (what decides those results is the sweep and base files).
+struct LoadedPoint {
+  std::optional<RunSpec> run;
+  PointResult invalid;
+  std::string key;
+};
+
+LoadedPoint load_point(const SweepSpec& spec, const SweepPoint& point, const ConfigSearchPath& search,
+                       const ModelRegistries& registries) {
+  LoadedPoint loaded;
+  PointResult& r = loaded.invalid;
+  r.point = point;
+  r.status = PointStatus::invalid;
+  const auto excluding = std::find_if(spec.constraints.begin(), spec.constraints.end(),
+                                      [&](const SweepConstraint& c) { return !meets_constraint(c, point); });
+  if (excluding != spec.constraints.end()) {
+    r.reason = "excluded by the constraint '" + excluding->text + "'";
+  } else {
     try {
-      return point_key(load_run_config(spec.base, search, registries, point.overrides).input_files, point);
-    } catch (const InputError&) {
-    } catch (const UnknownNameError&) {
+      loaded.run = load_run_config(spec.base, search, registries, point.overrides);
+    } catch (const InputError& e) {
+      r.reason = e.problem() + (e.key().empty() ? "" : " (" + e.key() + ")");
+    } catch (const UnknownNameError& e) {
+      r.reason = e.what();
     }
   }
-  return point_key({spec.base}, point);
+  loaded.key = point_key(loaded.run ? loaded.run->input_files : std::vector<fs::path>{spec.base}, point);
+  return loaded;
 }
 
 PointFigures figures_of(const RunSpec& run, const RunReport& r) {
@@ -227,29 +245,10 @@ std::string memory_reason(const RunReport& r) {
   return out.str();
 }
 
-PointResult run_point(const SweepSpec& spec, const SweepPoint& point, const ConfigSearchPath& search,
-                      const ModelRegistries& registries) {
+/// Simulates a point whose run config loaded.
+PointResult run_point(const SweepPoint& point, const RunSpec& run, const ModelRegistries& registries) {
   PointResult r;
   r.point = point;
-  for (const SweepConstraint& c : spec.constraints) {
-    if (!meets_constraint(c, point)) {
-      r.status = PointStatus::invalid;
-      r.reason = "excluded by the constraint '" + c.text + "'";
-      return r;
-    }
-  }
-  RunSpec run;
-  try {
-    run = load_run_config(spec.base, search, registries, point.overrides);
-  } catch (const InputError& e) {
-    r.status = PointStatus::invalid;
-    r.reason = e.problem() + (e.key().empty() ? "" : " (" + e.key() + ")");
-    return r;
-  } catch (const UnknownNameError& e) {
-    r.status = PointStatus::invalid;
-    r.reason = e.what();
-    return r;
-  }
   try {
     const RunReport report = run_simulation(run, registries, RunOptions{});  // OOM points are not simulated
     r.figures = figures_of(run, report);
@@ -304,30 +303,24 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
   for (SweepPoint& p : expand_sweep(spec))
     if (p.index % options.shard_count == options.shard_index) points.push_back(std::move(p));
   result.points.resize(points.size());
-  tbb::task_arena arena(std::max(options.jobs, 1));
-  // The keys read each point's input files (loading its config): in parallel too.
-  std::vector<std::string> keys(points.size());
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, points.size(),
-                      [&](std::size_t i) { keys[i] = key_of(spec, points[i], search, registries); });
-  });
-  std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    if (const auto it = finished.find(keys[i]); it != finished.end()) {
-      result.points[i] = it->second;
-      result.points[i].point = points[i];
-    } else {
-      result.points[i].key = keys[i];
-      pending.push_back(i);
-    }
-  }
+  // Each point's config is loaded once: for its key (the files it reads), then, unless the store has that key, to
+  // simulate it.
   std::mutex mutex;
-  std::size_t done = points.size() - pending.size();
+  std::size_t done = 0;
+  tbb::task_arena arena(std::max(options.jobs, 1));
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, pending.size(), [&](std::size_t n) {
-      const std::size_t i = pending[n];
-      PointResult r = run_point(spec, points[i], search, registries);
-      r.key = result.points[i].key;
+    tbb::parallel_for(std::size_t{0}, points.size(), [&](std::size_t i) {
+      LoadedPoint loaded = load_point(spec, points[i], search, registries);
+      if (const auto it = finished.find(loaded.key); it != finished.end()) {
+        PointResult r = it->second;
+        r.point = points[i];
+        const std::lock_guard<std::mutex> lock(mutex);
+        result.points[i] = std::move(r);
+        ++done;
+        return;
+      }
+      PointResult r = loaded.run ? run_point(points[i], *loaded.run, registries) : std::move(loaded.invalid);
+      r.key = loaded.key;
       const std::lock_guard<std::mutex> lock(mutex);
       store.add(r);
       result.points[i] = std::move(r);
@@ -352,7 +345,7 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shar
   SweepResult result;
   std::vector<int> missing;
   for (const SweepPoint& p : expand_sweep(spec)) {
-    const auto it = rows.find(key_of(spec, p, search, registries));
+    const auto it = rows.find(load_point(spec, p, search, registries).key);
     if (it == rows.end()) {
       missing.push_back(p.index);
       continue;
@@ -411,10 +404,8 @@ bool better_point(const SweepSpec& spec, const PointResult& a, const PointResult
 
 namespace {
 
-/// A point whose host's launches take 90 % of its iteration or more: its GPUs wait for the host (RunReport::host).
-bool host_bound(const PointFigures& f) {
-  return f.iteration_time_s > 0.0 && f.host_launch_time_s >= 0.9 * f.iteration_time_s;
-}
+/// A point whose GPUs wait for the host (HostLoad::binds).
+bool host_bound(const PointFigures& f) { return HostLoad{0.0, f.host_launch_time_s}.binds(f.iteration_time_s); }
 
 }  // namespace
 

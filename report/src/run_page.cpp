@@ -69,6 +69,14 @@ class Summary {
     return std::nullopt;
   }
   double value(std::initializer_list<std::string_view> path) const { return number(path).value_or(0.0); }
+  /// A boolean; false when absent.
+  bool flag(std::initializer_list<std::string_view> path) const {
+    simdjson::dom::element e = root_;
+    for (const std::string_view key : path)
+      if (e.at_key(key).get(e)) return false;
+    bool b = false;
+    return !e.get_bool().get(b) && b;
+  }
   std::string text(std::initializer_list<std::string_view> path) const {
     simdjson::dom::element e = root_;
     for (const std::string_view key : path)
@@ -183,7 +191,7 @@ std::string headline_table(const Summary& s) {
                     fixed(s.value({"host", "launch_time_s"}), 3),
                     "s: " + fixed(s.value({"host", "launches_per_iteration"}), 0) + " launches x " +
                         fixed(1e6 * s.value({"host", "launch_s"}), 0) + " us, " + fixed(100.0 * share, 0) +
-                        " % of the iteration" + (share >= 0.9 ? " (host-bound)" : "")});
+                        " % of the iteration" + (s.flag({"host", "bound"}) ? " (host-bound)" : "")});
   }
   if (s.number({"energy_per_token_j"})) {
     rows.push_back({"energy per token", fixed(s.value({"energy_per_token_j"}), 3), "J"});

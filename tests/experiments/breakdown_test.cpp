@@ -276,6 +276,17 @@ TEST(BreakdownRun, TheHostsLaunchesAreAFloorUnderTheIteration) {
     if (launch_s >= 65e-6) {
       EXPECT_LT(report.iteration_time_s, 1.25 * report.host.launch_time_s);  // host-bound
     }
+    // The verdict the terminal, summary.json and the sweep summary share.
+    if (launch_s == 0.0) {
+      EXPECT_FALSE(report.host.binds(report.iteration_time_s));
+    }
+    if (launch_s == 200e-6) {
+      EXPECT_TRUE(report.host.binds(report.iteration_time_s));
+      const std::string json = summary_json(run, report);
+      const auto host = json.find("\"host\"");
+      ASSERT_NE(host, std::string::npos);
+      EXPECT_NE(json.find("\"bound\": true", host), std::string::npos) << json.substr(host, 200);
+    }
   }
 }
 

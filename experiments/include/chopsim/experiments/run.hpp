@@ -120,8 +120,14 @@ inline constexpr double kLargestTimelineBytes = 2.0 * 1024 * 1024 * 1024;
 /// an iteration takes at least `launch_time_s`; near it the run is host-bound, and its GPUs' gaps are idle time.
 /// Zero without a host model (replayed traces, whose measured gaps are the host).
 struct HostLoad {
+  /// The share of an iteration from which on a run counts as host-bound (terminal, summary.json, sweep summary).
+  static constexpr double kBoundShare = 0.9;
   double launches_per_iteration = 0.0;
   double launch_time_s = 0.0;  ///< launches_per_iteration x training.host_launch_s
+  /// Whether these launches take kBoundShare of an iteration of `iteration_time_s` or more.
+  [[nodiscard]] bool binds(double iteration_time_s) const {
+    return iteration_time_s > 0.0 && launch_time_s >= kBoundShare * iteration_time_s;
+  }
 };
 
 struct RunReport {
