@@ -316,6 +316,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("gradient_accumulation_fusion", train.gradient_accumulation_fusion);
   t.read("cross_entropy_fusion", train.cross_entropy_fusion);
   t.read("unpad_attention", train.unpad_attention);
+  t.read("masked_softmax_fusion", train.masked_softmax_fusion);
   t.read("grad_clip", train.grad_clip);
   t.read_choice<Optimizer>("optimizer", train.optimizer, {kOptimizerNames.begin(), kOptimizerNames.end()});
   if (t.has("train_metrics")) {

@@ -351,6 +351,12 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                    (par.cp > 1 ? "cp " + str(par.cp) : std::string("eager attention")),
                par.cp > 1 ? "remove unpad_attention, or set parallelism.cp: 1"
                           : "remove unpad_attention, or use a fused attention (attention: flash2)");
+  if (train.masked_softmax_fusion && train.attention != kEagerAttention)
+    rules.fail("training.masked_softmax_fusion",
+               "masked_softmax_fusion fuses the softmax of eager attention's materialised scores, but the run's "
+               "attention is " +
+                   (train.attention.empty() ? std::string("the hardware's fused kernel") : "'" + train.attention + "'"),
+               "remove masked_softmax_fusion, or set training.attention: eager");
   if (!train.moe_pad_to_capacity && !train.moe_capacity_factor)
     rules.fail("training.moe_pad_to_capacity",
                "moe_pad_to_capacity: false is about padding to a capacity, but moe_capacity_factor is not set "

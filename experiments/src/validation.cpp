@@ -31,6 +31,7 @@ using validation_detail::display_value;
 using validation_detail::format;
 using validation_detail::median;
 using validation_detail::metric_unit;
+using validation_detail::narayanan_flops_per_token;
 
 }  // namespace
 
@@ -306,10 +307,13 @@ std::vector<ValidationResult> run_validation(const std::vector<ValidationCase>& 
           result.ok = true;
           result.predicted_mfu = report.mfu;
           const double tokens_per_gpu = report.tokens_per_s / report.gpus;
-          result.predicted = c.metric == ValidationMetric::iteration_time_s ? report.iteration_time_s
-                             : c.metric == ValidationMetric::model_tflops_per_gpu
-                                 ? tokens_per_gpu * model_training_flops_per_token(run.model, run.training.seq_len)
-                                 : tokens_per_gpu;
+          result.predicted =
+              c.metric == ValidationMetric::iteration_time_s ? report.iteration_time_s
+              : c.metric == ValidationMetric::model_tflops_per_gpu
+                  ? tokens_per_gpu * (c.flops_count_recompute
+                                          ? narayanan_flops_per_token(run.model, run.training.seq_len)
+                                          : model_training_flops_per_token(run.model, run.training.seq_len))
+                  : tokens_per_gpu;
         }
       }
       if (result.ok) result.relative_error = (result.predicted - c.measured) / c.measured;

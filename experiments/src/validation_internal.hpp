@@ -36,6 +36,10 @@ void add_zeus_cases(const std::filesystem::path& data_dir, const std::filesystem
 /// mapped to a run by one rule (validation_records.cpp).
 void add_megatron_record_cases(const std::filesystem::path& data_dir, const std::filesystem::path& configs_dir,
                                std::vector<ValidationCase>& cases);
+/// Training FLOPs per token as Narayanan et al. (SC'21, eq. 3) count them for a GPT of `model`'s sizes, activation
+/// recomputation's extra forward included: F = 96 B s l h^2 (1 + s / 6h + V / 16 l h) per iteration of B sequences
+/// of s tokens, divided by B s (the Megatron-LM README's A100 rows and the paper's Table 1 report this).
+[[nodiscard]] double narayanan_flops_per_token(const TransformerSpec& model, int seq_len);
 /// The seed papers' findings, each checked for the reason the paper gives.
 void add_seed_findings(const std::filesystem::path& configs_dir, const ModelRegistries& registries,
                        std::vector<ValidationCase>& cases);

@@ -123,7 +123,14 @@ std::string group_notes(const std::string& group) {
            "as fp8; a table without a precision column (25.09) takes the next release's precision for the same "
            "model, machine, GPU count and tp/pp/ep (the row's notes say so); the LoRA rows as Megatron-Bridge's LoRA "
            "performance configs run them (rank 32 on the fused QKV only, their target_modules override since "
-           "2026-02; base weights frozen: training.lora). Nothing is tuned per record. "
+           "2026-02; base weights frozen: training.lora). The README's A100 rows (Narayanan et al., SC'21, Table 1) "
+           "print no head count or tp/pp split: they run as the paper's artifact launches them "
+           "(examples/sc21/run_table_1.sh and CONFIG.sh, NVIDIA/Megatron-LM@38879f8b3f0e: heads, tp, pp, "
+           "micro-batch, layers per virtual stage, torch or local DDP) with 2021's Megatron-LM defaults: fp16, every "
+           "layer recomputed, no distributed optimizer or sequence parallelism, attention over materialised scores "
+           "with the fused scale-mask-softmax (training.masked_softmax_fusion), 0.1 dropouts, linear biases, the "
+           "head tied to the embedding, the unfused cross entropy; their TFLOP/s count the recomputed forward as the "
+           "paper does (96 B s l h^2 (1 + s/6h + V/16lh) per iteration). Nothing is tuned per record. "
            "Rows chopsim cannot predict are listed with the reason; 'does not fit in memory' on a measured run is a "
            "false out-of-memory verdict of the memory model.\n";
   if (group.starts_with("megatron_lm_tiny"))

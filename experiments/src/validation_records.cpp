@@ -42,7 +42,39 @@ std::vector<int> deepseek_v3_bridge_layout(int virtual_stages) {
   }
 }
 
+/// A run of Narayanan et al. (SC'21) Table 1, the Megatron-LM README's A100 weak-scaling rows, as the paper's artifact
+/// launches it: examples/sc21/run_table_1.sh and CONFIG.sh (NVIDIA/Megatron-LM@38879f8b3f0e, tag core_v0.4.0).
+struct Sc21Run {
+  int hidden = 0, layers = 0;        ///< HS, NLS: the sizes the README row prints identify it
+  int heads = 0;                     ///< NAH
+  int tp = 1, pp = 1;                ///< TP, PP
+  int micro_batch = 1;               ///< MBS
+  int global_batch = 0;              ///< GBS
+  int nodes = 0;                     ///< NNODES (8 A100 each)
+  int layers_per_virtual_stage = 0;  ///< --num-layers-per-virtual-pipeline-stage; 0: plain 1F1B
+  bool local_ddp = false;            ///< DDP=local (Megatron's own, reduces after the backward) or torch
+};
+
+constexpr Sc21Run kSc21Table1[] = {
+    {2304, 24, 24, 1, 1, 16, 512, 4, 0, false},      {3072, 30, 32, 2, 1, 16, 512, 8, 0, false},
+    {4096, 36, 32, 4, 1, 16, 512, 16, 0, false},     {6144, 40, 48, 8, 1, 8, 1024, 32, 0, false},
+    {8192, 48, 64, 8, 2, 4, 1536, 64, 0, true},      {10240, 60, 80, 8, 4, 2, 1792, 128, 5, true},
+    {12288, 80, 96, 8, 8, 2, 2304, 192, 5, true},    {16384, 96, 128, 8, 16, 1, 2160, 240, 3, true},
+    {20480, 105, 128, 8, 35, 1, 2520, 315, 1, true}, {25600, 128, 160, 8, 64, 1, 3072, 384, 0, true},
+};
+
+const Sc21Run* sc21_run(int hidden, int layers) {
+  for (const Sc21Run& run : kSc21Table1)
+    if (run.hidden == hidden && run.layers == layers) return &run;
+  return nullptr;
+}
+
 }  // namespace
+
+double narayanan_flops_per_token(const TransformerSpec& model, int seq_len) {
+  const double l = model.layers, h = model.hidden, s = seq_len, v = model.vocab;
+  return 96.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
 
 /// NVIDIA's published Megatron-Core training throughput (../shared/data/validation/published_megatron_records.yaml):
 /// Megatron-Bridge's performance tables (DGX-H100, DGX-B200) and the Megatron-LM README's scaling tables. Every record
@@ -228,13 +260,18 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       if (model.starts_with("Nemotron_3_Nano")) name = "nemotron-3-nano";
       RunSpec& run = c.run;
       run.name = c.id;
+      // The README's A100 rows print no head count or tp / pp split: the paper's artifact gives them (Sc21Run).
+      const Sc21Run* sc21 = readme && machine == "A100" && printed(model, "heads") == 0
+                                ? sc21_run(printed(model, "hidden"), printed(model, "layers"))
+                                : nullptr;
       if (!name.empty()) {
         run.model = model_file(name);
-      } else if (model.starts_with("GPT") && printed(model, "hidden") > 0 && printed(model, "heads") > 0) {
+      } else if (model.starts_with("GPT") && printed(model, "hidden") > 0 &&
+                 (printed(model, "heads") > 0 || sc21 != nullptr)) {
         run.model.name = model;
         run.model.layers = printed(model, "layers");
         run.model.hidden = printed(model, "hidden");
-        run.model.heads = printed(model, "heads");
+        run.model.heads = sc21 != nullptr ? sc21->heads : printed(model, "heads");
         run.model.kv_heads = run.model.heads;
         run.model.ffn_hidden = 4 * run.model.hidden;
         run.model.vocab = printed(model, "vocab");
@@ -248,11 +285,31 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         skip("the record does not give the model's head count (" + model + ")");
         continue;
       }
+      if (sc21 != nullptr) {
+        // The artifact's CONFIG.sh trains in fp16 (--fp16 --loss-scale 8192) at sequence length 2048.
+        precision_name = "fp16";
+        c.categories[3].second = precision_name;
+        const bool same_run = sc21->nodes * 8 == gpus && sc21->global_batch == integer(record["global_batch"], 0) &&
+                              integer(record["seq_len"], 2048) == 2048;
+        if (!same_run) {
+          skip("the record's GPU count or batch is not the SC'21 artifact's run of this model");
+          continue;
+        }
+        c.notes = model + ", " + std::to_string(gpus) + " " + machine +
+                  ", fp16; as the SC'21 artifact runs it (examples/sc21/run_table_1.sh: tp " +
+                  std::to_string(sc21->tp) + ", pp " + std::to_string(sc21->pp) +
+                  (sc21->layers_per_virtual_stage > 0
+                       ? " x vp " + std::to_string(run.model.layers / sc21->pp / sc21->layers_per_virtual_stage)
+                       : std::string()) +
+                  ", micro-batch " + std::to_string(sc21->micro_batch) + ", full recomputation, " +
+                  (sc21->local_ddp ? "local" : "torch") + " DDP)";
+      }
       if (precision_name == "not given") {
         skip("the record does not give the precision, and no later release's table has the same run");
         continue;
       }
-      if (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1) {
+      if (sc21 == nullptr &&
+          (integer(record["tp"], 0) < 1 || integer(record["pp"], 0) < 1 || integer(record["dp"], 0) < 1)) {
         skip("the record does not give tp, pp and dp");
         continue;
       }
@@ -263,10 +320,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       run.cluster.nodes = std::max(1, gpus / run.cluster.gpus_per_node);
       if (run.cluster.nodes == 1) run.cluster.fabric.kind = "none";
       ParallelismSpec& par = run.parallelism;
-      par.tp = integer(record["tp"], 1);
-      par.pp = integer(record["pp"], 1);
+      par.tp = sc21 != nullptr ? sc21->tp : integer(record["tp"], 1);
+      par.pp = sc21 != nullptr ? sc21->pp : integer(record["pp"], 1);
       par.cp = integer(record["cp"], 1);
-      par.dp = integer(record["dp"], 1);
+      par.dp = sc21 != nullptr ? gpus / (sc21->tp * sc21->pp) : integer(record["dp"], 1);
       par.ep = std::max(1, integer(record["ep"], 1));
       // The Megatron-LM README's H100 runs overlap "pipeline-parallel communication (enabled by default)", which
       // Megatron-Core r0.8.0 does only in the interleaved schedule (megatron/training/arguments.py: without
@@ -277,7 +334,9 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // and Megatron-LM's own interleaved functional tests run one layer per virtual stage (megatron_lm group): every
       // README row with pp > 1 is taken so.
       int vp = integer(record["vp"], 1);
-      if (readme && par.pp > 1 && vp == 1 && run.model.layers % par.pp == 0) {
+      if (sc21 != nullptr && sc21->layers_per_virtual_stage > 0)
+        vp = run.model.layers / par.pp / sc21->layers_per_virtual_stage;
+      if (readme && sc21 == nullptr && par.pp > 1 && vp == 1 && run.model.layers % par.pp == 0) {
         vp = run.model.layers / par.pp;
         c.notes += "; interleaved, one layer per virtual stage (the README's overlapped pipeline communication)";
       }
@@ -285,7 +344,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         par.pp_schedule = PipelineSchedule::interleaved;
         par.virtual_stages = vp;
       }
-      par.sequence_parallel = par.tp > 1;
+      par.sequence_parallel = par.tp > 1 && sc21 == nullptr;  // 2021's Megatron-LM had none (Korthikanti et al. 2022)
       // Layers that do not divide over the virtual stages: Megatron-Bridge's recipes count the embedding and the loss
       // as layers (llama31_405b, qwen3_235b_a22b: account_for_embedding/loss_in_pipeline_split); DeepSeek-V3's 61
       // layers take the recipe's own layout.
@@ -328,7 +387,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       }
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
-      train.grad_reduce_fp32 = readme;
+      train.grad_reduce_fp32 = readme;  // (the SC'21 runs: below)
       // Megatron-Bridge's MoE recipes dispatch tokens with the flex dispatcher (DeepEP or HybridEP) on H100 and B200:
       // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
       // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
@@ -352,6 +411,31 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       train.host_launch_s = run.cluster.megatron_host_launch_s;
       train.attention = "cudnn";
       if (run.hardware.attention_implementations.count(train.attention) == 0) train.attention.clear();
+      if (sc21 != nullptr) {
+        // Megatron-LM as the SC'21 artifact ran it (CONFIG.sh; the defaults of megatron/arguments.py in spring 2021,
+        // e.g. NVIDIA/Megatron-LM@903f746c83): fp16 with fp16 gradients reduced as they are (no
+        // --accumulate-allreduce-grads-in-fp32) and no distributed optimizer (it came in 2022); every layer
+        // recomputed (--activations-checkpoint-method uniform, one layer per checkpoint); attention over materialised
+        // scores with the fused scale-mask-softmax (--masked-softmax-fusion, on by default; flash attention came
+        // later) and the 0.1 attention and hidden dropouts; linear biases (bias-GELU and bias-dropout-add fused);
+        // the output layer tied to the word embedding; the unfused vocab-parallel cross entropy; torch DDP reducing
+        // buckets during the backward, local DDP after it. Not modelled: the scatter/gather of pipeline messages
+        // over the tensor-parallel ranks (each sends its full activation here; at most milliseconds per step).
+        train.micro_batch = sc21->micro_batch;
+        train.precision = Precision::fp16;
+        train.recompute = RecomputePolicy::full;
+        train.recompute_layers = 0;
+        train.attention = std::string(kEagerAttention);
+        train.masked_softmax_fusion = true;
+        train.cross_entropy_fusion = false;
+        train.grad_reduce_fp32 = false;
+        train.overlap.dp = !sc21->local_ddp;
+        par.zero_stage = 0;
+        run.model.dropout = true;
+        run.model.linear_bias = true;
+        run.model.tied_embeddings = true;
+        c.flops_count_recompute = true;
+      }
       try {
         validate_run(run, where);
       } catch (const std::exception& error) {

@@ -384,7 +384,8 @@ void StageGenerator::attention_backward() {
 // batched GEMMs over every (query, key) pair (no causal skipping), and between them separate kernels pass over the
 // b x heads x s x s scores: scale, causal mask (torch.where), softmax, and dropout when the model has it. Each
 // reads and writes the scores once (dropout also writes its 1-byte mask), and P (and the dropped-out P) are kept
-// for backward (Korthikanti et al. 2022: 5 a s^2 b bytes per layer with dropout).
+// for backward (Korthikanti et al. 2022: 5 a s^2 b bytes per layer with dropout). Under Megatron-LM's
+// masked_softmax_fusion one kernel scales, masks and normalises the scores in a single pass (FusedScaleMaskSoftmax).
 void StageGenerator::eager_attention_forward() {
   const Sizes& s = sizes_;
   const double scores = s.tokens * s.sequence * s.query_heads;  // per rank: its heads, all query-key pairs
@@ -393,9 +394,13 @@ void StageGenerator::eager_attention_forward() {
   // Per head S[s x s] = Q[s x d] K^T: rows of s keys.
   (void)compute("attention_scores", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
                 2.0 * qkv + scores * e, unaligned(s.sequence));
-  (void)elementwise("attention_scale", scores, 1.0, 2.0 * e);
-  if (model_.causal) (void)elementwise("attention_causal_mask", scores, 1.0, 2.0 * e);
-  (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
+  if (training_.masked_softmax_fusion) {
+    (void)elementwise("attention_scale_mask_softmax", scores, 2.0 + kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
+  } else {
+    (void)elementwise("attention_scale", scores, 1.0, 2.0 * e);
+    if (model_.causal) (void)elementwise("attention_causal_mask", scores, 1.0, 2.0 * e);
+    (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
+  }
   if (model_.dropout) (void)elementwise("attention_dropout", scores, 2.0, 2.0 * e + 1.0);
   (void)compute("attention_probs_v", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
                 scores * e + 2.0 * qkv, unaligned(s.head_dim));
@@ -420,10 +425,15 @@ void StageGenerator::eager_attention_backward() {
   (void)compute("attention_probs_v_dgrad", KernelClass::gemm, high_precision_, gemm_flops, 2.0 * qkv + scores * e,
                 unaligned(s.sequence));
   if (model_.dropout) (void)elementwise("attention_dropout_bwd", scores, 1.0, 2.0 * e + 1.0);
-  // dS = P * (dP - sum(dP * P)): reads P and dP, writes dS.
-  (void)elementwise("attention_softmax_bwd", scores, kSoftmaxFlops, 3.0 * e, KernelClass::reduction);
-  if (model_.causal) (void)elementwise("attention_causal_mask_bwd", scores, 1.0, 2.0 * e);
-  (void)elementwise("attention_scale_bwd", scores, 1.0, 2.0 * e);
+  // dS = P * (dP - sum(dP * P)): reads P and dP, writes dS; the fused kernel also applies the mask and the scale
+  // (scaled_upper_triang_masked_softmax_backward), which are otherwise a pass each.
+  if (training_.masked_softmax_fusion) {
+    (void)elementwise("attention_scale_mask_softmax_bwd", scores, 2.0 + kSoftmaxFlops, 3.0 * e, KernelClass::reduction);
+  } else {
+    (void)elementwise("attention_softmax_bwd", scores, kSoftmaxFlops, 3.0 * e, KernelClass::reduction);
+    if (model_.causal) (void)elementwise("attention_causal_mask_bwd", scores, 1.0, 2.0 * e);
+    (void)elementwise("attention_scale_bwd", scores, 1.0, 2.0 * e);
+  }
   // dQ = dS K and dK = dS^T Q.
   (void)compute("attention_scores_dgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
                 unaligned(s.head_dim));

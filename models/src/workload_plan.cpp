@@ -95,6 +95,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
     fail("multi-token prediction (mtp_layers) is modelled with Megatron-Core's modules (framework megatron-te)");
   if (training.attention == kEagerAttention && p.cp > 1)
     fail("eager attention is not modelled with context parallelism (cp=" + str(p.cp) + ")");
+  if (training.masked_softmax_fusion && training.attention != kEagerAttention)
+    fail("masked_softmax_fusion fuses eager attention's softmax; the run's attention is '" + training.attention + "'");
   if (training.micro_batch < 1 || training.global_batch < 1 || training.seq_len < 1)
     fail("global_batch, micro_batch and seq_len must be positive");
   if (training.global_batch % (p.dp * training.micro_batch) != 0)

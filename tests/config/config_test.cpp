@@ -413,6 +413,16 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
       write("eager_cp.yaml", small_run("llama3-8b", "  dp: 4\n  cp: 2\n", "  global_batch: 8\n  attention: eager\n"));
   expect_contains(input_error([&] { (void)load(eager_cp); }),
                   {"eager_cp.yaml:9:14: key 'training.attention'", "not modelled with context parallelism"});
+  // Megatron's fused scale-mask-softmax is eager attention's: with a fused kernel it is refused, naming the fix.
+  const fs::path fused = write("fused.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                       "  global_batch: 8\n  attention: eager\n"
+                                                       "  masked_softmax_fusion: true\n"));
+  EXPECT_TRUE(load(fused).training.masked_softmax_fusion);
+  const fs::path unfusable = write(
+      "unfusable.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  masked_softmax_fusion: true\n"));
+  expect_contains(
+      input_error([&] { (void)load(unfusable); }),
+      {"key 'training.masked_softmax_fusion'", "Fix: remove masked_softmax_fusion, or set training.attention: eager"});
 }
 
 TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {

@@ -17,6 +17,7 @@
 #include "chopsim/config/config.hpp"
 #include "chopsim/models/memory.hpp"
 #include "chopsim_test_paths.hpp"
+#include "validation_internal.hpp"
 
 namespace chopsim {
 namespace {
@@ -342,6 +343,78 @@ namespace {
 
 // NVIDIA's Megatron-Core tables (../shared/data/validation/published_megatron_records.yaml): every record is a case,
 // mapped by one rule; the ones chopsim cannot predict carry the reason.
+// The Megatron-LM README's A100 rows (Narayanan et al., SC'21 Table 1) print hidden size, layers and GPU count only;
+// the paper's artifact (examples/sc21/run_table_1.sh, CONFIG.sh) gives the rest, and every row is predicted so.
+TEST(Validation, TheReadmesA100RowsRunAsTheSc21ArtifactLaunchesThem) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  std::map<std::string, const ValidationCase*> rows;
+  for (const ValidationCase& c : cases)
+    if (c.id.starts_with("megatronlm-readme-a100-gpt")) rows[c.id] = &c;
+  ASSERT_EQ(rows.size(), 10u);
+  for (const auto& [id, c] : rows) {
+    ASSERT_TRUE(c->not_modelled.empty()) << id << ": " << c->not_modelled;
+    const RunSpec& run = c->run;
+    // Every GPU in the layout, with the README's global batch; 2021's Megatron-LM: fp16, every layer recomputed,
+    // no distributed optimizer or sequence parallelism, attention over materialised scores with the fused softmax.
+    EXPECT_EQ(run.parallelism.world_size(), run.cluster.gpu_count()) << id;
+    EXPECT_EQ(run.training.precision, Precision::fp16) << id;
+    EXPECT_EQ(run.training.recompute, RecomputePolicy::full) << id;
+    EXPECT_EQ(run.training.recompute_layers, 0) << id;
+    EXPECT_EQ(run.parallelism.zero_stage, 0) << id;
+    EXPECT_FALSE(run.parallelism.sequence_parallel) << id;
+    EXPECT_EQ(run.training.attention, kEagerAttention) << id;
+    EXPECT_TRUE(run.training.masked_softmax_fusion) << id;
+    EXPECT_TRUE(c->flops_count_recompute) << id;
+    EXPECT_EQ(run.training.seq_len, 2048) << id;
+    EXPECT_EQ(run.model.hidden % run.model.heads, 0) << id;
+  }
+  // GPT 76B: 60 layers, 80 heads, tp 8 x pp 4 on 128 DGX A100, five layers per virtual stage (vp 3), micro-batch 2,
+  // local DDP (its gradients reduced after the backward).
+  const RunSpec& gpt76 = rows.at("megatronlm-readme-a100-gpt76b-g1024")->run;
+  EXPECT_EQ(gpt76.model.heads, 80);
+  EXPECT_EQ(gpt76.parallelism.tp, 8);
+  EXPECT_EQ(gpt76.parallelism.pp, 4);
+  EXPECT_EQ(gpt76.parallelism.dp, 32);
+  EXPECT_EQ(gpt76.parallelism.virtual_stages, 3);
+  EXPECT_EQ(gpt76.training.micro_batch, 2);
+  EXPECT_EQ(gpt76.training.global_batch, 1792);
+  EXPECT_FALSE(gpt76.training.overlap.dp);
+  // GPT 1.7B: data parallel only (torch DDP, overlapped), micro-batch 16.
+  const RunSpec& gpt1 = rows.at("megatronlm-readme-a100-gpt1.7b-g32")->run;
+  EXPECT_EQ(gpt1.parallelism.tp * gpt1.parallelism.pp, 1);
+  EXPECT_EQ(gpt1.training.micro_batch, 16);
+  EXPECT_TRUE(gpt1.training.overlap.dp);
+}
+
+// Narayanan et al.'s FLOP count (SC'21, eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh) per iteration) is chopsim's model
+// FLOPs (6 N + 12 s l h per token, Megatron's MFU convention) plus one more forward of the transformer layers
+// (24 l h^2 + 4 s l h per token): the recomputation the paper counts. For a GPT without biases, untied head.
+TEST(Validation, NarayanansFlopCountIsTheModelFlopsPlusTheRecomputedForward) {
+  TransformerSpec gpt;
+  gpt.layers = 48;
+  gpt.hidden = 8192;
+  gpt.heads = 64;
+  gpt.kv_heads = 64;
+  gpt.ffn_hidden = 4 * 8192;
+  gpt.vocab = 51200;
+  gpt.mlp = MlpKind::gelu;
+  gpt.norm = NormKind::layernorm;
+  gpt.position_embedding = PositionEmbedding::learned;
+  const double l = 48, h = 8192, s = 2048;
+  const double narayanan = validation_detail::narayanan_flops_per_token(gpt, 2048);
+  EXPECT_NEAR(narayanan, model_training_flops_per_token(gpt, 2048) + 24 * l * h * h + 4 * s * l * h, 1e-9 * narayanan);
+  // The paper's eq. 4 approximates it as 8 P per token (P = 12 l h^2): within 2 % for the 1T model's sizes, where
+  // s / 6h and V / 16 l h are small.
+  gpt.layers = 128;
+  gpt.hidden = 25600;
+  gpt.heads = gpt.kv_heads = 160;
+  gpt.ffn_hidden = 4 * 25600;
+  EXPECT_NEAR(validation_detail::narayanan_flops_per_token(gpt, 2048) / (8.0 * 12.0 * 128 * 25600.0 * 25600.0), 1.0,
+              0.02);
+}
+
 TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
   const auto registries = ModelRegistries::with_builtins();
@@ -435,7 +508,10 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
             RecomputePolicy::full);
   int recomputing = 0;
   for (const auto& [id, c] : by_id) {
-    if (!c->not_modelled.empty() || c->run.training.recompute != RecomputePolicy::full) continue;
+    // (recompute_layers 0: every layer, as a run says it recomputed, not the least that fits)
+    if (!c->not_modelled.empty() || c->run.training.recompute != RecomputePolicy::full ||
+        c->run.training.recompute_layers == 0)
+      continue;
     ++recomputing;
     const RunSpec& run = c->run;
     EXPECT_TRUE(estimate_peak_memory(run.model, run.parallelism, run.training, run.hardware).fits()) << id;

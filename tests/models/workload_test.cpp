@@ -1632,6 +1632,40 @@ TEST(TrainingFeatures, EagerAttentionRunsTheCoreAsGemmsOverEveryQueryKeyPair) {
   EXPECT_DOUBLE_EQ(summed_flops(selective, KernelClass::gemm, Pass::recompute), 2 * core * layers_and_micro_batches);
 }
 
+// Megatron-LM's FusedScaleMaskSoftmax: one pass over the scores forward (read and write each once) where PyTorch
+// runs scale, causal mask and softmax as three; backward one (read P and dP, write dS) where PyTorch runs three
+// (softmax backward, mask, scale: 3 + 2 + 2 score-sized reads and writes). The GEMMs are the same.
+TEST(TrainingFeatures, MaskedSoftmaxFusionPassesOverTheScoresOnceEachWay) {
+  RunSetup s = setup("softmax", 1);
+  s.training.attention = std::string(kEagerAttention);
+  const Workload unfused = build_workload(s.model, s.parallelism, s.training);
+  s.training.masked_softmax_fusion = true;
+  const Workload fused = build_workload(s.model, s.parallelism, s.training);
+  const auto score_bytes = [](const Workload& workload, Pass pass) {
+    double bytes = 0.0;
+    for_each_op(workload, [&](int rank, const Program&, std::size_t, const Op& op) {
+      const std::string name(workload.name(op));
+      if (rank == 0 && op.pass == pass && op.kind == OpKind::compute && op.kernel_class != KernelClass::gemm &&
+          (name.starts_with("attention_scale") || name.starts_with("attention_causal_mask") ||
+           name.starts_with("attention_softmax")))
+        bytes += op.bytes;
+    });
+    return bytes;
+  };
+  const double scores = 256.0 * 256.0 * 8 * 16;  // one micro-batch's scores x layers x micro-batches: s^2 a L m
+  const double e = 2.0;                          // bf16
+  EXPECT_DOUBLE_EQ(score_bytes(unfused, Pass::forward), 3 * 2 * e * scores);
+  EXPECT_DOUBLE_EQ(score_bytes(fused, Pass::forward), 2 * e * scores);
+  EXPECT_DOUBLE_EQ(score_bytes(unfused, Pass::backward), (3 + 2 + 2) * e * scores);
+  EXPECT_DOUBLE_EQ(score_bytes(fused, Pass::backward), 3 * e * scores);
+  EXPECT_EQ(count_of(fused, 0, "attention_scale_mask_softmax", Pass::forward), 16);
+  EXPECT_EQ(count_of(fused, 0, "attention_causal_mask"), 0);
+  EXPECT_DOUBLE_EQ(summed_flops(fused, KernelClass::gemm), summed_flops(unfused, KernelClass::gemm));
+  // It fuses eager attention's softmax: with a fused attention kernel there is nothing to fuse.
+  s.training.attention.clear();
+  EXPECT_THROW((void)build_workload(s.model, s.parallelism, s.training), ModelError);
+}
+
 TEST(TrainingFeatures, LearnedPositionsReplaceTheRotaryKernels) {
   RunSetup s = setup("rope", 1);
   const Workload rope = build_workload(s.model, s.parallelism, s.training);

@@ -37,6 +37,9 @@ struct ValidationCase {
   ValidationMetric metric = ValidationMetric::iteration_time_s;
   double measured = 0.0;       ///< in the metric's SI unit
   double measured_mfu = -1.0;  ///< as published, when the source prints one (its own convention)
+  /// model_tflops_per_gpu as Narayanan et al. (SC'21) count it, activation recomputation's extra forward included
+  /// (validation_detail::narayanan_flops_per_token), instead of model_training_flops_per_token.
+  bool flops_count_recompute = false;
   std::string notes;
   RunSpec run;
   /// Why chopsim cannot predict this measured case (a model it cannot describe, a field the record lacks); empty when

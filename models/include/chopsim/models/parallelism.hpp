@@ -379,6 +379,11 @@ struct TrainingSpec {
   /// max().item()) and the output through pad_input (zeros, then an index_put), whether or not any token is
   /// padding; their backward is the mirror image (workload_unpad.cpp). Needs cp 1.
   bool unpad_attention = false;
+  /// With eager attention: Megatron-LM's fused scale-mask-softmax kernel (FusedScaleMaskSoftmax under
+  /// --masked-softmax-fusion, its default; megatron/model/fused_softmax.py, the scaled_upper_triang_masked_softmax
+  /// CUDA kernel for the causal mask): the scale, the causal mask and the softmax are one pass over the scores
+  /// forward (reads and writes each score once) and one backward, where PyTorch runs three kernels each way.
+  bool masked_softmax_fusion = false;
   /// Gradient clipping by global norm (Megatron --clip-grad, PyTorch clip_grad_norm_): one pass over this rank's
   /// gradients to compute the norm before the optimizer step, and under PyTorch's runtimes (eager, FSDP1, FSDP2) a
   /// second that multiplies them by the clamped coefficient, which PyTorch does unconditionally to avoid a host sync
