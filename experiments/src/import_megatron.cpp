@@ -152,7 +152,7 @@ const std::set<std::string> kRead = {
     "virtual-pipeline-model-parallel-size", "sequence-parallel", "use-distributed-optimizer", "global-batch-size",
     "micro-batch-size", "seq-length", "bf16", "fp16", "fp8-format", "fp8-recipe", "recompute-granularity",
     "recompute-method", "recompute-num-layers", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap",
-    "deterministic-mode", "transformer-impl", "no-create-attention-mask-in-dataloader",
+    "deterministic-mode", "transformer-impl", "no-masked-softmax-fusion", "no-create-attention-mask-in-dataloader",
     "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
     "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
     "no-overlap-p2p-communication", "moe-token-dispatcher-type", "overlap-moe-expert-parallel-comm",
@@ -321,6 +321,7 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["deterministic_mode"] = is_true(args, "deterministic-mode");
   // Megatron-Core models default to Transformer Engine's layers (--transformer-impl transformer_engine).
   model["transformer_impl"] = args.count("transformer-impl") ? args.at("transformer-impl") : "transformer_engine";
+  model["masked_softmax_fusion"] = !is_true(args, "no-masked-softmax-fusion");  // Megatron-LM's default: on
   model["create_attention_mask_in_dataloader"] = !is_true(args, "no-create-attention-mask-in-dataloader");
   model["check_for_nan_in_loss_and_grad"] = !is_true(args, "no-check-for-nan-in-loss-and-grad");
   model["gradient_accumulation_fusion"] = !is_true(args, "no-gradient-accumulation-fusion");

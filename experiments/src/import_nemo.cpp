@@ -482,6 +482,16 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     const std::string attention = transformer_engine_attention(options);
     if (!attention.empty())
       y << "  attention: " << attention << "        # Transformer Engine's fused attention on this GPU\n";
+  } else if (job.has("model.transformer_impl") && job.text("model.transformer_impl") == "local") {
+    // Megatron-Core's local layers attend with DotProductAttention: materialised scores (baddbmm, softmax, bmm).
+    // Its FusedScaleMaskSoftmax runs the fused kernel for 16-bit scores of at most 4,096 keys
+    // (megatron/core/fusions/fused_softmax.py, is_kernel_available), else PyTorch's scale, mask and softmax.
+    y << "  attention: eager        # model.transformer_impl local: DotProductAttention\n";
+    const int keys = job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048));
+    const bool sixteen_bit = chopsim_precision == "bf16" || chopsim_precision == "fp16";
+    const bool fusion = !job.has("model.masked_softmax_fusion") || job.flag("model.masked_softmax_fusion");  // on
+    if (fusion && sixteen_bit && keys > 16 && keys <= 4096)
+      y << "  masked_softmax_fusion: true        # model.masked_softmax_fusion (FusedScaleMaskSoftmax's kernel)\n";
   }
   const auto setting = [&](const char* key, const char* run_key) {
     if (job.has(key)) y << "  " << run_key << ": " << (job.flag(key) ? "true" : "false") << "\n";

@@ -506,6 +506,31 @@ TEST_F(Import, MegatronArgumentFilesAreReadAsAShellWouldSplitThem) {
   EXPECT_NE(test::input_error([&] { (void)import_megatron(bad, options); }).find("--num-layers"), std::string::npos);
 }
 
+// --transformer-impl local: Megatron-Core's DotProductAttention over materialised scores, with FusedScaleMaskSoftmax's
+// kernel for 16-bit scores of at most 4,096 keys (megatron/core/fusions/fused_softmax.py) unless
+// --no-masked-softmax-fusion; Transformer Engine's layers (the default) keep the fused attention kernel.
+TEST_F(Import, MegatronLocalLayersAttendOverMaterialisedScores) {
+  const auto imported = [&](const std::string& flags, int seq_len) {
+    const fs::path args = write("local.args",
+                                "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                                "--micro-batch-size 1 --global-batch-size 64 --bf16 --seq-length " +
+                                    std::to_string(seq_len) + " " + flags + "\n");
+    const ImportOptions options = dgx_h100(1);
+    return load_run_config(write("local.yaml", import_megatron(args, options).yaml), options.search, registries_)
+        .training;
+  };
+  const TrainingSpec local = imported("--transformer-impl local", 4096);
+  EXPECT_EQ(local.attention, kEagerAttention);
+  EXPECT_TRUE(local.masked_softmax_fusion);
+  EXPECT_FALSE(imported("--transformer-impl local --no-masked-softmax-fusion", 4096).masked_softmax_fusion);
+  const TrainingSpec long_keys = imported("--transformer-impl local", 8192);  // beyond the kernel: PyTorch's passes
+  EXPECT_EQ(long_keys.attention, kEagerAttention);
+  EXPECT_FALSE(long_keys.masked_softmax_fusion);
+  const TrainingSpec engine = imported("", 4096);
+  EXPECT_NE(engine.attention, kEagerAttention);
+  EXPECT_FALSE(engine.masked_softmax_fusion);
+}
+
 TEST_F(Import, MegatronDefaultBucketFollowsTheClustersGpusPerNode) {
   // Megatron-Core's default gradient bucket is max(40e6, 1e6 x data-parallel size) parameters; the data-parallel size
   // is nodes x GPUs per node / (tp x pp x cp), so a node of 4 GPUs halves it (the importer assumed 8 before).
