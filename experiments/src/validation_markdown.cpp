@@ -31,6 +31,7 @@ using validation_detail::format;
 using validation_detail::median;
 using validation_detail::metric_unit;
 using validation_detail::percent;
+using validation_detail::percentile;
 
 void write_sources(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
   out << "\nSources:\n";
@@ -382,6 +383,66 @@ void write_categories(std::ostream& out, const std::vector<const ValidationResul
   out << "\n";
 }
 
+/// The planning accuracy targets: for each family of framework-level throughput rows a planner compares against,
+/// median |error| <= 8 %, 90th percentile <= 20 % and median signed error within +-4 %, with the hardware files
+/// (uncalibrated); the calibrated figures beside them. A family's rows are those of its group whose categories
+/// hold every (dimension, value) it names.
+void write_targets(std::ostream& out, const std::vector<ValidationResult>& results) {
+  struct Family {
+    const char* name;
+    const char* group;
+    std::vector<std::pair<std::string, std::string>> categories;
+  };
+  const std::vector<Family> families = {
+      {"llm-foundry (MPT, FSDP, H100)", "llm_foundry", {}},
+      {"Megatron-Bridge dense", "megatron_records", {{"source", "Megatron-Bridge"}, {"model", "dense"}}},
+      {"Megatron-Bridge MoE", "megatron_records", {{"source", "Megatron-Bridge"}, {"model", "MoE"}}},
+      {"Megatron-LM README", "megatron_records", {{"source", "Megatron-LM README"}}},
+  };
+  constexpr double kMedian = 0.08, kP90 = 0.20, kSigned = 0.04;
+  const auto cells = [&](const std::vector<double>& errors, bool verdict) {
+    if (errors.empty()) return std::string("- | - | -") + (verdict ? " | -" : "");
+    std::vector<double> absolute;
+    for (const double e : errors) absolute.push_back(std::abs(e));
+    const double m = median(absolute), p90 = percentile(absolute, 0.9), signed_median = median(errors);
+    std::string text = format(100.0 * m, 1) + " % | " + format(100.0 * p90, 1) + " % | " + percent(signed_median);
+    if (verdict) {
+      std::vector<std::string> missed;
+      if (m > kMedian) missed.push_back("median");
+      if (p90 > kP90) missed.push_back("90th percentile");
+      if (std::abs(signed_median) > kSigned) missed.push_back("signed");
+      text += missed.empty() ? std::string(" | met") : " | not met: " + join(missed);
+    }
+    return text;
+  };
+  out << "\n## Planning accuracy targets\n\nFramework-level throughput of the runs planners compare against, by "
+         "family, "
+         "with the hardware files (uncalibrated): the targets are a median |error| of at most 8 %, a 90th percentile "
+         "(linearly interpolated) of at most 20 % and a median signed error within ±4 % for every family. Calibrated "
+         "figures (the GPU's profile, where one exists) beside them for reference.\n\n"
+         "| family | rows | predicted | median abs. error | 90th percentile | median signed error | targets | "
+         "calibrated | median abs. error | 90th percentile | median signed error |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const Family& family : families) {
+    int rows = 0;
+    std::vector<double> plain, calibrated;
+    for (const ValidationResult& r : results) {
+      const ValidationCase& c = r.validation_case;
+      if (c.group != family.group) continue;
+      const bool member = std::all_of(family.categories.begin(), family.categories.end(), [&](const auto& wanted) {
+        return std::find(c.categories.begin(), c.categories.end(), wanted) != c.categories.end();
+      });
+      if (!member) continue;
+      ++rows;
+      if (r.uncalibrated.ok) plain.push_back(r.uncalibrated.relative_error);
+      if (r.calibrated.ok) calibrated.push_back(r.calibrated.relative_error);
+    }
+    if (rows == 0) continue;
+    out << "| " << family.name << " | " << rows << " | " << plain.size() << " | " << cells(plain, true) << " | "
+        << calibrated.size() << " | " << cells(calibrated, false) << " |\n";
+  }
+}
+
 }  // namespace
 
 void write_validation_markdown(std::ostream& out, const std::vector<ValidationResult>& results) {
@@ -420,6 +481,8 @@ void write_validation_markdown(std::ostream& out, const std::vector<ValidationRe
           << (stats.second.cases == 0 ? "no profile | - | - | -" : statistics_cells(stats.second, finding)) << " |\n";
     }
   }
+
+  write_targets(out, results);
 
   for (const auto& [group, rows] : groups) {
     if (write_power_group(out, group, rows)) continue;

@@ -107,6 +107,48 @@ TEST(Validation, ThePageIsByteIdenticalWhateverTheJobCount) {
   EXPECT_EQ(page_with_jobs(keep, 3), one);
 }
 
+// The page's planning targets: per family of throughput rows, the median and the 90th percentile of |error| and
+// the median signed error against 8 %, 20 % and +-4 %; a family's rows are its group's rows with its categories.
+TEST(Validation, ThePageSaysWhichFamiliesMeetThePlanningTargets) {
+  // Linear interpolation between closest ranks, as numpy.percentile([1, 2, 3, 4], 90) = 3.7.
+  EXPECT_DOUBLE_EQ(validation_detail::percentile({4.0, 1.0, 3.0, 2.0}, 0.9), 3.7);
+  EXPECT_DOUBLE_EQ(validation_detail::percentile({5.0}, 0.9), 5.0);
+  std::vector<ValidationResult> results;
+  const auto add = [&](const std::string& group, std::vector<std::pair<std::string, std::string>> categories,
+                       double error) {
+    ValidationResult r;
+    r.validation_case.id = group + std::to_string(results.size());
+    r.validation_case.group = group;
+    r.validation_case.metric = ValidationMetric::tokens_per_s_per_gpu;
+    r.validation_case.measured = 1000.0;
+    r.validation_case.categories = std::move(categories);
+    r.uncalibrated.ok = true;
+    r.uncalibrated.predicted = 1000.0 * (1.0 + error);
+    r.uncalibrated.relative_error = error;
+    results.push_back(r);
+  };
+  // llm-foundry: |errors| 1, 2, 5, 10, 30 %: median 5 %, 90th percentile 10 + 0.6 x 20 = 22 %, signed median +5 %.
+  for (const double e : {0.01, -0.02, 0.05, 0.10, 0.30}) add("llm_foundry", {}, e);
+  // Megatron-Bridge MoE: 1, 2, 3 % (90th percentile 2 + 0.8 x 1 = 2.8 %), within every target; a dense row and a README
+  // row do not count for it.
+  for (const double e : {0.03, -0.01, 0.02})
+    add("megatron_records", {{"source", "Megatron-Bridge"}, {"model", "MoE"}}, e);
+  add("megatron_records", {{"source", "Megatron-Bridge"}, {"model", "dense"}}, 0.5);
+  add("megatron_records", {{"source", "Megatron-LM README"}, {"model", "dense"}}, -0.5);
+  std::ostringstream page;
+  write_validation_markdown(page, results);
+  const std::string text = page.str();
+  EXPECT_NE(text.find("| llm-foundry (MPT, FSDP, H100) | 5 | 5 | 5.0 % | 22.0 % | +5.0 % | not met: 90th percentile, "
+                      "signed | 0 | - | - | - |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| Megatron-Bridge MoE | 3 | 3 | 2.0 % | 2.8 % | +2.0 % | met |"), std::string::npos);
+  EXPECT_NE(text.find("| Megatron-Bridge dense | 1 | 1 | 50.0 % | 50.0 % | +50.0 % | not met: median, 90th "
+                      "percentile, signed |"),
+            std::string::npos);
+  EXPECT_NE(text.find("| Megatron-LM README | 1 | 1 | 50.0 % | 50.0 % | -50.0 % |"), std::string::npos);
+}
+
 TEST(Validation, BothPredictionsAreMadeAndShown) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
   const auto results = predict(is_megatron_7b);
