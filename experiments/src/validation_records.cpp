@@ -288,7 +288,8 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       if (sc21 != nullptr) {
         // The artifact's CONFIG.sh trains in fp16 (--fp16 --loss-scale 8192) at sequence length 2048.
         precision_name = "fp16";
-        c.categories[3].second = precision_name;
+        for (auto& [dimension, value] : c.categories)
+          if (dimension == "precision") value = precision_name;
         const bool same_run = sc21->nodes * 8 == gpus && sc21->global_batch == integer(record["global_batch"], 0) &&
                               integer(record["seq_len"], 2048) == 2048;
         if (!same_run) {
@@ -387,7 +388,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       }
       // Megatron-Bridge's performance recipes reduce gradients in bf16 (cfg.ddp.grad_reduce_in_fp32 = False); the
       // Megatron-LM README runs use Megatron-LM's default for bf16, fp32 gradient buffers.
-      train.grad_reduce_fp32 = readme;  // (the SC'21 runs: below)
+      train.grad_reduce_fp32 = readme;  // the SC'21 runs reduce fp16 gradients (below)
       // Megatron-Bridge's MoE recipes dispatch tokens with the flex dispatcher (DeepEP or HybridEP) on H100 and B200:
       // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
       // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).

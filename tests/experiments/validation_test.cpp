@@ -402,6 +402,10 @@ TEST(Validation, TheReadmesA100RowsRunAsTheSc21ArtifactLaunchesThem) {
     // no distributed optimizer or sequence parallelism, attention over materialised scores with the fused softmax.
     EXPECT_EQ(run.parallelism.world_size(), run.cluster.gpu_count()) << id;
     EXPECT_EQ(run.training.precision, Precision::fp16) << id;
+    EXPECT_NE(
+        std::find(c->categories.begin(), c->categories.end(), std::pair<std::string, std::string>{"precision", "fp16"}),
+        c->categories.end())
+        << id;
     EXPECT_EQ(run.training.recompute, RecomputePolicy::full) << id;
     EXPECT_EQ(run.training.recompute_layers, 0) << id;
     EXPECT_EQ(run.parallelism.zero_stage, 0) << id;
