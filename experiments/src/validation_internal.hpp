@@ -72,17 +72,6 @@ inline double median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-/// The p-th percentile of `values` (0 <= p <= 1), linearly interpolated between the closest ranks (the convention of
-/// numpy's default and of spreadsheet PERCENTILE.INC); NaN when empty.
-inline double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return std::nan("");
-  std::sort(values.begin(), values.end());
-  const double rank = p * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<std::size_t>(rank);
-  const std::size_t above = std::min(below + 1, values.size() - 1);
-  return values[below] + (values[above] - values[below]) * (rank - static_cast<double>(below));
-}
-
 /// The unit a metric is shown in (the tables' and validation.csv's `unit` column).
 inline std::string metric_unit(ValidationMetric metric) {
   switch (metric) {

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <set>
 
+#include "chopsim/calibration/fitting.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
 #include "chopsim/common/units.hpp"
@@ -31,7 +32,6 @@ using validation_detail::format;
 using validation_detail::median;
 using validation_detail::metric_unit;
 using validation_detail::percent;
-using validation_detail::percentile;
 
 void write_sources(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
   out << "\nSources:\n";
@@ -339,6 +339,19 @@ std::string statistics_cells(const Statistics& s, bool finding) {
          " | " + std::to_string(within) + " of " + std::to_string(s.errors.size());
 }
 
+/// The median and 90th percentile (linear interpolation, chopsim::quantile) of |error| and the median signed error of
+/// signed relative errors.
+struct ErrorSummary {
+  double median_abs = 0.0, p90_abs = 0.0, median_signed = 0.0;
+};
+
+ErrorSummary summarise(const std::vector<double>& errors) {
+  std::vector<double> absolute;
+  absolute.reserve(errors.size());
+  for (const double e : errors) absolute.push_back(std::abs(e));
+  return {median(absolute), quantile(absolute, 0.9), median(errors)};
+}
+
 /// Errors of a group by each category its cases carry (ValidationCase::categories): rows, predicted, median
 /// absolute and median signed error, with the hardware files and with the profiles; and why rows are not predicted.
 void write_categories(std::ostream& out, const std::vector<const ValidationResult*>& rows) {
@@ -365,9 +378,8 @@ void write_categories(std::ostream& out, const std::vector<const ValidationResul
   if (tallies.empty()) return;
   const auto cells = [](const std::vector<double>& errors) {
     if (errors.empty()) return std::string("- | -");
-    std::vector<double> absolute;
-    for (const double e : errors) absolute.push_back(std::abs(e));
-    return format(100.0 * median(absolute), 1) + " % | " + percent(median(errors));
+    const ErrorSummary summary = summarise(errors);
+    return format(100.0 * summary.median_abs, 1) + " % | " + percent(summary.median_signed);
   };
   out << "By category (signed error = (predicted - measured) / measured; for throughput, above 0 means chopsim is "
          "too optimistic):\n\n"
@@ -402,15 +414,14 @@ void write_targets(std::ostream& out, const std::vector<ValidationResult>& resul
   constexpr double kMedian = 0.08, kP90 = 0.20, kSigned = 0.04;
   const auto cells = [&](const std::vector<double>& errors, bool verdict) {
     if (errors.empty()) return std::string("- | - | -") + (verdict ? " | -" : "");
-    std::vector<double> absolute;
-    for (const double e : errors) absolute.push_back(std::abs(e));
-    const double m = median(absolute), p90 = percentile(absolute, 0.9), signed_median = median(errors);
-    std::string text = format(100.0 * m, 1) + " % | " + format(100.0 * p90, 1) + " % | " + percent(signed_median);
+    const ErrorSummary summary = summarise(errors);
+    std::string text = format(100.0 * summary.median_abs, 1) + " % | " + format(100.0 * summary.p90_abs, 1) + " % | " +
+                       percent(summary.median_signed);
     if (verdict) {
       std::vector<std::string> missed;
-      if (m > kMedian) missed.push_back("median");
-      if (p90 > kP90) missed.push_back("90th percentile");
-      if (std::abs(signed_median) > kSigned) missed.push_back("signed");
+      if (summary.median_abs > kMedian) missed.push_back("median");
+      if (summary.p90_abs > kP90) missed.push_back("90th percentile");
+      if (std::abs(summary.median_signed) > kSigned) missed.push_back("signed");
       text += missed.empty() ? std::string(" | met") : " | not met: " + join(missed);
     }
     return text;

@@ -53,6 +53,10 @@ struct Sc21Run {
   int nodes = 0;                     ///< NNODES (8 A100 each)
   int layers_per_virtual_stage = 0;  ///< --num-layers-per-virtual-pipeline-stage; 0: plain 1F1B
   bool local_ddp = false;            ///< DDP=local (Megatron's own, reduces after the backward) or torch
+  /// Model chunks per pipeline stage (1: plain 1F1B).
+  [[nodiscard]] int virtual_stages() const {
+    return layers_per_virtual_stage > 0 ? layers / pp / layers_per_virtual_stage : 1;
+  }
 };
 
 constexpr Sc21Run kSc21Table1[] = {
@@ -299,9 +303,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         c.notes = model + ", " + std::to_string(gpus) + " " + machine +
                   ", fp16; as the SC'21 artifact runs it (examples/sc21/run_table_1.sh: tp " +
                   std::to_string(sc21->tp) + ", pp " + std::to_string(sc21->pp) +
-                  (sc21->layers_per_virtual_stage > 0
-                       ? " x vp " + std::to_string(run.model.layers / sc21->pp / sc21->layers_per_virtual_stage)
-                       : std::string()) +
+                  (sc21->virtual_stages() > 1 ? " x vp " + std::to_string(sc21->virtual_stages()) : std::string()) +
                   ", micro-batch " + std::to_string(sc21->micro_batch) + ", full recomputation, " +
                   (sc21->local_ddp ? "local" : "torch") + " DDP)";
       }
@@ -335,8 +337,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // and Megatron-LM's own interleaved functional tests run one layer per virtual stage (megatron_lm group): every
       // README row with pp > 1 is taken so.
       int vp = integer(record["vp"], 1);
-      if (sc21 != nullptr && sc21->layers_per_virtual_stage > 0)
-        vp = run.model.layers / par.pp / sc21->layers_per_virtual_stage;
+      if (sc21 != nullptr) vp = sc21->virtual_stages();
       if (readme && sc21 == nullptr && par.pp > 1 && vp == 1 && run.model.layers % par.pp == 0) {
         vp = run.model.layers / par.pp;
         c.notes += "; interleaved, one layer per virtual stage (the README's overlapped pipeline communication)";
