@@ -398,18 +398,19 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   y << "training:\n";
   y << "  global_batch: " << job.integer("model.global_batch_size") << "        # model.global_batch_size\n";
   y << "  micro_batch: " << job.integer("model.micro_batch_size") << "        # model.micro_batch_size\n";
+  int seq_len = 0;  // the tokens of a sample, which the attention's keys are too
   if (lora && job.has("model.data.train_ds.max_seq_length")) {
     (void)job.has("model.encoder_seq_length");  // read: the model's longest position, not the samples' length
     // A fine-tuning step runs the data's samples, at most max_seq_length tokens each (NeMo's GPTSFTDataset pads a
     // micro-batch to its longest sample, so shorter samples run faster than predicted).
-    y << "  seq_len: " << job.integer("model.data.train_ds.max_seq_length")
-      << "        # model.data.train_ds.max_seq_length (the longest sample)\n";
+    seq_len = job.integer("model.data.train_ds.max_seq_length");
+    y << "  seq_len: " << seq_len << "        # model.data.train_ds.max_seq_length (the longest sample)\n";
     result.notes.push_back(
         "seq_len: the fine-tuning data's max_seq_length, an upper bound (NeMo pads a micro-batch "
         "to its longest sample)");
   } else {
-    y << "  seq_len: " << job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048))
-      << "        # model.encoder_seq_length\n";
+    seq_len = job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048));
+    y << "  seq_len: " << seq_len << "        # model.encoder_seq_length\n";
   }
   const std::string precision = job.text("trainer.precision");
   std::string chopsim_precision = "bf16";
@@ -487,10 +488,9 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     // Its FusedScaleMaskSoftmax runs the fused kernel for 16-bit scores of at most 4,096 keys
     // (megatron/core/fusions/fused_softmax.py, is_kernel_available), else PyTorch's scale, mask and softmax.
     y << "  attention: eager        # model.transformer_impl local: DotProductAttention\n";
-    const int keys = job.integer("model.encoder_seq_length", job.integer("model.data.seq_length", 2048));
     const bool sixteen_bit = chopsim_precision == "bf16" || chopsim_precision == "fp16";
     const bool fusion = !job.has("model.masked_softmax_fusion") || job.flag("model.masked_softmax_fusion");  // on
-    if (fusion && sixteen_bit && keys > 16 && keys <= 4096)
+    if (fusion && sixteen_bit && seq_len > 16 && seq_len <= 4096)
       y << "  masked_softmax_fusion: true        # model.masked_softmax_fusion (FusedScaleMaskSoftmax's kernel)\n";
   }
   const auto setting = [&](const char* key, const char* run_key) {

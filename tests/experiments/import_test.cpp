@@ -125,9 +125,19 @@ TEST_F(Import, NemoLoraJobsImportAndOtherPeftSchemesAreRefused) {
   EXPECT_TRUE(run.training.lora.qkv);
   EXPECT_FALSE(run.training.lora.proj || run.training.lora.fc1 || run.training.lora.fc2);
   EXPECT_EQ(run.training.seq_len, 2048);
-  // Another scheme (p-tuning) is refused at its key.
   std::ifstream in(job);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // With Megatron-Core's local layers the fused softmax's kernel takes the samples' 2,048 keys, though the model's
+  // positions go to 8,192 (beyond the kernel's 4,096).
+  const std::string positions = "  encoder_seq_length: 8192\n";
+  ASSERT_NE(text.find(positions), std::string::npos);
+  std::string local = text;
+  local.replace(local.find(positions), positions.size(), positions + "  transformer_impl: local\n");
+  const TrainingSpec local_training = import_and_load(write("local-lora.yaml", local)).training;
+  EXPECT_EQ(local_training.attention, kEagerAttention);
+  EXPECT_EQ(local_training.seq_len, 2048);
+  EXPECT_TRUE(local_training.masked_softmax_fusion);
+  // Another scheme (p-tuning) is refused at its key.
   const std::string scheme = "peft_scheme: lora";
   ASSERT_NE(text.find(scheme), std::string::npos);
   text.replace(text.find(scheme), scheme.size(), "peft_scheme: ptuning");
