@@ -110,7 +110,7 @@ int command_calibrate(const std::vector<std::string>& raw) {
   };
   const CalibrationResult result = run_calibration(options);
   std::size_t classes = 0;
-  for (const auto& fit : result.kernels) classes += fit.in_profile ? 1 : 0;
+  for (const auto& fit : result.kernels) classes += fit.in_profile && fit.path == ElementwisePath::fused ? 1 : 0;
   if (!args.has_switch("--quiet"))
     std::cerr << "chopsim calibrate: " << result.inputs.size() << " inputs, " << classes << " kernel classes, "
               << result.collectives.fits.size() << " collective groups"

@@ -17,6 +17,13 @@ using namespace calibration_detail;
 
 namespace {
 
+/// A fit's row label: its class, and the TensorIterator path of a path's fit ("elementwise, vectorized").
+std::string fit_name(const KernelClassFit& fit) {
+  std::string name(kernel_class_name(fit.kernel_class));
+  if (fit.path != ElementwisePath::fused) name += ", " + std::string(elementwise_path_name(fit.path));
+  return name;
+}
+
 /// The report's section on the power model fitted to whole runs (`--power-runs`).
 void render_run_power(std::ostream& out, const CalibrationResult& result) {
   const RunPowerFit& r = result.run_power;
@@ -129,10 +136,9 @@ std::string render_fit_report(const CalibrationResult& result) {
     auto value = [&](bool fitted, double v, double d, double scale) {
       return (fitted ? b + num(v / scale) + b : std::string("—")) + " (" + num(d / scale) + ")";
     };
-    out << "| " << b << kernel_class_name(fit.kernel_class) << b << " | "
-        << (fit.dtype_group.empty() ? "—" : fit.dtype_group) << " | " << fit.stats.points << " (" << fit.excluded_short
-        << ") | " << fit.compute_bound << " / " << fit.memory_bound << " | "
-        << (fit.stats.points > 0 ? r2(fit.stats.r2) : "-") << " | "
+    out << "| " << b << fit_name(fit) << b << " | " << (fit.dtype_group.empty() ? "—" : fit.dtype_group) << " | "
+        << fit.stats.points << " (" << fit.excluded_short << ") | " << fit.compute_bound << " / " << fit.memory_bound
+        << " | " << (fit.stats.points > 0 ? r2(fit.stats.r2) : "-") << " | "
         << (fit.stats.points > 0 ? percent(fit.stats.median_rel_residual) : "-") << " | "
         << (fit.stats.points > 0 ? percent(fit.stats.p90_rel_residual) : "-") << " | "
         << value(fit.compute_fitted, fit.compute, fit.defaults.compute, 1.0) << " | "
@@ -154,15 +160,16 @@ std::string render_fit_report(const CalibrationResult& result) {
     if (text.empty()) continue;
     if (!notes) out << "\n";
     notes = true;
-    out << "* " << kernel_class_name(fit.kernel_class) << (fit.dtype_group.empty() ? "" : " " + fit.dtype_group) << " "
+    out << "* " << fit_name(fit) << (fit.dtype_group.empty() ? "" : " " + fit.dtype_group) << " "
         << input_refs(fit.inputs) << ": " << text << "\n";
   }
 
   // Where a step's time goes, class by class, before and after: the fitted kernels' measured total against the
   // roofline's total for the same kernels with the hardware file's values and with the profile's.
   double all_measured = 0.0;
+  // (A path's fit covers kernels its class's fit already counts.)
   for (const auto& fit : result.kernels)
-    if (fit.in_profile) all_measured += fit.measured_s;
+    if (fit.in_profile && fit.path == ElementwisePath::fused) all_measured += fit.measured_s;
   if (all_measured > 0.0) {
     out << "\nTime by class, over the fitted kernels of the profile's rows: measured, and the roofline's time for the "
            "same kernels with the hardware file's values and with the fitted ones.\n\n"
@@ -171,7 +178,7 @@ std::string render_fit_report(const CalibrationResult& result) {
     for (const auto& fit : result.kernels) {
       if (!fit.in_profile || !(fit.measured_s > 0.0)) continue;
       const auto error = [&](double predicted) { return percent((predicted - fit.measured_s) / fit.measured_s); };
-      out << "| " << kernel_class_name(fit.kernel_class) << " | " << num(fit.measured_s * 1e3) << " | "
+      out << "| " << fit_name(fit) << " | " << num(fit.measured_s * 1e3) << " | "
           << percent(fit.measured_s / all_measured) << " | " << num(fit.default_predicted_s * 1e3) << " | "
           << error(fit.default_predicted_s) << " | " << num(fit.predicted_s * 1e3) << " | " << error(fit.predicted_s)
           << " |\n";

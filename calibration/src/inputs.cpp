@@ -16,6 +16,7 @@
 #include "chopsim/calibration/measurements.hpp"
 #include "chopsim/common/error.hpp"
 #include "chopsim/common/text.hpp"
+#include "chopsim/traces/classifier.hpp"
 #include "chopsim/traces/kernel_store.hpp"
 #include "chopsim/traces/reader.hpp"
 #include "csv_tables.hpp"
@@ -160,6 +161,7 @@ class RecordCollector {
       s.duration_s = k.duration_s;
       s.input = input_;
       s.label = strings.at(k.name).substr(0, 60);
+      if (k.kernel_class == KernelClass::elementwise) s.path = classify_elementwise_path(strings.at(k.name));
       s.dtype = compute ? dtype_from_kernel_name(strings.at(k.name)) : std::string();
       if (compute && s.dtype.empty()) {
         s.dtype = options_.default_dtype;

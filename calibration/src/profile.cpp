@@ -76,6 +76,7 @@ std::string render_profile_yaml(const CalibrationResult& result) {
     if (!in_profile.empty()) {
       out << line(2, "efficiency", "");
       for (const KernelClassFit* fit : in_profile) {
+        if (fit->path != ElementwisePath::fused) continue;
         std::string what = fit->dtype_group.empty() ? std::string() : fit->dtype_group + ", ";
         out << line(4, std::string(kernel_class_name(fit->kernel_class)), "",
                     what + stats_comment(fit->stats) + " " + input_refs(fit->inputs));
@@ -84,6 +85,14 @@ std::string render_profile_yaml(const CalibrationResult& result) {
         if (fit->half_fitted)
           out << line(6, "half_efficiency_gflop", num(fit->half_efficiency_flops / units::kGiga),
                       "file: " + num(fit->defaults.half_efficiency_flops / units::kGiga));
+      }
+      bool paths = false;
+      for (const KernelClassFit* fit : in_profile) {
+        if (fit->path == ElementwisePath::fused) continue;
+        if (!paths) out << line(2, "pytorch_elementwise_memory", "");
+        paths = true;
+        out << line(4, std::string(elementwise_path_name(fit->path)), num(fit->memory),
+                    stats_comment(fit->stats) + " " + input_refs(fit->inputs) + "; file: " + num(fit->defaults.memory));
       }
     }
   }

@@ -163,6 +163,13 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                                          "deterministic_attention_workspace_bytes_per_score",
                                          hw.compute.deterministic_attention);
             kernels.read("attention_dropout_slowdown", hw.compute.attention_dropout_slowdown, 1.0, kAtLeastOne, "");
+            // PyTorch's own elementwise kernels by TensorIterator path (ElementwisePath): HBM fractions.
+            section(kernels, "pytorch_elementwise_memory", Need::optional, "", [&](Mapping& paths) {
+              for (const ElementwisePath path :
+                   {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided})
+                paths.read(std::string(elementwise_path_name(path)),
+                           hw.compute.elementwise_path_memory[static_cast<std::size_t>(path)], 1.0, kFraction, "");
+            });
             section(kernels, "efficiency", need, "a mapping with one entry per kernel class", [&](Mapping& eff) {
               for (std::size_t i = 0; i < kKernelClassCount; ++i) {
                 const auto kernel_class = static_cast<KernelClass>(i);

@@ -24,6 +24,9 @@ class RooflineModel final : public ComputeModel {
     if (params_.attention_dropout_slowdown < 1.0) throw ModelError("roofline: attention_dropout_slowdown must be >= 1");
     if (!(params_.fp8_gemm_efficiency_ratio > 0.0 && params_.fp8_gemm_efficiency_ratio <= 1.0))
       throw ModelError("roofline: fp8_gemm_efficiency_ratio must be in (0, 1]");
+    for (const double eta : params_.elementwise_path_memory)
+      if (!(eta >= 0.0 && eta <= 1.0))
+        throw ModelError("roofline: elementwise path memory efficiencies must be in [0, 1]");
   }
 
   KernelTiming timing(const KernelWork& work, double clock_hz) const override {
@@ -48,6 +51,10 @@ class RooflineModel final : public ComputeModel {
     // A deterministic attention backward: the whole kernel (arithmetic and traffic) takes the measured factor longer;
     // its ideal time stays the default kernel's, so the breakdown counts the difference as efficiency loss.
     double memory_eta = efficiency.memory;
+    // PyTorch's TensorIterator kernels reach HBM by their code path, not by the class (ElementwisePath).
+    if (const double path_eta = params_.elementwise_path_memory[static_cast<std::size_t>(work.elementwise_path)];
+        work.elementwise_path != ElementwisePath::fused && path_eta > 0.0)
+      memory_eta = path_eta;
     if (work.deterministic && work.kernel_class == KernelClass::attention) {
       compute_eta /= params_.deterministic_attention.backward_slowdown;
       memory_eta /= params_.deterministic_attention.backward_slowdown;

@@ -35,20 +35,30 @@ constexpr double kBinaryHalfBytes = 6.0;
 constexpr double kHalfTimesFp32Bytes = 6.0;
 /// Arithmetic per element of these kernels (they are memory-bound; the count only feeds the compute-bound check).
 constexpr double kOneFlop = 1.0;
+// TensorIterator's paths (ElementwisePath), as the H200 trace's kernel names show them per op: same-dtype contiguous
+// operands and fp32 -> bf16 casts vectorized; bf16 -> fp32 casts and fp32 + bf16 adds unrolled; a broadcast operand
+// (a norm's weight or 1/rms, the rotary tables) or a transposed view strided; reductions, cats, the embedding's and
+// the loss's own kernels are no TensorIterator kernels (fused: the class's efficiency).
+constexpr ElementwisePath kVectorized = ElementwisePath::vectorized;
+constexpr ElementwisePath kUnrolled = ElementwisePath::unrolled;
+constexpr ElementwisePath kStrided = ElementwisePath::strided;
+constexpr ElementwisePath kOwnKernel = ElementwisePath::fused;
 }  // namespace
 
 // --- building blocks ---------------------------------------------------------------------------------------
 
 OpRef StageGenerator::eager_elementwise(std::string_view name, double elements, double bytes_per_element,
-                                        KernelClass kernel_class) {
-  return elementwise(name, elements, kOneFlop, bytes_per_element, kernel_class);
+                                        ElementwisePath path, KernelClass kernel_class) {
+  Op op = compute_op(name, kernel_class, Precision::fp32, elements * kOneFlop, elements * bytes_per_element);
+  op.elementwise_path = path;
+  return append_to_compute_stream(op);
 }
 
 OpRef StageGenerator::eager_linear(std::string_view name, const Gemm& g, bool fp32_input) {
   const std::string n(name);
   // autocast's weight cast, cached for the rest of this forward (re-done by a recomputed forward).
-  (void)eager_elementwise(n + "_weight_cast", g.k * g.n, kCastBytes);
-  if (fp32_input) (void)eager_elementwise(n + "_input_cast", g.m * g.k, kCastBytes);
+  (void)eager_elementwise(n + "_weight_cast", g.k * g.n, kCastBytes, kVectorized);
+  if (fp32_input) (void)eager_elementwise(n + "_input_cast", g.m * g.k, kCastBytes, kVectorized);
   return gemm(name, g);
 }
 
@@ -57,14 +67,16 @@ void StageGenerator::eager_linear_backward(std::string_view name, const Gemm& g,
   const std::string n(name);
   (void)gemm_wgrad(n + "_wgrad", g);
   (void)gemm_dgrad(n + "_dgrad", g);
-  if (fp32_input) (void)eager_elementwise(n + "_input_grad_cast", g.m * g.k, kCastBytes);
+  if (fp32_input) (void)eager_elementwise(n + "_input_grad_cast", g.m * g.k, kCastBytes, kUnrolled);
   // A second and third linear reading the same tensor add their input gradient to the first's (autograd's
   // accumulation of a tensor used twice).
-  if (input_gradient_accumulates) (void)eager_elementwise(n + "_input_grad_add", g.m * g.k, kBinaryFp32Bytes);
+  if (input_gradient_accumulates)
+    (void)eager_elementwise(n + "_input_grad_add", g.m * g.k, kBinaryFp32Bytes, kVectorized);
   // The bf16 weight gradient back through autocast's cast into the fp32 .grad (set to None between steps, so the
   // first micro-batch assigns it); later micro-batches of a step add into .grad.
-  OpRef ready = eager_elementwise(n + "_weight_grad_cast", g.k * g.n, kCastBytes);
-  if (micro_batch_ > 0) ready = eager_elementwise(n + "_weight_grad_accumulate", g.k * g.n, kBinaryFp32Bytes);
+  OpRef ready = eager_elementwise(n + "_weight_grad_cast", g.k * g.n, kCastBytes, kUnrolled);
+  if (micro_batch_ > 0)
+    ready = eager_elementwise(n + "_weight_grad_accumulate", g.k * g.n, kBinaryFp32Bytes, kVectorized);
   gradient_ready(g.k * g.n, false, ready);
 }
 
@@ -75,15 +87,15 @@ void StageGenerator::eager_norm_forward(std::string_view name) {
   const std::string n(name);
   const double elements = sizes_.norm_tokens * sizes_.hidden;
   if (model_.norm == NormKind::layernorm) {
-    (void)eager_elementwise(n, elements, kUnaryFp32Bytes, KernelClass::norm);
+    (void)eager_elementwise(n, elements, kUnaryFp32Bytes, kOwnKernel, KernelClass::norm);
     return;
   }
-  (void)eager_elementwise(n + "_pow", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_mean", elements, 4.0, KernelClass::reduction);
-  (void)eager_elementwise(n + "_add_eps", sizes_.norm_tokens, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_rsqrt", sizes_.norm_tokens, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_scale", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_weight", elements, kUnaryFp32Bytes);
+  (void)eager_elementwise(n + "_pow", elements, kUnaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_mean", elements, 4.0, kOwnKernel, KernelClass::reduction);
+  (void)eager_elementwise(n + "_add_eps", sizes_.norm_tokens, kUnaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_rsqrt", sizes_.norm_tokens, kUnaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_scale", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_weight", elements, kUnaryFp32Bytes, kStrided);
 }
 
 // Autograd of the same chain: the weight's and the scale's multiplications each give a product with the gradient
@@ -94,23 +106,23 @@ OpRef StageGenerator::eager_norm_backward(std::string_view name, bool on_residua
   const std::string n(name);
   const double elements = sizes_.norm_tokens * sizes_.hidden;
   if (model_.norm == NormKind::layernorm) {
-    OpRef last = eager_elementwise(n, elements, kBinaryFp32Bytes, KernelClass::norm);
-    if (on_residual_stream) last = eager_elementwise(n + "_residual_add", elements, kBinaryFp32Bytes);
+    OpRef last = eager_elementwise(n, elements, kBinaryFp32Bytes, kOwnKernel, KernelClass::norm);
+    if (on_residual_stream) last = eager_elementwise(n + "_residual_add", elements, kBinaryFp32Bytes, kVectorized);
     return last;
   }
-  (void)eager_elementwise(n + "_grad_times_weight", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_grad_times_normed", elements, kBinaryFp32Bytes);
-  (void)eager_elementwise(n + "_weight_grad_sum", elements, 4.0, KernelClass::reduction);
-  (void)eager_elementwise(n + "_grad_times_x", elements, kBinaryFp32Bytes);
-  (void)eager_elementwise(n + "_grad_times_rsqrt", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_rsqrt_grad_sum", elements, 4.0, KernelClass::reduction);
+  (void)eager_elementwise(n + "_grad_times_weight", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_grad_times_normed", elements, kBinaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_weight_grad_sum", elements, 4.0, kOwnKernel, KernelClass::reduction);
+  (void)eager_elementwise(n + "_grad_times_x", elements, kBinaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_grad_times_rsqrt", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_rsqrt_grad_sum", elements, 4.0, kOwnKernel, KernelClass::reduction);
   for (const char* tiny : {"_rsqrt_bwd_pow", "_rsqrt_bwd_mul", "_rsqrt_bwd_chain"})
-    (void)eager_elementwise(n + tiny, sizes_.norm_tokens, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_mean_bwd", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_pow_bwd_scale", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_pow_bwd", elements, kBinaryFp32Bytes);
-  OpRef last = eager_elementwise(n + "_paths_add", elements, kBinaryFp32Bytes);
-  if (on_residual_stream) last = eager_elementwise(n + "_residual_add", elements, kBinaryFp32Bytes);
+    (void)eager_elementwise(n + tiny, sizes_.norm_tokens, kUnaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_mean_bwd", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_pow_bwd_scale", elements, kUnaryFp32Bytes, kVectorized);
+  (void)eager_elementwise(n + "_pow_bwd", elements, kBinaryFp32Bytes, kVectorized);
+  OpRef last = eager_elementwise(n + "_paths_add", elements, kBinaryFp32Bytes, kVectorized);
+  if (on_residual_stream) last = eager_elementwise(n + "_residual_add", elements, kBinaryFp32Bytes, kVectorized);
   return last;
 }
 
@@ -118,28 +130,28 @@ OpRef StageGenerator::eager_norm_backward(std::string_view name, bool on_residua
 // rotate_half as neg of one half and cat of the halves, rotate_half(q) * sin, and the fp32 sum.
 void StageGenerator::eager_rotary_forward(std::string_view name, double elements) {
   const std::string n(name);
-  (void)eager_elementwise(n + "_cos", elements, kHalfTimesFp32Bytes);
-  (void)eager_elementwise(n + "_neg", elements / 2.0, kUnaryHalfBytes);
-  (void)eager_elementwise(n + "_cat", elements, kUnaryHalfBytes);
-  (void)eager_elementwise(n + "_sin", elements, kHalfTimesFp32Bytes);
-  (void)eager_elementwise(n + "_add", elements, kBinaryFp32Bytes);
+  (void)eager_elementwise(n + "_cos", elements, kHalfTimesFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_neg", elements / 2.0, kUnaryHalfBytes, kStrided);
+  (void)eager_elementwise(n + "_cat", elements, kUnaryHalfBytes, kOwnKernel);
+  (void)eager_elementwise(n + "_sin", elements, kHalfTimesFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_add", elements, kBinaryFp32Bytes, kStrided);
 }
 
 // Its gradient: each product's gradient by the fp32 table and its cast back to bf16, rotate_half's backward (zero-
 // filled halves, the negated and the plain half copied in, summed), and the two paths added.
 void StageGenerator::eager_rotary_backward(std::string_view name, double elements) {
   const std::string n(name);
-  (void)eager_elementwise(n + "_sin_bwd", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_sin_bwd_cast", elements, kCastBytes);
-  (void)eager_elementwise(n + "_neg_bwd", elements / 2.0, kUnaryHalfBytes);
+  (void)eager_elementwise(n + "_sin_bwd", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_sin_bwd_cast", elements, kCastBytes, kVectorized);
+  (void)eager_elementwise(n + "_neg_bwd", elements / 2.0, kUnaryHalfBytes, kStrided);
   for (const char* half : {"_cat_bwd_first", "_cat_bwd_second"}) {
-    (void)eager_elementwise(n + half + "_zero", elements, 2.0);
-    (void)eager_elementwise(n + half + "_copy", elements / 2.0, kUnaryHalfBytes);
+    (void)eager_elementwise(n + half + "_zero", elements, 2.0, kVectorized);
+    (void)eager_elementwise(n + half + "_copy", elements / 2.0, kUnaryHalfBytes, kStrided);
   }
-  (void)eager_elementwise(n + "_cat_bwd_add", elements, kBinaryHalfBytes);
-  (void)eager_elementwise(n + "_cos_bwd", elements, kUnaryFp32Bytes);
-  (void)eager_elementwise(n + "_cos_bwd_cast", elements, kCastBytes);
-  (void)eager_elementwise(n + "_paths_add", elements, kBinaryHalfBytes);
+  (void)eager_elementwise(n + "_cat_bwd_add", elements, kBinaryHalfBytes, kStrided);
+  (void)eager_elementwise(n + "_cos_bwd", elements, kUnaryFp32Bytes, kStrided);
+  (void)eager_elementwise(n + "_cos_bwd_cast", elements, kCastBytes, kVectorized);
+  (void)eager_elementwise(n + "_paths_add", elements, kBinaryHalfBytes, kVectorized);
 }
 
 // --- a layer -----------------------------------------------------------------------------------------------------
@@ -163,29 +175,29 @@ void StageGenerator::eager_layer_forward(int layer) {
   // casts its fp32 inputs to bf16.
   const bool cache = training_.recompute == RecomputePolicy::none;
   if (cache) {
-    (void)eager_elementwise("kv_cache_k_cat", s.tokens * kv_width, kUnaryFp32Bytes);
-    (void)eager_elementwise("kv_cache_v_cat", s.tokens * kv_width, kHalfTimesFp32Bytes);
+    (void)eager_elementwise("kv_cache_k_cat", s.tokens * kv_width, kUnaryFp32Bytes, kOwnKernel);
+    (void)eager_elementwise("kv_cache_v_cat", s.tokens * kv_width, kHalfTimesFp32Bytes, kOwnKernel);
   }
   const bool rope = model_.position_embedding == PositionEmbedding::rope;
-  if (rope) (void)eager_elementwise("sdpa_q_cast", s.tokens * q_width, kCastBytes);
-  if (rope || cache) (void)eager_elementwise("sdpa_k_cast", s.tokens * kv_width, kCastBytes);
-  if (cache) (void)eager_elementwise("sdpa_v_cast", s.tokens * kv_width, kCastBytes);
+  if (rope) (void)eager_elementwise("sdpa_q_cast", s.tokens * q_width, kCastBytes, kVectorized);
+  if (rope || cache) (void)eager_elementwise("sdpa_k_cast", s.tokens * kv_width, kCastBytes, kVectorized);
+  if (cache) (void)eager_elementwise("sdpa_v_cast", s.tokens * kv_width, kCastBytes, kVectorized);
   attention_forward();
   (void)eager_linear("o_proj", {.m = s.tokens, .n = s.hidden, .k = q_width}, false);
   // residual + attention output: fp32 + bf16 -> fp32.
-  (void)eager_elementwise("attention_residual", residual, 4.0 + 2.0 + 4.0);
+  (void)eager_elementwise("attention_residual", residual, 4.0 + 2.0 + 4.0, kUnrolled);
   eager_norm_forward("post_attention_norm");
   if (model_.mlp == MlpKind::swiglu) {
     (void)eager_linear("gate_proj", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true);
-    (void)eager_elementwise("silu", s.tokens * s.ffn_local, kUnaryHalfBytes);
+    (void)eager_elementwise("silu", s.tokens * s.ffn_local, kUnaryHalfBytes, kVectorized);
     (void)eager_linear("up_proj", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true);
-    (void)eager_elementwise("silu_times_up", s.tokens * s.ffn_local, kBinaryHalfBytes);
+    (void)eager_elementwise("silu_times_up", s.tokens * s.ffn_local, kBinaryHalfBytes, kVectorized);
   } else {
     (void)eager_linear("fc1", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true);
-    (void)eager_elementwise("gelu", s.tokens * s.ffn_local, kUnaryHalfBytes);
+    (void)eager_elementwise("gelu", s.tokens * s.ffn_local, kUnaryHalfBytes, kVectorized);
   }
   (void)eager_linear("down_proj", {.m = s.tokens, .n = s.hidden, .k = s.ffn_local}, false);
-  (void)eager_elementwise("mlp_residual", residual, 4.0 + 2.0 + 4.0);
+  (void)eager_elementwise("mlp_residual", residual, 4.0 + 2.0 + 4.0, kUnrolled);
 }
 
 void StageGenerator::eager_layer_backward(int layer) {
@@ -195,41 +207,41 @@ void StageGenerator::eager_layer_backward(int layer) {
   const double kv_width = s.kv_heads * s.head_dim;
   const double residual = s.norm_tokens * s.hidden;
   // The residual add's gradient into its bf16 branch: a cast of the fp32 gradient.
-  (void)eager_elementwise("mlp_residual_grad_cast", residual, kCastBytes);
+  (void)eager_elementwise("mlp_residual_grad_cast", residual, kCastBytes, kVectorized);
   eager_linear_backward("down_proj", {.m = s.tokens, .n = s.hidden, .k = s.ffn_local}, false, false);
   if (model_.mlp == MlpKind::swiglu) {
-    (void)eager_elementwise("silu_times_up_bwd_gate", s.tokens * s.ffn_local, kBinaryHalfBytes);
-    (void)eager_elementwise("silu_times_up_bwd_up", s.tokens * s.ffn_local, kBinaryHalfBytes);
+    (void)eager_elementwise("silu_times_up_bwd_gate", s.tokens * s.ffn_local, kBinaryHalfBytes, kVectorized);
+    (void)eager_elementwise("silu_times_up_bwd_up", s.tokens * s.ffn_local, kBinaryHalfBytes, kVectorized);
     eager_linear_backward("up_proj", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true, false);
-    (void)eager_elementwise("silu_bwd", s.tokens * s.ffn_local, kBinaryHalfBytes);
+    (void)eager_elementwise("silu_bwd", s.tokens * s.ffn_local, kBinaryHalfBytes, kVectorized);
     eager_linear_backward("gate_proj", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true, true);
   } else {
-    (void)eager_elementwise("gelu_bwd", s.tokens * s.ffn_local, kBinaryHalfBytes);
+    (void)eager_elementwise("gelu_bwd", s.tokens * s.ffn_local, kBinaryHalfBytes, kVectorized);
     eager_linear_backward("fc1", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true, false);
   }
   gradient_ready(local_.norms / 2.0, false, eager_norm_backward("post_attention_norm_bwd", true));
-  (void)eager_elementwise("attention_residual_grad_cast", residual, kCastBytes);
+  (void)eager_elementwise("attention_residual_grad_cast", residual, kCastBytes, kVectorized);
   eager_linear_backward("o_proj", {.m = s.tokens, .n = s.hidden, .k = q_width}, false, false);
   attention_backward();
   // The gradients back through SDPA's input casts (and the v cache's promotion), then the rotary embeddings.
   const bool cache = training_.recompute == RecomputePolicy::none;
   const bool rope = model_.position_embedding == PositionEmbedding::rope;
-  if (rope) (void)eager_elementwise("sdpa_q_cast_bwd", s.tokens * q_width, kCastBytes);
-  if (rope || cache) (void)eager_elementwise("sdpa_k_cast_bwd", s.tokens * kv_width, kCastBytes);
+  if (rope) (void)eager_elementwise("sdpa_q_cast_bwd", s.tokens * q_width, kCastBytes, kUnrolled);
+  if (rope || cache) (void)eager_elementwise("sdpa_k_cast_bwd", s.tokens * kv_width, kCastBytes, kUnrolled);
   if (cache) {
-    (void)eager_elementwise("sdpa_v_cast_bwd", s.tokens * kv_width, kCastBytes);
-    (void)eager_elementwise("kv_cache_v_cat_bwd", s.tokens * kv_width, kCastBytes);
+    (void)eager_elementwise("sdpa_v_cast_bwd", s.tokens * kv_width, kCastBytes, kUnrolled);
+    (void)eager_elementwise("kv_cache_v_cat_bwd", s.tokens * kv_width, kCastBytes, kVectorized);
   }
   if (rope) {
     eager_rotary_backward("k_rotary_bwd", s.tokens * kv_width);
     eager_rotary_backward("q_rotary_bwd", s.tokens * q_width);
   }
   // The projections' output gradients made contiguous in [tokens, heads, head_dim] for their GEMMs.
-  (void)eager_elementwise("v_grad_transpose", s.tokens * kv_width, kUnaryHalfBytes);
+  (void)eager_elementwise("v_grad_transpose", s.tokens * kv_width, kUnaryHalfBytes, kStrided);
   eager_linear_backward("v_proj", {.m = s.tokens, .n = kv_width, .k = s.hidden}, true, false);
-  (void)eager_elementwise("k_grad_transpose", s.tokens * kv_width, kUnaryHalfBytes);
+  (void)eager_elementwise("k_grad_transpose", s.tokens * kv_width, kUnaryHalfBytes, kStrided);
   eager_linear_backward("k_proj", {.m = s.tokens, .n = kv_width, .k = s.hidden}, true, true);
-  (void)eager_elementwise("q_grad_transpose", s.tokens * q_width, kUnaryHalfBytes);
+  (void)eager_elementwise("q_grad_transpose", s.tokens * q_width, kUnaryHalfBytes, kStrided);
   eager_linear_backward("q_proj", {.m = s.tokens, .n = q_width, .k = s.hidden}, true, true);
   gradient_ready(local_.norms / 2.0, false, eager_norm_backward("input_norm_bwd", true));
 }
@@ -239,7 +251,7 @@ void StageGenerator::eager_layer_backward(int layer) {
 void StageGenerator::eager_embedding_forward() {
   const Sizes& s = sizes_;
   // nn.Embedding on the fp32 table (autocast leaves embedding lookups alone): gather T rows, write them.
-  (void)eager_elementwise("embedding", s.tokens * s.hidden, kUnaryFp32Bytes);
+  (void)eager_elementwise("embedding", s.tokens * s.hidden, kUnaryFp32Bytes, kOwnKernel);
 }
 
 void StageGenerator::eager_embedding_backward() {
@@ -248,10 +260,10 @@ void StageGenerator::eager_embedding_backward() {
   // embedding_dense_backward: a zero-filled fp32 table gradient, then the output gradient's rows sorted by token
   // and summed into it (read dY, read-modify-write the touched rows); with tied embeddings the head's gradient is
   // already in .grad and this one is added to it.
-  (void)eager_elementwise("embedding_grad_zero", table, 4.0);
-  OpRef ready = eager_elementwise("embedding_bwd", s.tokens * s.hidden, kBinaryFp32Bytes);
+  (void)eager_elementwise("embedding_grad_zero", table, 4.0, kVectorized);
+  OpRef ready = eager_elementwise("embedding_bwd", s.tokens * s.hidden, kBinaryFp32Bytes, kOwnKernel);
   if (model_.tied_embeddings || micro_batch_ > 0)
-    ready = eager_elementwise("embedding_grad_accumulate", table, kBinaryFp32Bytes);
+    ready = eager_elementwise("embedding_grad_accumulate", table, kBinaryFp32Bytes, kVectorized);
   gradient_ready(local_.embedding, false, ready);
 }
 
@@ -261,9 +273,9 @@ void StageGenerator::eager_head_forward() {
   eager_norm_forward("final_norm");
   (void)eager_linear("lm_head", {.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false}, true);
   // transformers' ForCausalLMLoss: logits.float(), then cross_entropy = log_softmax (fp32 in, fp32 out) + nll_loss.
-  (void)eager_elementwise("logits_float", logits, kCastBytes);
-  (void)eager_elementwise("log_softmax", logits, kUnaryFp32Bytes, KernelClass::reduction);
-  (void)eager_elementwise("nll_loss", s.tokens, kUnaryFp32Bytes, KernelClass::reduction);
+  (void)eager_elementwise("logits_float", logits, kCastBytes, kUnrolled);
+  (void)eager_elementwise("log_softmax", logits, kUnaryFp32Bytes, kOwnKernel, KernelClass::reduction);
+  (void)eager_elementwise("nll_loss", s.tokens, kUnaryFp32Bytes, kOwnKernel, KernelClass::reduction);
 }
 
 void StageGenerator::eager_head_backward() {
@@ -271,16 +283,16 @@ void StageGenerator::eager_head_backward() {
   const double logits = s.tokens * s.vocab_local;
   // nll_loss's backward scatters into a zero-filled fp32 gradient of the log-probabilities; log_softmax's backward
   // reads it and its output and writes the logits' fp32 gradient, cast back to bf16 for the head's GEMMs.
-  (void)eager_elementwise("nll_loss_bwd_zero", logits, 4.0);
-  (void)eager_elementwise("nll_loss_bwd", s.tokens, kUnaryFp32Bytes);
-  (void)eager_elementwise("log_softmax_bwd", logits, kBinaryFp32Bytes, KernelClass::reduction);
-  (void)eager_elementwise("logits_float_bwd", logits, kCastBytes);
+  (void)eager_elementwise("nll_loss_bwd_zero", logits, 4.0, kVectorized);
+  (void)eager_elementwise("nll_loss_bwd", s.tokens, kUnaryFp32Bytes, kOwnKernel);
+  (void)eager_elementwise("log_softmax_bwd", logits, kBinaryFp32Bytes, kOwnKernel, KernelClass::reduction);
+  (void)eager_elementwise("logits_float_bwd", logits, kCastBytes, kVectorized);
   // A tied head's weight is the embedding's: its gradient lands in the embedding's .grad (reduced with it).
   const Gemm head{.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false};
   (void)gemm_wgrad("lm_head_wgrad", head);
   (void)gemm_dgrad("lm_head_dgrad", head);
-  (void)eager_elementwise("lm_head_input_grad_cast", s.tokens * s.hidden, kCastBytes);
-  OpRef ready = eager_elementwise("lm_head_weight_grad_cast", head.k * head.n, kCastBytes);
+  (void)eager_elementwise("lm_head_input_grad_cast", s.tokens * s.hidden, kCastBytes, kUnrolled);
+  OpRef ready = eager_elementwise("lm_head_weight_grad_cast", head.k * head.n, kCastBytes, kUnrolled);
   if (!model_.tied_embeddings) gradient_ready(local_.output_head, false, ready);
   gradient_ready(local_.final_norm, false, eager_norm_backward("final_norm_bwd", false));
 }

@@ -25,6 +25,10 @@
 //      - before each reduce-scatter, on its stream: the copy of the gradients into its input in the reduce dtype
 //        (_chunk_cat): P x (w + g). bf16 and fp32 reductions divide inside NCCL (ReduceOp.AVG): no division kernels;
 //      - after it, from the second micro-batch on: the accumulation of the sharded gradient (P/n x 3g).
+// The casts, divisions and accumulations of fsdp1 and fsdp2 are PyTorch's TensorIterator kernels, timed by their path
+// (ElementwisePath): the fp32 -> bf16 shard cast and the same-dtype divisions and sums vectorized, fsdp1's bf16 -> fp32
+// gradient cast unrolled (the H200 trace's bf16 -> fp32 copies run unrolled_elementwise_kernel at 0.43 of HBM). The
+// copy-ins and -outs, the flattening cat and _chunk_cat are kernels of their own (the memcpy class's efficiency).
 // With training.overlap.fsdp the side-stream kernels share the GPU with the compute stream's (the engines give
 // running kernels equal shares), as the streams do on the GPU; without it everything runs in line on the compute
 // stream.
@@ -70,11 +74,11 @@ StageGenerator::UnitElements StageGenerator::unit_elements(int unit) const {
 }
 
 void StageGenerator::fsdp_kernel(std::string_view stream, std::optional<OpRef> after, std::string_view name,
-                                 KernelClass kernel_class, double elements, double bytes_per_element,
-                                 double flops_per_element) {
+                                 KernelClass kernel_class, ElementwisePath path, double elements,
+                                 double bytes_per_element, double flops_per_element) {
   if (elements <= 0 || bytes_per_element <= 0) return;
-  const Op op =
-      compute_op(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
+  Op op = compute_op(name, kernel_class, Precision::fp32, elements * flops_per_element, elements * bytes_per_element);
+  op.elementwise_path = path;
   if (!training_.overlap.fsdp || stream == kComputeStream) {
     (void)append_to_compute_stream(op);
     return;
@@ -115,10 +119,11 @@ void StageGenerator::begin_unit(int unit, bool backward) {
   const double master_bytes = 4.0;  // the sharded parameters FSDP keeps for the optimizer: fp32
   const double cast_bytes = parameter_bytes < master_bytes ? master_bytes + parameter_bytes : 0.0;
   if (runtime == FsdpImplementation::fsdp1)
-    fsdp_kernel(kFsdpGatherStream, after, "fsdp_shard_cast", KernelClass::elementwise, elements.sharded, cast_bytes);
+    fsdp_kernel(kFsdpGatherStream, after, "fsdp_shard_cast", KernelClass::elementwise, ElementwisePath::vectorized,
+                elements.sharded, cast_bytes);
   if (runtime == FsdpImplementation::fsdp2)
-    fsdp_kernel(kFsdpGatherStream, after, "fsdp_all_gather_copy_in", KernelClass::memcpy, elements.sharded,
-                cast_bytes + 2.0 * parameter_bytes);
+    fsdp_kernel(kFsdpGatherStream, after, "fsdp_all_gather_copy_in", KernelClass::memcpy, ElementwisePath::fused,
+                elements.sharded, cast_bytes + 2.0 * parameter_bytes);
   if (training_.overlap.fsdp) {
     await(overlapped(kFsdpGatherStream, dense, after));
     if (expert.bytes > 0) await(overlapped(kFsdpGatherStream, expert, after));
@@ -127,8 +132,8 @@ void StageGenerator::begin_unit(int unit, bool backward) {
     if (expert.bytes > 0) await(blocking(expert));
   }
   if (runtime == FsdpImplementation::fsdp2)
-    fsdp_kernel(kComputeStream, std::nullopt, "fsdp_all_gather_copy_out", KernelClass::memcpy, elements.unsharded,
-                2.0 * parameter_bytes);
+    fsdp_kernel(kComputeStream, std::nullopt, "fsdp_all_gather_copy_out", KernelClass::memcpy, ElementwisePath::fused,
+                elements.unsharded, 2.0 * parameter_bytes);
 }
 
 void StageGenerator::end_unit(bool backward) {
@@ -147,18 +152,18 @@ void StageGenerator::end_unit(bool backward) {
   const int shard_group = layout_.group_size(GroupRole::shard);
   const double predivide = fsdp1_gradient_predivide_factor(shard_group);
   if (runtime == FsdpImplementation::fsdp1) {
-    fsdp_kernel(kComputeStream, std::nullopt, "fsdp_grad_flatten", KernelClass::memcpy, elements.unsharded,
-                2.0 * weight_gradient);
+    fsdp_kernel(kComputeStream, std::nullopt, "fsdp_grad_flatten", KernelClass::memcpy, ElementwisePath::fused,
+                elements.unsharded, 2.0 * weight_gradient);
     const std::optional<OpRef> computed = last_compute();
-    fsdp_kernel(kFsdpReduceStream, computed, "fsdp_grad_cast", KernelClass::elementwise, elements.unsharded,
-                cast_bytes);
+    fsdp_kernel(kFsdpReduceStream, computed, "fsdp_grad_cast", KernelClass::elementwise, ElementwisePath::unrolled,
+                elements.unsharded, cast_bytes);
     if (predivide > 1.0)
-      fsdp_kernel(kFsdpReduceStream, computed, "fsdp_grad_predivide", KernelClass::elementwise, elements.unsharded,
-                  2.0 * reduced, 1.0);
+      fsdp_kernel(kFsdpReduceStream, computed, "fsdp_grad_predivide", KernelClass::elementwise,
+                  ElementwisePath::vectorized, elements.unsharded, 2.0 * reduced, 1.0);
   }
   if (runtime == FsdpImplementation::fsdp2)
     fsdp_kernel(kFsdpReduceStream, last_compute(), "fsdp_reduce_scatter_copy_in", KernelClass::memcpy,
-                elements.unsharded, weight_gradient + reduced);
+                ElementwisePath::fused, elements.unsharded, weight_gradient + reduced);
 
   const auto reduce = [&](const Comm& comm) {
     if (comm.bytes <= 0) return;
@@ -178,11 +183,11 @@ void StageGenerator::end_unit(bool backward) {
 
   // After the reduce-scatter, on its stream (in stream order).
   if (runtime == FsdpImplementation::fsdp1 && shard_group / predivide > 1.0)
-    fsdp_kernel(kFsdpReduceStream, std::nullopt, "fsdp_grad_postdivide", KernelClass::elementwise, elements.sharded,
-                2.0 * reduced, 1.0);
+    fsdp_kernel(kFsdpReduceStream, std::nullopt, "fsdp_grad_postdivide", KernelClass::elementwise,
+                ElementwisePath::vectorized, elements.sharded, 2.0 * reduced, 1.0);
   if (runtime != FsdpImplementation::megatron && micro_batch_ > 0)
-    fsdp_kernel(kFsdpReduceStream, std::nullopt, "fsdp_grad_accumulate", KernelClass::elementwise, elements.sharded,
-                3.0 * reduced, 1.0);
+    fsdp_kernel(kFsdpReduceStream, std::nullopt, "fsdp_grad_accumulate", KernelClass::elementwise,
+                ElementwisePath::vectorized, elements.sharded, 3.0 * reduced, 1.0);
 }
 
 }  // namespace chopsim::detail

@@ -277,7 +277,9 @@ class StageGenerator {
   void head_backward(bool main = true);
 
   // --- eager PyTorch (Framework::pytorch_eager; workload_eager.cpp) --------------------------------
-  OpRef eager_elementwise(std::string_view name, double elements, double bytes_per_element,
+  /// One of PyTorch's own kernels, on the TensorIterator path its operands' layout and dtypes take (ElementwisePath;
+  /// `fused` for one that is not a TensorIterator kernel: a reduction, a cat).
+  OpRef eager_elementwise(std::string_view name, double elements, double bytes_per_element, ElementwisePath path,
                           KernelClass kernel_class = KernelClass::elementwise);
   /// An nn.Linear under autocast: the weight's cast, the input's cast if it is fp32, the GEMM.
   OpRef eager_linear(std::string_view name, const Gemm& shape, bool fp32_input);
@@ -332,7 +334,7 @@ class StageGenerator {
   /// A kernel of the FSDP runtime: on `stream` after `after` with training.overlap.fsdp, in line on the compute stream
   /// without it (or for kComputeStream). Nothing for no elements.
   void fsdp_kernel(std::string_view stream, std::optional<OpRef> after, std::string_view name, KernelClass kernel_class,
-                   double elements, double bytes_per_element, double flops_per_element = 0.0);
+                   ElementwisePath path, double elements, double bytes_per_element, double flops_per_element = 0.0);
 
   /// A gradient of `elements` parameters of the base model is complete after `producer` (final micro-batch only;
   /// nothing when the base is frozen).

@@ -193,6 +193,32 @@ TEST(KernelRoundTrip, MemoryBoundClassReproducesTheTotalTimeOfMixedKernels) {
   EXPECT_NEAR(fit.default_predicted_s, bytes / (hw.hbm_bandwidth_bytes_per_s * fit.defaults.memory), 1e-12 * seconds);
 }
 
+// The mixed kernels above, marked with TensorIterator paths: the class's fit is their mixture, and each path's fit
+// (the profile's kernels.pytorch_elementwise_memory) recovers its own efficiency.
+TEST(KernelRoundTrip, ElementwisePathsAreFittedEachOnItsOwn) {
+  const auto hw = test::round_hardware();
+  MeasurementSet set;
+  for (int i = 0; i < 10; ++i)
+    for (const auto& [path, eta] :
+         {std::pair{ElementwisePath::vectorized, 0.9}, std::pair{ElementwisePath::strided, 0.3}}) {
+      KernelSample s;
+      s.kernel_class = KernelClass::elementwise;
+      s.path = path;
+      s.bytes = 1e8 * (1 + i);
+      s.duration_s = s.bytes / (hw.hbm_bandwidth_bytes_per_s * eta);
+      set.kernels.push_back(s);
+    }
+  const auto fits = fit_kernel_classes(set, hw, no_cutoff());
+  ASSERT_EQ(fits.size(), 3u);  // the class, then vectorized and strided (no unrolled kernel: no fit)
+  EXPECT_EQ(fits[0].path, ElementwisePath::fused);
+  EXPECT_NEAR(fits[0].memory, 0.45, 1e-12);
+  EXPECT_EQ(fits[1].path, ElementwisePath::vectorized);
+  EXPECT_NEAR(fits[1].memory, 0.9, 1e-12);
+  EXPECT_EQ(fits[2].path, ElementwisePath::strided);
+  EXPECT_NEAR(fits[2].memory, 0.3, 1e-12);
+  for (const auto& fit : fits) EXPECT_TRUE(fit.in_profile);
+}
+
 TEST(KernelRoundTrip, ClassesPooledAndMarkedForTheProfile) {
   const auto hw = test::round_hardware();
   MeasurementSet set;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,16 @@ TEST(RealData, H200EagerTraceWithItsTelemetry) {
     EXPECT_GT(fit->memory, 0.4);  // between the slowest broadcasting kernels and the HBM peak
     EXPECT_LT(fit->memory, 0.9);
   }
+  // The elementwise kernels by TensorIterator path: vectorized ones near the HBM peak, the unrolled (mixed-dtype) and
+  // strided (broadcast) ones at half of it; together they are the class's 0.64.
+  std::map<ElementwisePath, double> path_memory;
+  for (const auto& fit : fits)
+    if (fit.kernel_class == KernelClass::elementwise && fit.path != ElementwisePath::fused && fit.in_profile)
+      path_memory[fit.path] = fit.memory;
+  ASSERT_EQ(path_memory.size(), 3u);
+  EXPECT_GT(path_memory[ElementwisePath::vectorized], 0.85);
+  EXPECT_LT(path_memory[ElementwisePath::unrolled], 0.5);
+  EXPECT_LT(path_memory[ElementwisePath::strided], 0.5);
   // GEMMs: 678 kernels of 34 GFLOP to 8.6 TFLOP; the asymptote near the 0.80 of the best-shape bf16 matmul.
   const KernelClassFit* gemm = profile_fit(fits, KernelClass::gemm);
   ASSERT_NE(gemm, nullptr);

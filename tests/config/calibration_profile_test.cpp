@@ -69,6 +69,14 @@ TEST_F(CalibrationProfileTest, ShippedProfileOverridesTheHardwareKeysItHolds) {
   EXPECT_EQ(calibrated.hardware.intra_node_link_efficiency, profile["intra_node_link"]["efficiency"].as<double>());
   EXPECT_EQ(calibrated.hardware.nic_efficiency, profile["nic"]["efficiency"].as<double>());
   EXPECT_EQ(calibrated.collectives.step_latency_s, profile["collectives"]["step_latency_us"].as<double>() * 1e-6);
+  // PyTorch's elementwise kernels by TensorIterator path: the profile's fits over the hardware file's figures.
+  for (const ElementwisePath path :
+       {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided}) {
+    const auto i = static_cast<std::size_t>(path);
+    EXPECT_EQ(calibrated.hardware.compute.elementwise_path_memory[i],
+              profile["kernels"]["pytorch_elementwise_memory"][std::string(elementwise_path_name(path))].as<double>());
+    EXPECT_GT(plain.hardware.compute.elementwise_path_memory[i], 0.0);
+  }
   // Keys the profile does not hold keep the hardware file's values: the nominal link rate, the peaks, memory.
   EXPECT_EQ(calibrated.hardware.intra_node_link_bandwidth_bytes_per_s,
             plain.hardware.intra_node_link_bandwidth_bytes_per_s);
@@ -181,6 +189,9 @@ TEST_F(CalibrationProfileTest, BadProfilesNameTheFileAndKey) {
       {head + "kernels: {efficiency: {gemm: {compute: 1.5}}}\n", "kernels.efficiency.gemm.compute"},
       {head + "kernels: {efficency: {}}\n", "unknown key 'efficency'"},
       {head + "intra_node_link: {efficiency: 0}\n", "intra_node_link.efficiency"},
+      {head + "kernels: {pytorch_elementwise_memory: {fused: 0.5}}\n",
+       "unknown key 'fused' in 'kernels.pytorch_elementwise_memory'; valid keys: vectorized, unrolled, strided"},
+      {head + "kernels: {pytorch_elementwise_memory: {strided: 1.3}}\n", "kernels.pytorch_elementwise_memory.strided"},
       {head + "collectives: {step_latency: 1}\n", "unknown key 'step_latency'"},
       {head + "telemetry_fit: {idle_power: 70}\n", "unknown key 'idle_power'"},
       {head + "power_w: {tdp: 900}\n", "may not change the TDP"},

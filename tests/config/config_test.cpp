@@ -103,6 +103,7 @@ std::string describe(const RunSpec& run) {
       << h.compute.deterministic_attention.backward_slowdown << ' '
       << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
       << ' ' << h.compute.fp8_gemm_efficiency_ratio << ' ' << h.host_link_bandwidth_bytes_per_s << '\n';
+  for (const double eta : h.compute.elementwise_path_memory) out << eta << ' ';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -293,6 +294,10 @@ TEST_F(ConfigTest, HardwareValuesAreConvertedToSiUnits) {
   EXPECT_DOUBLE_EQ(h100.pcie_bandwidth_bytes_per_s, 64e9);
   EXPECT_DOUBLE_EQ(h100.compute.launch_overhead_s, 2e-6);
   EXPECT_DOUBLE_EQ(h100.compute.efficiency[idx(KernelClass::gemm)].half_efficiency_flops, 8e9);
+  // PyTorch's elementwise kernels by TensorIterator path (TraceLens' H100 trace); the fused entry is never read.
+  EXPECT_DOUBLE_EQ(h100.compute.elementwise_path_memory[static_cast<std::size_t>(ElementwisePath::vectorized)], 0.86);
+  EXPECT_DOUBLE_EQ(h100.compute.elementwise_path_memory[static_cast<std::size_t>(ElementwisePath::strided)], 0.45);
+  EXPECT_DOUBLE_EQ(h100.compute.elementwise_path_memory[static_cast<std::size_t>(ElementwisePath::fused)], 0.0);
   EXPECT_EQ(h100.vendor, "nvidia");
 
   const HardwareSpec mi300x = load_hardware_config(test::configs_dir() / "hardware" / "MI300X.yaml");

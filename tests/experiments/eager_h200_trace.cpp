@@ -3,17 +3,38 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "chopsim/traces/classifier.hpp"
 #include "chopsim/traces/reader.hpp"
 
 namespace chopsim::test {
 
-std::map<KernelClass, TraceClassTotals> kineto_class_totals(const std::filesystem::path& trace, double steps) {
+namespace {
+VectorSink read_kineto(const std::filesystem::path& trace) {
   TraceFormatRegistry formats;
   register_builtin_trace_formats(formats);
   const TraceFormat& format = formats.detect(read_preview(trace));
   if (format.name != "kineto") throw std::runtime_error(trace.string() + " is not a Kineto trace");
   VectorSink sink;
   (void)format.create()->read(trace, sink);
+  return sink;
+}
+}  // namespace
+
+std::map<ElementwisePath, TraceClassTotals> kineto_elementwise_path_totals(const std::filesystem::path& trace,
+                                                                           double steps) {
+  const VectorSink sink = read_kineto(trace);
+  std::map<ElementwisePath, TraceClassTotals> totals;
+  for (const KernelRecord& k : sink.kernels) {
+    if (k.kind != ActivityKind::kernel || k.kernel_class != KernelClass::elementwise) continue;
+    auto& t = totals[classify_elementwise_path(sink.strings.at(k.name))];
+    t.kernels += 1.0 / steps;
+    if (std::isfinite(k.bytes)) t.bytes += k.bytes / steps;
+  }
+  return totals;
+}
+
+std::map<KernelClass, TraceClassTotals> kineto_class_totals(const std::filesystem::path& trace, double steps) {
+  const VectorSink sink = read_kineto(trace);
   std::map<KernelClass, TraceClassTotals> totals;
   for (const KernelRecord& k : sink.kernels) {
     if (k.kind != ActivityKind::kernel) continue;

@@ -18,4 +18,8 @@ struct TraceClassTotals {
 [[nodiscard]] std::map<KernelClass, TraceClassTotals> kineto_class_totals(const std::filesystem::path& trace,
                                                                           double steps);
 
+/// The same over the elementwise class's kernels, by the TensorIterator path their names show.
+[[nodiscard]] std::map<ElementwisePath, TraceClassTotals> kineto_elementwise_path_totals(
+    const std::filesystem::path& trace, double steps);
+
 }  // namespace chopsim::test

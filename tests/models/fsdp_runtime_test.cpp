@@ -81,7 +81,13 @@ TEST(FsdpRuntime, Fsdp1CastsCatsAndDividesEachUnitsGradientsAroundItsReduceScatt
     EXPECT_EQ(flatten.at(key).op->kernel_class, KernelClass::memcpy);
     for (const auto* side : {&cast, &predivide, &postdivide}) EXPECT_EQ(side->at(key).stream, "fsdp_rs");
     EXPECT_DOUBLE_EQ(cast.at(key).op->bytes, parameters * (2.0 + 4.0));  // bf16 read, fp32 written
-    EXPECT_DOUBLE_EQ(predivide.at(key).op->bytes, parameters * 8.0);     // in place, fp32
+    // PyTorch's TensorIterator paths: the bf16 -> fp32 cast casts element by element (unrolled); the in-place
+    // fp32 divisions and the accumulation are vectorized; the cat is a kernel of its own.
+    EXPECT_EQ(cast.at(key).op->elementwise_path, ElementwisePath::unrolled);
+    EXPECT_EQ(predivide.at(key).op->elementwise_path, ElementwisePath::vectorized);
+    EXPECT_EQ(postdivide.at(key).op->elementwise_path, ElementwisePath::vectorized);
+    EXPECT_EQ(flatten.at(key).op->elementwise_path, ElementwisePath::fused);
+    EXPECT_DOUBLE_EQ(predivide.at(key).op->bytes, parameters * 8.0);  // in place, fp32
     EXPECT_DOUBLE_EQ(postdivide.at(key).op->bytes, parameters / 8.0 * 8.0);
     // Stream order: cast, pre-divide, reduce-scatter, post-divide.
     EXPECT_LT(cast.at(key).index, predivide.at(key).index);
@@ -99,6 +105,7 @@ TEST(FsdpRuntime, Fsdp1CastsCatsAndDividesEachUnitsGradientsAroundItsReduceScatt
     EXPECT_EQ(shard_casts[i].stream, "fsdp_ag");
     EXPECT_EQ(shard_casts[i].index + 1, gathers[i].index);
     EXPECT_DOUBLE_EQ(shard_casts[i].op->bytes, gathers[i].op->bytes / 2.0 / 8.0 * 6.0);
+    EXPECT_EQ(shard_casts[i].op->elementwise_path, ElementwisePath::vectorized);  // fp32 -> bf16 has its own kernel
   }
 }
 

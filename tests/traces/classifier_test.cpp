@@ -106,6 +106,34 @@ TEST(Classifier, UnknownKernelLaunchedByGemmOpIsGemm) {
             KernelClass::elementwise);
 }
 
+// PyTorch's elementwise kernels by TensorIterator path, names as Kineto shows them on H200 (CUDA) and MI300X (ROCm)
+// (../shared/data/measured/h200_llama32_1b, traces/kineto/tracelens_mi300x_qwen05b.json.gz).
+TEST(Classifier, ElementwisePathFromPytorchKernelNames) {
+  EXPECT_EQ(
+      classify_elementwise_path("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_"
+                                "cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >"),
+      ElementwisePath::vectorized);
+  EXPECT_EQ(
+      classify_elementwise_path("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda("
+                                "at::TensorIteratorBase&)::{lambda()#3}::operator()() const"),
+      ElementwisePath::unrolled);
+  EXPECT_EQ(classify_elementwise_path("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+                                      "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::"
+                                      "MulFunctor<float> > >(at::TensorIteratorBase&, ...)"),
+            ElementwisePath::strided);
+  EXPECT_EQ(
+      classify_elementwise_path("void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_"
+                                "impl_nocast<at::native::BinaryFunctor<c10::BFloat16> >"),
+      ElementwisePath::strided);
+  // Kernels of their own: a cat, Transformer Engine's fused RMSNorm, a Triton kernel.
+  EXPECT_EQ(
+      classify_elementwise_path("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int>"),
+      ElementwisePath::fused);
+  EXPECT_EQ(classify_elementwise_path("void transformer_engine::normalization::rmsnorm_fwd_tuned_kernel<...>"),
+            ElementwisePath::fused);
+  EXPECT_EQ(classify_elementwise_path("triton_poi_fused_add_mul_0"), ElementwisePath::fused);
+}
+
 TEST(Classifier, CollectiveKindFromKernelAndOpNames) {
   EXPECT_EQ(collective_from_kernel_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)"),
             CollectiveKind::all_reduce);

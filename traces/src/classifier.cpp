@@ -67,6 +67,16 @@ KernelClass classify_lower(std::string_view n) {
 
 KernelClass classify_kernel_name(std::string_view name) { return classify_lower(to_lower(name)); }
 
+ElementwisePath classify_elementwise_path(std::string_view name) {
+  // The template names of aten/src/ATen/native/cuda/CUDALoops.cuh (PyTorch 2.x, CUDA and ROCm builds), demangled as
+  // profilers show them: "void at::native::vectorized_elementwise_kernel<4, ...>". The vectorized and unrolled names
+  // contain "elementwise_kernel" too, so they are checked first.
+  if (name.find("vectorized_elementwise_kernel") != std::string_view::npos) return ElementwisePath::vectorized;
+  if (name.find("unrolled_elementwise_kernel") != std::string_view::npos) return ElementwisePath::unrolled;
+  if (name.find("at::native::elementwise_kernel") != std::string_view::npos) return ElementwisePath::strided;
+  return ElementwisePath::fused;
+}
+
 KernelClass classify_kernel(std::string_view name, std::string_view op) {
   const KernelClass by_name = classify_kernel_name(name);
   if (by_name != KernelClass::other || op.empty()) return by_name;

@@ -60,6 +60,9 @@ struct KernelClassFit {
   /// "bf16+fp16" (the tensor-core group whose fit goes into the profile), "fp32", "fp8", ...; empty for the
   /// memory-bound classes, which are fitted on bytes alone.
   std::string dtype_group;
+  /// Elementwise kernels of one TensorIterator path only (`kernels.pytorch_elementwise_memory.<path>` in the
+  /// profile); `fused` for a fit over the whole class.
+  ElementwisePath path = ElementwisePath::fused;
   bool compute_fitted = false;  ///< eta_max was free
   bool half_fitted = false;     ///< F_half was free
   bool memory_fitted = false;   ///< eta_m was free
@@ -105,9 +108,15 @@ struct KernelClassFit {
                                               std::span<const KernelSample> samples, const HardwareReference& hardware,
                                               const KernelFitOptions& options);
 
+/// The same for the elementwise kernels of one TensorIterator path (`samples` all of it): eta_m alone, judged
+/// against the hardware file's figure for the path (`kernels.pytorch_elementwise_memory`, else the class's).
+[[nodiscard]] KernelClassFit fit_elementwise_path(ElementwisePath path, std::span<const KernelSample> samples,
+                                                  const HardwareReference& hardware, const KernelFitOptions& options);
+
 /// Every class with data: compute classes (gemm, attention) per element type, plus a pooled bf16+fp16 fit when both
-/// occur; memory-bound classes on bytes. Marks the fit that goes into the profile (bf16+fp16 or the only tensor
-/// type for gemm/attention).
+/// occur; memory-bound classes on bytes; the elementwise class again per TensorIterator path where its kernels
+/// have one (PyTorch's own kernels), each path's fit going into the profile beside the class's. Marks the fit that goes
+/// into the profile (bf16+fp16 or the only tensor type for gemm/attention).
 [[nodiscard]] std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurements,
                                                              const HardwareReference& hardware,
                                                              const KernelFitOptions& options);

@@ -65,6 +65,8 @@ struct HardwareReference {
   double min_clock_hz = 0.0;                 ///< `clocks_mhz.min` (0 = not in the file)
   PowerModelReference power_model;
   std::array<EfficiencyDefaults, kKernelClassCount> efficiency{};
+  /// `kernels.pytorch_elementwise_memory.<path>` by ElementwisePath; 0 = not in the file (the class's memory).
+  std::array<double, kElementwisePathCount> elementwise_path_memory{};
 
   /// The peak for a kernel of element type `dtype` (fp8 falls back to bf16, tf32 to fp32, as the roofline does);
   /// 0 if the GPU has none.

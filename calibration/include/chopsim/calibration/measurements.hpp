@@ -25,6 +25,8 @@ struct KernelSample {
   double duration_s = 0.0;
   std::size_t input = 0;  ///< index into MeasurementSet::inputs
   std::string label;      ///< e.g. "aten::mm 8944x2816x1024" or "mlp_up_proj T=512 TP=2", for reports
+  /// An elementwise kernel's TensorIterator path, from its name (PyTorch's own kernels); `fused` for any other.
+  ElementwisePath path = ElementwisePath::fused;
 };
 
 /// Whether a collective stayed inside one node (NVLink/NVSwitch, xGMI) or crossed the network.

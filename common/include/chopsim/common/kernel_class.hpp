@@ -49,6 +49,41 @@ inline constexpr std::size_t kKernelClassCount = 9;
   return "other";
 }
 
+/// The code path of one of PyTorch's own elementwise kernels (TensorIterator's gpu_kernel,
+/// aten/src/ATen/native/cuda/CUDALoops.cuh). The paths reach very different shares of HBM bandwidth on the same
+/// bytes, so a roofline with one efficiency per class cannot time eager PyTorch: on the H200 Kineto trace of
+/// ../shared/data/measured/h200_llama32_1b (time-weighted) vectorized kernels reach 0.89 of the HBM peak, unrolled
+/// and strided ones 0.43 (docs/calibration.md, "PyTorch's elementwise kernels by code path").
+enum class ElementwisePath : std::uint8_t {
+  /// Not a TensorIterator kernel (a framework's fused kernel, a copy engine transfer): the class's efficiency.
+  fused,
+  /// vectorized_elementwise_kernel: every operand contiguous and of one dtype (and the float -> bfloat16 copy,
+  /// which has a vectorized kernel of its own).
+  vectorized,
+  /// unrolled_elementwise_kernel: contiguous operands of different dtypes, loaded and stored with a cast per element
+  /// (a bf16 -> fp32 copy, an fp32 + bf16 add).
+  unrolled,
+  /// elementwise_kernel<128, ...> (ROCm: elementwise_kernel_manual_unroll): a broadcast or non-contiguous operand,
+  /// its offsets computed per element (a norm's weight or 1/rms broadcast over a row, a transposed view's copy).
+  strided,
+};
+inline constexpr std::size_t kElementwisePathCount = 4;
+
+/// The lower-case name of a path ("vectorized", ...), as YAML and reports spell it.
+[[nodiscard]] constexpr std::string_view elementwise_path_name(ElementwisePath path) {
+  switch (path) {
+    case ElementwisePath::fused:
+      return "fused";
+    case ElementwisePath::vectorized:
+      return "vectorized";
+    case ElementwisePath::unrolled:
+      return "unrolled";
+    case ElementwisePath::strided:
+      return "strided";
+  }
+  return "fused";
+}
+
 /// Collective operations. Size conventions for a collective's bytes (as nccl-tests reports them):
 /// all_reduce: the buffer S each member holds; all_gather: the gathered output (n shards);
 /// reduce_scatter: the input (n shards); all_to_all: what one member sends in total (n equal parts,

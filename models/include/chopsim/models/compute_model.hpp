@@ -32,6 +32,9 @@ struct KernelWork {
   /// Engine's GroupedLinear): each is only as efficient as a GEMM of flops / problems, whose size is what the
   /// efficiency's half_efficiency_flops term sees. 1 for a plain kernel.
   double problems = 1.0;
+  /// One of PyTorch's own elementwise kernels and its code path: its bytes move at
+  /// ComputeParams::elementwise_path_memory of that path where the GPU has the figure. `fused` for every other kernel.
+  ElementwisePath elementwise_path = ElementwisePath::fused;
 };
 
 /// A kernel's duration split into the parts the loss breakdown reports.

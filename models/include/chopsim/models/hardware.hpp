@@ -64,6 +64,10 @@ struct ComputeParams {
   /// The clock the peak rates hold at: rated_clock_hz, or boost_clock_hz when not given.
   [[nodiscard]] double peak_clock_hz() const { return rated_clock_hz > 0.0 ? rated_clock_hz : boost_clock_hz; }
   std::array<KernelEfficiency, kKernelClassCount> efficiency{};
+  /// Share of the HBM bandwidth PyTorch's own elementwise kernels reach, by TensorIterator path (indexed by
+  /// ElementwisePath; KernelWork::elementwise_path): it replaces the class's memory efficiency for a kernel the
+  /// workload marks with that path. 0 = not measured on this GPU: the class's memory efficiency. `fused` is unused.
+  std::array<double, kElementwisePathCount> elementwise_path_memory{};
   double launch_overhead_s = 0.0;  ///< added to every kernel (launch, tail, inter-kernel gap)
   /// Fraction by which compute kernels slow down while a communication kernel shares the GPU
   /// (NCCL/RCCL kernels take SMs/CUs and HBM bandwidth). 0.1 = compute runs at 90 % speed.

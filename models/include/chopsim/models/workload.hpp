@@ -57,6 +57,8 @@ struct Op {
   bool dropout : 1 = false;
   /// compute: a copy from host memory over PCIe (KernelWork::host_to_device).
   bool host_to_device : 1 = false;
+  /// compute: one of PyTorch's own elementwise kernels and its TensorIterator path (KernelWork::elementwise_path).
+  ElementwisePath elementwise_path = ElementwisePath::fused;
   /// compute GEMM: the equal GEMMs one grouped kernel runs (KernelWork::problems), e.g. the local experts.
   std::uint16_t gemm_problems = 1;
   std::uint32_t tag = 0;    ///< send/recv: equal on the matching send and recv of a pair of ranks
@@ -80,9 +82,10 @@ static_assert(sizeof(Op) == 64, "Op grew: reorder its fields or mind the workloa
 
 /// What the compute model needs of a compute op.
 [[nodiscard]] inline KernelWork kernel_work(const Op& op) {
-  return KernelWork{op.kernel_class, op.precision,      op.flops,
-                    op.bytes,        op.unaligned,      op.deterministic,
-                    op.dropout,      op.host_to_device, static_cast<double>(op.gemm_problems)};
+  return KernelWork{op.kernel_class,    op.precision,      op.flops,
+                    op.bytes,           op.unaligned,      op.deterministic,
+                    op.dropout,         op.host_to_device, static_cast<double>(op.gemm_problems),
+                    op.elementwise_path};
 }
 
 struct Stream {

@@ -19,6 +19,11 @@ namespace chopsim {
 /// launched by aten::mm is a GEMM ("classes from names and shapes").
 [[nodiscard]] KernelClass classify_kernel(std::string_view name, std::string_view op);
 
+/// The TensorIterator path of one of PyTorch's elementwise kernels from its name (vectorized_elementwise_kernel,
+/// unrolled_elementwise_kernel, elementwise_kernel<...> and ROCm's elementwise_kernel_manual_unroll); `fused` for
+/// any other kernel.
+[[nodiscard]] ElementwisePath classify_elementwise_path(std::string_view name);
+
 /// The collective a NCCL/RCCL kernel name implies (ncclKernel_AllReduce_RING_LL_Sum_float -> all_reduce);
 /// nullopt for ncclDevKernel_Generic and non-NCCL kernels.
 [[nodiscard]] std::optional<CollectiveKind> collective_from_kernel_name(std::string_view name);
