@@ -147,6 +147,7 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
   hw.launch_overhead_s = yaml.optional("kernels.launch_overhead_us", 0.0) * units::kMicrosecond;
   hw.comm_compute_slowdown = yaml.optional("kernels.comm_compute_slowdown", 0.0);
   hw.fp8_gemm_efficiency_ratio = yaml.optional("kernels.fp8_gemm_efficiency_ratio", 1.0);
+  hw.attention_head_dim_64_ratio = yaml.optional("kernels.attention_head_dim_64_ratio", 1.0);
   hw.idle_power_w = yaml.optional("power_w.idle", 0.0);
   hw.tdp_w = yaml.optional("power_w.tdp", 0.0);
   hw.thermal_resistance_k_per_w = yaml.optional("thermal.resistance_k_per_w", 0.0);

@@ -162,6 +162,7 @@ class RecordCollector {
       s.input = input_;
       s.label = strings.at(k.name).substr(0, 60);
       if (k.kernel_class == KernelClass::elementwise) s.path = classify_elementwise_path(strings.at(k.name));
+      if (k.kernel_class == KernelClass::attention) s.head_dim = k.attention_head_dim;
       s.dtype = compute ? dtype_from_kernel_name(strings.at(k.name)) : std::string();
       if (compute && s.dtype.empty()) {
         s.dtype = options_.default_dtype;

@@ -163,6 +163,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                                          "deterministic_attention_workspace_bytes_per_score",
                                          hw.compute.deterministic_attention);
             kernels.read("attention_dropout_slowdown", hw.compute.attention_dropout_slowdown, 1.0, kAtLeastOne, "");
+            kernels.read("attention_head_dim_64_ratio", hw.attention_head_dim_64_ratio, 1.0, kFraction, "");
             // PyTorch's own elementwise kernels by TensorIterator path (ElementwisePath): HBM fractions.
             section(kernels, "pytorch_elementwise_memory", Need::optional, "", [&](Mapping& paths) {
               for (const ElementwisePath path :
@@ -199,7 +200,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                 AttentionImplementation impl_spec =
                     known ? hw.attention_implementations.at(name)
                           : AttentionImplementation{
-                                hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)], {}, 1.0};
+                                hw.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)], {}, 1.0, 1.0};
                 KernelEfficiency& e = impl_spec.efficiency;
                 section(implementations, name, Need::optional, "", [&](Mapping& impl) {
                   impl.read("compute", e.compute, 1.0, kFraction, "", known ? Need::optional : Need::required);
@@ -208,6 +209,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
                   read_deterministic_attention(impl, "deterministic_backward_slowdown",
                                                "deterministic_workspace_bytes_per_score", impl_spec.deterministic);
                   impl.read("dropout_slowdown", impl_spec.dropout_slowdown, 1.0, kAtLeastOne, "");
+                  impl.read("head_dim_64_ratio", impl_spec.head_dim_64_ratio, 1.0, kFraction, "");
                 });
                 hw.attention_implementations[name] = impl_spec;
               }

@@ -142,8 +142,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
                        "lower iterations (one iteration is what throughput, power and memory need), or pass --force");
     const Topology topology =
         build_topology(run.cluster, run.hardware, registries.node_topology, registries.fabric_topology);
-    const auto compute =
-        registries.compute.create(run.compute_model, compute_params_for(run.hardware, run.training.attention));
+    const auto compute = registries.compute.create(
+        run.compute_model, compute_params_for(run.hardware, run.training.attention, run.model.qk_head_dim()));
     const auto collectives = registries.collective.create(run.collective_model, run.collectives);
     const auto engine = registries.engine.create(run.engine, run.engine_options);
 

@@ -50,19 +50,25 @@ PowerParams power_params_for(const HardwareSpec& hardware) {
   return params;
 }
 
-ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention) {
+ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention, double head_dim) {
   ComputeParams params = hardware.compute;
   params.host_to_device_bytes_per_s = hardware.host_link_bandwidth_bytes_per_s > 0.0
                                           ? hardware.host_link_bandwidth_bytes_per_s
                                           : hardware.pcie_bandwidth_bytes_per_s;
-  if (attention.empty() || attention == kEagerAttention) return params;  // eager: GEMM and elementwise kernels
-  const auto it = hardware.attention_implementations.find(attention);
-  if (it == hardware.attention_implementations.end())
-    throw ModelError("hardware " + hardware.name + " has no attention implementation '" + std::string(attention) +
-                     "' (kernels.attention_implementations)");
-  params.efficiency[static_cast<std::size_t>(KernelClass::attention)] = it->second.efficiency;
-  params.deterministic_attention = it->second.deterministic;
-  params.attention_dropout_slowdown = it->second.dropout_slowdown;
+  if (attention == kEagerAttention) return params;  // eager: GEMM and elementwise kernels
+  auto& efficiency = params.efficiency[static_cast<std::size_t>(KernelClass::attention)];
+  double head_dim_64_ratio = hardware.attention_head_dim_64_ratio;
+  if (!attention.empty()) {
+    const auto it = hardware.attention_implementations.find(attention);
+    if (it == hardware.attention_implementations.end())
+      throw ModelError("hardware " + hardware.name + " has no attention implementation '" + std::string(attention) +
+                       "' (kernels.attention_implementations)");
+    efficiency = it->second.efficiency;
+    params.deterministic_attention = it->second.deterministic;
+    params.attention_dropout_slowdown = it->second.dropout_slowdown;
+    head_dim_64_ratio = it->second.head_dim_64_ratio;
+  }
+  efficiency.compute *= attention_head_dim_factor(head_dim_64_ratio, head_dim);
   return params;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "calibration_test_support.hpp"
@@ -217,6 +218,32 @@ TEST(KernelRoundTrip, ElementwisePathsAreFittedEachOnItsOwn) {
   EXPECT_EQ(fits[2].path, ElementwisePath::strided);
   EXPECT_NEAR(fits[2].memory, 0.3, 1e-12);
   for (const auto& fit : fits) EXPECT_TRUE(fit.in_profile);
+}
+
+// Attention kernels at head dim 64 run at the hardware file's ratio of the head-dim-128 efficiency: the fit takes the
+// ratio out, so the efficiency it returns is head dim 128's (what runs multiply by the ratio again); kernels of
+// unknown head dimension are taken as they are.
+TEST(KernelRoundTrip, AttentionAtNarrowHeadsIsReferredToHeadDim128) {
+  auto hw = test::round_hardware();
+  hw.attention_head_dim_64_ratio = 0.8;
+  const double eta_max = 0.6, f_half = 10e9;
+  std::vector<KernelSample> samples;
+  for (const double flops : {20e9, 40e9, 80e9, 160e9, 320e9}) {
+    KernelSample s;
+    s.kernel_class = KernelClass::attention;
+    s.dtype = "bf16";
+    s.flops = flops;
+    s.bytes = 1e6;
+    s.head_dim = 64;
+    s.duration_s = flops / (hw.peak_for("bf16") * 0.8 * eta_max * flops / (flops + f_half));
+    samples.push_back(s);
+  }
+  const KernelClassFit fit = fit_kernel_class(KernelClass::attention, "bf16", samples, hw, no_cutoff());
+  ASSERT_TRUE(fit.compute_fitted);
+  EXPECT_NEAR(fit.compute, eta_max, 1e-4);
+  EXPECT_NE(fit.notes.front().find("head-dimension factor"), std::string::npos);
+  for (auto& s : samples) s.head_dim = 0.0;  // not known: the measured efficiency itself
+  EXPECT_NEAR(fit_kernel_class(KernelClass::attention, "bf16", samples, hw, no_cutoff()).compute, 0.8 * eta_max, 1e-4);
 }
 
 TEST(KernelRoundTrip, ClassesPooledAndMarkedForTheProfile) {

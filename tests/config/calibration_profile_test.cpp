@@ -192,6 +192,7 @@ TEST_F(CalibrationProfileTest, BadProfilesNameTheFileAndKey) {
       {head + "kernels: {pytorch_elementwise_memory: {fused: 0.5}}\n",
        "unknown key 'fused' in 'kernels.pytorch_elementwise_memory'; valid keys: vectorized, unrolled, strided"},
       {head + "kernels: {pytorch_elementwise_memory: {strided: 1.3}}\n", "kernels.pytorch_elementwise_memory.strided"},
+      {head + "kernels: {attention_head_dim_64_ratio: 0}\n", "kernels.attention_head_dim_64_ratio"},
       {head + "collectives: {step_latency: 1}\n", "unknown key 'step_latency'"},
       {head + "telemetry_fit: {idle_power: 70}\n", "unknown key 'idle_power'"},
       {head + "power_w: {tdp: 900}\n", "may not change the TDP"},

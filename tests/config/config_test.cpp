@@ -104,6 +104,7 @@ std::string describe(const RunSpec& run) {
       << h.compute.deterministic_attention.workspace_bytes_per_score << ' ' << h.compute.attention_dropout_slowdown
       << ' ' << h.compute.fp8_gemm_efficiency_ratio << ' ' << h.host_link_bandwidth_bytes_per_s << '\n';
   for (const double eta : h.compute.elementwise_path_memory) out << eta << ' ';
+  out << h.attention_head_dim_64_ratio << '\n';
   for (const auto& e : h.compute.efficiency)
     out << e.compute << ' ' << e.memory << ' ' << e.half_efficiency_flops << ' ';
   out << '\n'
@@ -116,7 +117,8 @@ std::string describe(const RunSpec& run) {
   for (const auto& [name, impl] : h.attention_implementations)
     out << name << ' ' << impl.efficiency.compute << ' ' << impl.efficiency.memory << ' '
         << impl.efficiency.half_efficiency_flops << ' ' << impl.deterministic.backward_slowdown << ' '
-        << impl.deterministic.workspace_bytes_per_score << ' ' << impl.dropout_slowdown << ' ';
+        << impl.deterministic.workspace_bytes_per_score << ' ' << impl.dropout_slowdown << ' ' << impl.head_dim_64_ratio
+        << ' ';
   out << '\n';
   const auto& c = run.cluster;
   out << c.nodes << ' ' << c.gpus_per_node << ' ' << c.node_topology << ' ' << c.nics_per_node << ' ' << c.fabric.kind
@@ -428,6 +430,37 @@ TEST_F(ConfigTest, AttentionImplementationMustBeOneTheHardwareDefines) {
   expect_contains(
       input_error([&] { (void)load(unfusable); }),
       {"key 'training.masked_softmax_fusion'", "Fix: remove masked_softmax_fusion, or set training.attention: eager"});
+}
+
+// Attention kernels reach less of their peak at head dim 64 than at the 128 their figures are measured at (the
+// FlashAttention-3 paper's head-dim panels on H100: cuDNN 0.79, FA2 0.90, FA3 0.82 of the head-dim-128 rate over a
+// training step); compute_params_for() applies the run's kernel's ratio for the model's head dimension.
+TEST_F(ConfigTest, AttentionEfficiencyDependsOnTheHeadDimension) {
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 64), 0.8);
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 32), 0.8);
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 96), 0.9);  // linear in between
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 128), 1.0);
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 192), 1.0);  // DeepSeek-V3's MLA query/key heads
+  EXPECT_DOUBLE_EQ(attention_head_dim_factor(0.8, 0), 1.0);    // not known: as measured
+
+  const HardwareSpec h100 = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  const auto attention_compute = [&](std::string_view kernel, double head_dim) {
+    return compute_params_for(h100, kernel, head_dim).efficiency[idx(KernelClass::attention)].compute;
+  };
+  EXPECT_DOUBLE_EQ(attention_compute("", 128), h100.compute.efficiency[idx(KernelClass::attention)].compute);
+  EXPECT_DOUBLE_EQ(attention_compute("", 64), 0.79 * attention_compute("", 128));
+  EXPECT_DOUBLE_EQ(attention_compute("cudnn", 64), 0.79 * attention_compute("cudnn", 128));
+  EXPECT_DOUBLE_EQ(attention_compute("flash2", 64), 0.90 * attention_compute("flash2", 128));
+  EXPECT_DOUBLE_EQ(attention_compute("flash3", 64), 0.82 * attention_compute("flash3", 128));
+  // The other classes and the memory side are untouched.
+  EXPECT_EQ(compute_params_for(h100, "", 64).efficiency[idx(KernelClass::gemm)].compute,
+            h100.compute.efficiency[idx(KernelClass::gemm)].compute);
+  EXPECT_EQ(compute_params_for(h100, "", 64).efficiency[idx(KernelClass::attention)].memory,
+            h100.compute.efficiency[idx(KernelClass::attention)].memory);
+  // No measurement for MI300X: no factor.
+  const HardwareSpec mi300x = load_hardware_config(test::configs_dir() / "hardware" / "MI300X.yaml");
+  EXPECT_DOUBLE_EQ(compute_params_for(mi300x, "", 64).efficiency[idx(KernelClass::attention)].compute,
+                   mi300x.compute.efficiency[idx(KernelClass::attention)].compute);
 }
 
 TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {

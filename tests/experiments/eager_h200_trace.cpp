@@ -20,6 +20,15 @@ VectorSink read_kineto(const std::filesystem::path& trace) {
 }
 }  // namespace
 
+std::vector<TraceKernel> kineto_kernels_with_flops(const std::filesystem::path& trace, KernelClass kernel_class) {
+  const VectorSink sink = read_kineto(trace);
+  std::vector<TraceKernel> kernels;
+  for (const KernelRecord& k : sink.kernels)
+    if (k.kind == ActivityKind::kernel && k.kernel_class == kernel_class && std::isfinite(k.flops) && k.flops > 0.0)
+      kernels.push_back({k.flops, std::isfinite(k.bytes) ? k.bytes : 0.0, k.duration_s});
+  return kernels;
+}
+
 std::map<ElementwisePath, TraceClassTotals> kineto_elementwise_path_totals(const std::filesystem::path& trace,
                                                                            double steps) {
   const VectorSink sink = read_kineto(trace);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include "chopsim/common/kernel_class.hpp"
 
@@ -17,6 +18,17 @@ struct TraceClassTotals {
 /// Totals over the trace's kernels (memcpy and memset records left out), divided by `steps`.
 [[nodiscard]] std::map<KernelClass, TraceClassTotals> kineto_class_totals(const std::filesystem::path& trace,
                                                                           double steps);
+
+/// One measured kernel's work and time.
+struct TraceKernel {
+  double flops = 0.0;
+  double bytes = 0.0;
+  double duration_s = 0.0;
+};
+
+/// The trace's kernels of `kernel_class` with a FLOP count (from their ops' shapes).
+[[nodiscard]] std::vector<TraceKernel> kineto_kernels_with_flops(const std::filesystem::path& trace,
+                                                                 KernelClass kernel_class);
 
 /// The same over the elementwise class's kernels, by the TensorIterator path their names show.
 [[nodiscard]] std::map<ElementwisePath, TraceClassTotals> kineto_elementwise_path_totals(

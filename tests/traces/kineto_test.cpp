@@ -92,6 +92,7 @@ TEST(KinetoReader, GemmAndFlashAttentionFlopsFromInputShapes) {
     ++flash;
     EXPECT_DOUBLE_EQ(k.flops, 4.0 * 16 * 16 * 559.0 * 559.0 * 64 / 2);
     EXPECT_DOUBLE_EQ(k.bytes, 2.0 * 4 * 16 * 559 * 16 * 64);
+    EXPECT_DOUBLE_EQ(k.attention_head_dim, 64.0);  // the calibration refers its efficiency to head dim 128
   }
   EXPECT_GT(flash, 0U);
   // FLOPs go to GEMM/attention kernels only, never to the memsets cuBLAS launches under the same op.

@@ -47,7 +47,8 @@ struct OpInfo {
   OpFamily family = OpFamily::none;
   double flops = kUnknown;
   double bytes = kUnknown;
-  bool given = false;  // FLOPs already attributed to one kernel
+  double head_dim = 0.0;  // attention: the query/key head width
+  bool given = false;     // FLOPs already attributed to one kernel
   /// Launch calls linked to the op (pass 1): a memory-bound op's bytes are shared among its kernels (PyTorch splits
   /// a tensor of more than 2^31 elements into several kernels; a fused optimizer launches one per chunk of tensors).
   std::uint32_t launches = 0;
@@ -211,6 +212,7 @@ void attention_cost(const AttentionSignature& signature, const std::vector<Tenso
   if (causal) flops *= 0.5;
   if (signature.backward) flops *= 2.5;
   info.flops = flops;
+  info.head_dim = d;
   if (std::isfinite(q.element_bytes)) {
     const double nq = numel(q.dims), nk = numel(k.dims), nv = numel(v.dims);
     info.bytes = q.element_bytes * (signature.backward ? 4.0 * nq + 2.0 * nk + 2.0 * nv : 2.0 * nq + nk + nv);
@@ -732,6 +734,7 @@ class Emitter final : public JsonStreamHandler {
       if (matches && main && !op->given) {
         r.flops = op->flops;
         r.bytes = op->bytes;
+        if (op->family == OpFamily::attention) r.attention_head_dim = op->head_dim;
         op->given = true;
       }
       // A memory-bound op's kernels share its bytes evenly (the chunks of a split tensor are equal).

@@ -57,6 +57,9 @@ struct HardwareReference {
   double launch_overhead_s = 0.0;
   double comm_compute_slowdown = 0.0;      ///< `kernels.comm_compute_slowdown`
   double fp8_gemm_efficiency_ratio = 1.0;  ///< `kernels.fp8_gemm_efficiency_ratio` (default 1)
+  /// `kernels.attention_head_dim_64_ratio` (default 1): attention kernels at head dim 64 are fitted against the peak
+  /// times attention_head_dim_factor(this, head dim), so the fitted efficiency is the head-dim-128 one runs scale.
+  double attention_head_dim_64_ratio = 1.0;
   double idle_power_w = 0.0;
   double tdp_w = 0.0;
   double thermal_resistance_k_per_w = 0.0;   ///< 0 = not in the file

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "chopsim/common/attention_head_dim.hpp"
 #include "chopsim/common/kernel_class.hpp"
 #include "chopsim/models/governor.hpp"
 #include "chopsim/models/power.hpp"
@@ -95,6 +96,8 @@ struct AttentionImplementation {
   KernelEfficiency efficiency;
   DeterministicAttention deterministic;
   double dropout_slowdown = 1.0;  ///< ComputeParams::attention_dropout_slowdown when this kernel runs
+  /// HardwareSpec::attention_head_dim_64_ratio when this kernel runs.
+  double head_dim_64_ratio = 1.0;
 };
 
 /// One GPU model (a GCD for MI250/MI250X, which show each die as a GPU).
@@ -139,11 +142,18 @@ struct HardwareSpec {
   /// "flash2", "cudnn", ...). A run that names one (training.attention) uses it instead of the attention class's
   /// default efficiency.
   std::map<std::string, AttentionImplementation, std::less<>> attention_implementations;
+  /// The default attention kernel (efficiency[attention]) at head dimension 64 reaches this share of the compute
+  /// efficiency it reaches at head dimension 128, where its figures are measured (in (0, 1]; 1 = no measurement).
+  /// compute_params_for() applies it for the model's head dimension.
+  double attention_head_dim_64_ratio = 1.0;
 };
 
 /// The compute parameters of `hardware` for a run using the attention implementation `attention` (a key of
-/// hardware.attention_implementations; empty: the attention class's default). Throws ModelError for an unknown name.
-[[nodiscard]] ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention);
+/// hardware.attention_implementations; empty: the attention class's default) on a model whose attention heads are
+/// `head_dim` wide (the query/key width; 0 = not known: the efficiency as measured). Throws ModelError for an unknown
+/// name.
+[[nodiscard]] ComputeParams compute_params_for(const HardwareSpec& hardware, std::string_view attention,
+                                               double head_dim = 0.0);
 
 /// The power model parameters of `hardware`: its power_model section with the idle power and the max clock filled in.
 [[nodiscard]] PowerParams power_params_for(const HardwareSpec& hardware);

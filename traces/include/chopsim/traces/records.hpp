@@ -76,6 +76,9 @@ struct KernelRecord {
   double flops = kUnknown;               ///< FLOP of the linked op given to this kernel (from input shapes)
   /// Bytes moved: memcpy/memset size; for GEMM and attention the minimal HBM traffic of the op's tensors.
   double bytes = kUnknown;
+  /// An attention kernel's query/key head width from its op's shapes (the kernel that got the op's FLOPs); 0 = not
+  /// known. In memory only: stores do not keep it.
+  double attention_head_dim = 0.0;
   std::optional<CollectiveKind> collective;  ///< set for NCCL/RCCL kernels whose kind is known
   /// Collective size in bytes, with CollectiveKind's convention (chopsim/common/kernel_class.hpp).
   double collective_bytes = kUnknown;
