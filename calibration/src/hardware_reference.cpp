@@ -173,7 +173,7 @@ HardwareReference load_hardware_reference(const std::string& name_or_path, const
     e.memory = yaml.optional(prefix + ".memory", 1.0);
     e.half_efficiency_flops = yaml.optional(prefix + ".half_efficiency_gflop", 0.0) * units::kGiga;
   }
-  for (const ElementwisePath path : {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided})
+  for (const ElementwisePath path : kPytorchElementwisePaths)
     hw.elementwise_path_memory[static_cast<std::size_t>(path)] =
         yaml.optional("kernels.pytorch_elementwise_memory." + std::string(elementwise_path_name(path)), 0.0);
   return hw;

@@ -361,8 +361,7 @@ std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurement
       if (kernel_class != KernelClass::elementwise) continue;
       // PyTorch's own kernels again by TensorIterator path: a roofline with one efficiency for the class cannot time
       // them (the class's fit is their mixture, which a fused framework kernel keeps).
-      for (const ElementwisePath path :
-           {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided}) {
+      for (const ElementwisePath path : kPytorchElementwisePaths) {
         std::vector<KernelSample> of_path;
         for (const auto& k : of_class)
           if (k.path == path) of_path.push_back(k);

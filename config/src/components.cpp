@@ -166,8 +166,7 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
             kernels.read("attention_head_dim_64_ratio", hw.attention_head_dim_64_ratio, 1.0, kFraction, "");
             // PyTorch's own elementwise kernels by TensorIterator path (ElementwisePath): HBM fractions.
             section(kernels, "pytorch_elementwise_memory", Need::optional, "", [&](Mapping& paths) {
-              for (const ElementwisePath path :
-                   {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided})
+              for (const ElementwisePath path : kPytorchElementwisePaths)
                 paths.read(std::string(elementwise_path_name(path)),
                            hw.compute.elementwise_path_memory[static_cast<std::size_t>(path)], 1.0, kFraction, "");
             });

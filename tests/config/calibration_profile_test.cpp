@@ -70,8 +70,7 @@ TEST_F(CalibrationProfileTest, ShippedProfileOverridesTheHardwareKeysItHolds) {
   EXPECT_EQ(calibrated.hardware.nic_efficiency, profile["nic"]["efficiency"].as<double>());
   EXPECT_EQ(calibrated.collectives.step_latency_s, profile["collectives"]["step_latency_us"].as<double>() * 1e-6);
   // PyTorch's elementwise kernels by TensorIterator path: the profile's fits over the hardware file's figures.
-  for (const ElementwisePath path :
-       {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided}) {
+  for (const ElementwisePath path : kPytorchElementwisePaths) {
     const auto i = static_cast<std::size_t>(path);
     EXPECT_EQ(calibrated.hardware.compute.elementwise_path_memory[i],
               profile["kernels"]["pytorch_elementwise_memory"][std::string(elementwise_path_name(path))].as<double>());

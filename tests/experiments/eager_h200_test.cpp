@@ -73,8 +73,7 @@ TEST(EagerH200, ElementwiseKernelsTakeTheTracesPaths) {
     totals.kernels += 1.0;
     totals.bytes += op.bytes;
   }
-  for (const ElementwisePath path :
-       {ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided}) {
+  for (const ElementwisePath path : kPytorchElementwisePaths) {
     SCOPED_TRACE(std::string(elementwise_path_name(path)));
     // Modelled 977 / 275 / 533 kernels and 239.0 / 51.9 / 83.8 GB per step.
     EXPECT_NEAR(modelled[path].kernels / measured[path].kernels, 1.0, 0.05);

@@ -4,6 +4,7 @@
 // It lives in common/ because traces/ sits below models/ (docs/design.md) and both must use the same enums;
 // models/hardware.hpp and models/collective.hpp include this header.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -68,6 +69,9 @@ enum class ElementwisePath : std::uint8_t {
   strided,
 };
 inline constexpr std::size_t kElementwisePathCount = 4;
+/// The paths of PyTorch's own kernels, each with an efficiency of its own (every path but `fused`).
+inline constexpr std::array<ElementwisePath, 3> kPytorchElementwisePaths{
+    ElementwisePath::vectorized, ElementwisePath::unrolled, ElementwisePath::strided};
 
 /// The lower-case name of a path ("vectorized", ...), as YAML and reports spell it.
 [[nodiscard]] constexpr std::string_view elementwise_path_name(ElementwisePath path) {
