@@ -161,7 +161,8 @@ class RecordCollector {
       s.duration_s = k.duration_s;
       s.input = input_;
       s.label = strings.at(k.name).substr(0, 60);
-      if (k.kernel_class == KernelClass::elementwise) s.path = classify_elementwise_path(strings.at(k.name));
+      if (k.kernel_class == KernelClass::elementwise || k.kernel_class == KernelClass::reduction)
+        s.path = classify_elementwise_path(strings.at(k.name));
       if (k.kernel_class == KernelClass::attention) s.head_dim = k.attention_head_dim;
       s.dtype = compute ? dtype_from_kernel_name(strings.at(k.name)) : std::string();
       if (compute && s.dtype.empty()) {

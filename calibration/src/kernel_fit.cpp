@@ -350,9 +350,14 @@ std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurement
   std::vector<KernelClassFit> fits;
   for (std::size_t c = 0; c < kKernelClassCount; ++c) {
     const auto kernel_class = static_cast<KernelClass>(c);
+    // A reduction kernel with a path (PyTorch's multi-pass softmax, which streams as vectorized kernels do) is fitted
+    // with its path only: the class's efficiency times the reduce kernels and the frameworks' fused reductions.
+    // (The elementwise class's fit keeps every path: it is their mixture, which a fused framework kernel keeps.)
     std::vector<KernelSample> of_class;
     for (const auto& k : measurements.kernels)
-      if (k.kernel_class == kernel_class) of_class.push_back(k);
+      if (k.kernel_class == kernel_class &&
+          (kernel_class != KernelClass::reduction || k.path == ElementwisePath::fused))
+        of_class.push_back(k);
     if (of_class.empty()) continue;
     if (!is_compute_class(kernel_class)) {
       KernelClassFit fit = fit_kernel_class(kernel_class, "", of_class, hardware, options);
@@ -360,10 +365,11 @@ std::vector<KernelClassFit> fit_kernel_classes(const MeasurementSet& measurement
       fits.push_back(std::move(fit));
       if (kernel_class != KernelClass::elementwise) continue;
       // PyTorch's own kernels again by TensorIterator path: a roofline with one efficiency for the class cannot time
-      // them (the class's fit is their mixture, which a fused framework kernel keeps).
+      // them (the class's fit is their mixture, which a fused framework kernel keeps). The vectorized path also takes
+      // the reduction class's multi-pass softmax kernels, which stream as it does (classify_elementwise_path).
       for (const ElementwisePath path : kPytorchElementwisePaths) {
         std::vector<KernelSample> of_path;
-        for (const auto& k : of_class)
+        for (const auto& k : measurements.kernels)
           if (k.path == path) of_path.push_back(k);
         if (of_path.empty()) continue;
         KernelClassFit path_fit = fit_elementwise_path(path, of_path, hardware, options);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "chopsim/common/pytorch_softmax.hpp"
 #include "workload_stage.hpp"
 
 namespace chopsim::detail {
@@ -152,8 +153,8 @@ void StageGenerator::decoupled_adamw_step(double local_elements, const StagePara
 //  * LanguageCrossEntropy and LanguagePerplexity each run torch.nn.CrossEntropyLoss(reduction='sum'), which autocast
 //    runs in fp32: the logits' cast (2 + 4 bytes per logit with bf16 logits), log_softmax over the vocabulary
 //    (PyTorch's cunn_SoftMaxForward for rows too wide for its shared-memory variant: max, sum of exponentials and
-//    the output in three reads and a write, 16 bytes), then nll_loss, the count of labels that are not ignored and
-//    the two running sums (six launches on per-token data).
+//    the output in three reads and a write, 16 bytes; common/pytorch_softmax.hpp), then nll_loss, the count of
+//    labels that are not ignored and the two running sums (six launches on per-token data).
 //  * TokenAccuracy: argmax over the logits (a read), then target != ignore_index and the boolean-mask selections,
 //    whose output size the host waits for (nonzero), and the running sums (nine launches).
 void StageGenerator::train_metrics_update() {
@@ -170,8 +171,14 @@ void StageGenerator::train_metrics_update() {
       builder_.set_host_issue(update, launch_count(9.0), true);
       continue;
     }
-    (void)elementwise(name + "_logits_float", logits, 1.0, sizes_.activation_bytes + 4.0);
-    (void)elementwise(name + "_log_softmax", logits, 4.0, 16.0, KernelClass::reduction);
+    // PyTorch's own kernels: the cast to fp32 takes TensorIterator's unrolled path (two dtypes), the log_softmax
+    // over the vocabulary its multi-pass kernel (common/pytorch_softmax.hpp), which streams as a vectorized one.
+    const double vocab = sizes_.vocab_local;
+    (void)eager_elementwise(name + "_logits_float", logits, sizes_.activation_bytes + 4.0, ElementwisePath::unrolled);
+    (void)eager_elementwise(
+        name + "_log_softmax", logits, pytorch_softmax_forward_bytes(vocab, 4.0, 4.0),
+        pytorch_softmax_is_multi_pass(vocab, 4.0) ? ElementwisePath::vectorized : ElementwisePath::fused,
+        KernelClass::reduction);
     const OpRef update =
         compute(name + "_update", KernelClass::elementwise, Precision::fp32, sizes_.tokens, 2.0 * labels_bytes);
     builder_.set_host_issue(update, launch_count(6.0), false);

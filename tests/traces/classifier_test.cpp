@@ -132,6 +132,20 @@ TEST(Classifier, ElementwisePathFromPytorchKernelNames) {
   EXPECT_EQ(classify_elementwise_path("void transformer_engine::normalization::rmsnorm_fwd_tuned_kernel<...>"),
             ElementwisePath::fused);
   EXPECT_EQ(classify_elementwise_path("triton_poi_fused_add_mul_0"), ElementwisePath::fused);
+  // PyTorch's multi-pass softmax over a vocabulary's rows (the H200 trace's loss) streams as vectorized kernels do;
+  // its on-chip variants for shorter rows are kernels of their own.
+  EXPECT_EQ(classify_elementwise_path("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, "
+                                      "float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, "
+                                      "float const*, int)"),
+            ElementwisePath::vectorized);
+  EXPECT_EQ(classify_elementwise_path("void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, "
+                                      "float, at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, "
+                                      "float const*, float const*, long)"),
+            ElementwisePath::vectorized);
+  EXPECT_EQ(classify_elementwise_path("void at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<8, "
+                                      "c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::"
+                                      "SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)"),
+            ElementwisePath::fused);
 }
 
 TEST(Classifier, CollectiveKindFromKernelAndOpNames) {

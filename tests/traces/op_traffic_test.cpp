@@ -55,6 +55,24 @@ TEST(OpTraffic, ReductionsSoftmaxAndNorms) {
       2.0 * 640 + 256 + 2.0 * 640);
 }
 
+TEST(OpTraffic, SoftmaxOverRowsTooLongForSharedMemoryReadsTheRowThreeTimes) {
+  // The H200 probe's loss: log_softmax over 16,384 rows of 128,256 fp32 logits (501 KiB per row, past the 48 KiB a
+  // block's shared memory holds): PyTorch's cunn_SoftMaxForward reads each row for its maximum, for the sum of
+  // exponentials and for the output it writes; cunn_SoftMaxBackward reads the output gradient for its sum and again
+  // with the output for the result.
+  const double n = 16384.0 * 128256;
+  const std::vector<OpTensor> logits{tensor({16384, 128256}, 4), scalar(), scalar()};
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_log_softmax", logits), (3 * 4 + 4) * n);
+  const std::vector<OpTensor> backward{tensor({16384, 128256}, 4), tensor({16384, 128256}, 4), scalar(), scalar()};
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_log_softmax_backward_data", backward), (2 * 4 + 4 + 4) * n);
+  // Rows of 8,192 fp32 (32 KiB) fit in shared memory: one read and one write; so do 2,048 bf16 attention scores.
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_softmax", {tensor({64, 8192}, 4), scalar(), scalar()}), 8.0 * 64 * 8192);
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_softmax", {tensor({64, 2048}, 2), scalar(), scalar()}), 4.0 * 64 * 2048);
+  // 16,384 bf16 (32 KiB) still do; 16,384 fp32 (64 KiB) do not.
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_softmax", {tensor({8, 16384}, 2), scalar(), scalar()}), 4.0 * 8 * 16384);
+  EXPECT_DOUBLE_EQ(*bytes_of("aten::_softmax", {tensor({8, 16384}, 4), scalar(), scalar()}), 16.0 * 8 * 16384);
+}
+
 TEST(OpTraffic, FusedAdamNeedsItsListShapesAndAssumesFp32State) {
   OpTensor params{{}, kNone, 1000.0};
   EXPECT_DOUBLE_EQ(*bytes_of("aten::_fused_adamw_", {params, params, params, params}), 28000.0);

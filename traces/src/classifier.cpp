@@ -74,6 +74,12 @@ ElementwisePath classify_elementwise_path(std::string_view name) {
   if (name.find("vectorized_elementwise_kernel") != std::string_view::npos) return ElementwisePath::vectorized;
   if (name.find("unrolled_elementwise_kernel") != std::string_view::npos) return ElementwisePath::unrolled;
   if (name.find("at::native::elementwise_kernel") != std::string_view::npos) return ElementwisePath::strided;
+  // PyTorch's multi-pass softmax kernels (aten/src/ATen/native/cuda/SoftMax.cu, rows too long to keep on chip;
+  // common/pytorch_softmax.hpp) stream each pass with 16-byte vector loads as vectorized_elementwise_kernel does. The
+  // on-chip variants (cunn_SoftMaxForwardSmem<, ...Reg<, cunn_SoftMaxBackwardSmem<) are not matched.
+  if (name.find("cunn_SoftMaxForward<") != std::string_view::npos ||
+      name.find("cunn_SoftMaxBackward<") != std::string_view::npos)
+    return ElementwisePath::vectorized;
   return ElementwisePath::fused;
 }
 

@@ -4,20 +4,23 @@
 #include <array>
 #include <cmath>
 
+#include "chopsim/common/pytorch_softmax.hpp"
+
 namespace chopsim::detail {
 
 namespace {
 
 enum class Traffic : std::uint8_t {
-  elementwise,       ///< inputs read, broadcast result written
-  in_place,          ///< first input read and written, the others read
-  overwrite,         ///< first input written only (copy_, fill_, zero_), the others read
-  reduction,         ///< inputs read, a result much smaller than the input
-  softmax,           ///< input read, a result of the same shape written
-  softmax_backward,  ///< grad_output and output read, grad_input written (grad_output's shape and type)
-  norm_forward,      ///< x (and weight/bias) read, y written: fused LayerNorm/RMSNorm
-  norm_backward,     ///< grad_out, x (and weight) read, grad_in written
-  adam,              ///< fused Adam(W): params, grads, exp_avg, exp_avg_sq read; params, exp_avg, exp_avg_sq written
+  elementwise,           ///< inputs read, broadcast result written
+  in_place,              ///< first input read and written, the others read
+  overwrite,             ///< first input written only (copy_, fill_, zero_), the others read
+  reduction,             ///< inputs read, a result much smaller than the input
+  softmax,               ///< input read (three times over long rows), a result of the same shape written
+  softmax_backward,      ///< grad_output and output read, grad_input written (grad_output's shape and type)
+  log_softmax_backward,  ///< as softmax_backward, grad_output read twice over long rows
+  norm_forward,          ///< x (and weight/bias) read, y written: fused LayerNorm/RMSNorm
+  norm_backward,         ///< grad_out, x (and weight) read, grad_in written
+  adam,  ///< fused Adam(W): params, grads, exp_avg, exp_avg_sq read; params, exp_avg, exp_avg_sq written
 };
 
 struct OpRule {
@@ -70,7 +73,7 @@ constexpr std::array<OpRule, 48> kRules = {{
     {"aten::_softmax", Traffic::softmax},
     {"aten::_log_softmax", Traffic::softmax},
     {"aten::_softmax_backward_data", Traffic::softmax_backward},
-    {"aten::_log_softmax_backward_data", Traffic::softmax_backward},
+    {"aten::_log_softmax_backward_data", Traffic::log_softmax_backward},
     {"aten::native_layer_norm", Traffic::norm_forward},
     {"aten::_fused_rms_norm", Traffic::norm_forward},
     {"aten::native_layer_norm_backward", Traffic::norm_backward},
@@ -98,6 +101,8 @@ double numel(const std::vector<std::int64_t>& dims) {
 
 bool is_tensor(const OpTensor& t) { return std::isfinite(t.element_bytes); }
 double tensor_bytes(const OpTensor& t) { return numel(t.dims) * t.element_bytes; }
+/// Elements of a tensor's last dimension (1 for a scalar).
+double row_elements(const OpTensor& t) { return t.dims.empty() ? 1.0 : static_cast<double>(t.dims.back()); }
 
 /// NumPy broadcasting of the tensor inputs' shapes (0-d tensors and scalars take part as size 1).
 double broadcast_elements(std::span<const OpTensor> inputs) {
@@ -147,9 +152,19 @@ std::optional<double> memory_bound_op_bytes(std::string_view op, std::span<const
     case Traffic::reduction:
       return read;
     case Traffic::softmax:
-      return 2.0 * tensor_bytes(*first);
+      // Over the last dimension (the only one chopsim's workloads and the traces' models take a softmax over):
+      // PyTorch's kernel by row length (common/pytorch_softmax.hpp).
+      return numel(first->dims) *
+             pytorch_softmax_forward_bytes(row_elements(*first), first->element_bytes, first->element_bytes);
     case Traffic::softmax_backward:
       return read + tensor_bytes(*first);
+    case Traffic::log_softmax_backward: {
+      // _log_softmax_backward_data(grad_output, output, dim, input_dtype): the input gradient has grad_output's type.
+      const double output_bytes =
+          inputs.size() > 1 && is_tensor(inputs[1]) ? inputs[1].element_bytes : first->element_bytes;
+      return numel(first->dims) *
+             pytorch_log_softmax_backward_bytes(row_elements(*first), first->element_bytes, output_bytes);
+    }
     case Traffic::norm_forward:
       return read + tensor_bytes(*first);
     case Traffic::norm_backward:

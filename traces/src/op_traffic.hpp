@@ -25,7 +25,9 @@ struct OpTensor {
 /// Bytes the op reads from and writes to HBM, assuming each tensor is read or written once (what a bandwidth-bound
 /// kernel does): inputs read, plus the result written (the broadcast shape of the tensor inputs, in the widest of
 /// their element types, as PyTorch's type promotion gives for the floating types these ops take). In-place ops
-/// (name ending in '_') write their first input; copy_, fill_ and zero_ do not read it. nullopt for ops whose
+/// (name ending in '_') write their first input; copy_, fill_ and zero_ do not read it. A softmax over rows too long
+/// for PyTorch's on-chip kernels reads its input three times, a log-softmax backward its output gradient twice
+/// (common/pytorch_softmax.hpp). nullopt for ops whose
 /// traffic the shapes do not give (indexing, embedding, scatter, unknown names).
 [[nodiscard]] std::optional<double> memory_bound_op_bytes(std::string_view op, std::span<const OpTensor> inputs);
 

@@ -25,7 +25,8 @@ struct KernelSample {
   double duration_s = 0.0;
   std::size_t input = 0;  ///< index into MeasurementSet::inputs
   std::string label;      ///< e.g. "aten::mm 8944x2816x1024" or "mlp_up_proj T=512 TP=2", for reports
-  /// An elementwise kernel's TensorIterator path, from its name (PyTorch's own kernels); `fused` for any other.
+  /// An elementwise kernel's TensorIterator path, from its name (PyTorch's own kernels; also the multi-pass softmax
+  /// reduction kernels, which stream as vectorized ones do); `fused` for any other.
   ElementwisePath path = ElementwisePath::fused;
   /// An attention kernel's query/key head width (from a Kineto trace's shapes); 0 = not known.
   double head_dim = 0.0;

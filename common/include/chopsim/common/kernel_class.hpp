@@ -59,7 +59,9 @@ enum class ElementwisePath : std::uint8_t {
   /// Not a TensorIterator kernel (a framework's fused kernel, a copy engine transfer): the class's efficiency.
   fused,
   /// vectorized_elementwise_kernel: every operand contiguous and of one dtype (and the float -> bfloat16 copy,
-  /// which has a vectorized kernel of its own).
+  /// which has a vectorized kernel of its own). Also PyTorch's multi-pass softmax over long rows
+  /// (cunn_SoftMaxForward/Backward: reduction-class kernels that stream each pass with the same 16-byte vector loads;
+  /// common/pytorch_softmax.hpp).
   vectorized,
   /// unrolled_elementwise_kernel: contiguous operands of different dtypes, loaded and stored with a cast per element
   /// (a bf16 -> fp32 copy, an fp32 + bf16 add).
