@@ -44,11 +44,6 @@ constexpr ElementwisePath kVectorized = ElementwisePath::vectorized;
 constexpr ElementwisePath kUnrolled = ElementwisePath::unrolled;
 constexpr ElementwisePath kStrided = ElementwisePath::strided;
 constexpr ElementwisePath kOwnKernel = ElementwisePath::fused;
-/// PyTorch's fp32 softmax over rows of `row_elements`: the multi-pass kernels stream as vectorized ones do
-/// (classify_elementwise_path); the on-chip variants are kernels of their own.
-ElementwisePath softmax_path(double row_elements) {
-  return pytorch_softmax_is_multi_pass(row_elements, 4.0) ? kVectorized : kOwnKernel;
-}
 }  // namespace
 
 // --- building blocks ---------------------------------------------------------------------------------------
@@ -283,7 +278,7 @@ void StageGenerator::eager_head_forward() {
   // like a vectorized kernel: the trace's cunn_SoftMaxForward, 7.88 ms at micro-batch 4.
   (void)eager_elementwise("logits_float", logits, kCastBytes, kUnrolled);
   (void)eager_elementwise("log_softmax", logits, pytorch_softmax_forward_bytes(s.vocab_local, 4.0, 4.0),
-                          softmax_path(s.vocab_local), KernelClass::reduction);
+                          pytorch_softmax_path(s.vocab_local, 4.0), KernelClass::reduction);
   (void)eager_elementwise("nll_loss", s.tokens, kUnaryFp32Bytes, kOwnKernel, KernelClass::reduction);
 }
 
@@ -296,7 +291,7 @@ void StageGenerator::eager_head_backward() {
   (void)eager_elementwise("nll_loss_bwd", s.tokens, kUnaryFp32Bytes, kOwnKernel);
   // Over long rows it reads the log-probabilities' gradient twice (its sum, then the result): cunn_SoftMaxBackward.
   (void)eager_elementwise("log_softmax_bwd", logits, pytorch_log_softmax_backward_bytes(s.vocab_local, 4.0, 4.0),
-                          softmax_path(s.vocab_local), KernelClass::reduction);
+                          pytorch_softmax_path(s.vocab_local, 4.0), KernelClass::reduction);
   (void)eager_elementwise("logits_float_bwd", logits, kCastBytes, kVectorized);
   // A tied head's weight is the embedding's: its gradient lands in the embedding's .grad (reduced with it).
   const Gemm head{.m = s.tokens, .n = s.vocab_local, .k = s.hidden, .transformer_engine = false};

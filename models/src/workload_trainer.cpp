@@ -175,10 +175,8 @@ void StageGenerator::train_metrics_update() {
     // over the vocabulary its multi-pass kernel (common/pytorch_softmax.hpp), which streams as a vectorized one.
     const double vocab = sizes_.vocab_local;
     (void)eager_elementwise(name + "_logits_float", logits, sizes_.activation_bytes + 4.0, ElementwisePath::unrolled);
-    (void)eager_elementwise(
-        name + "_log_softmax", logits, pytorch_softmax_forward_bytes(vocab, 4.0, 4.0),
-        pytorch_softmax_is_multi_pass(vocab, 4.0) ? ElementwisePath::vectorized : ElementwisePath::fused,
-        KernelClass::reduction);
+    (void)eager_elementwise(name + "_log_softmax", logits, pytorch_softmax_forward_bytes(vocab, 4.0, 4.0),
+                            pytorch_softmax_path(vocab, 4.0), KernelClass::reduction);
     const OpRef update =
         compute(name + "_update", KernelClass::elementwise, Precision::fp32, sizes_.tokens, 2.0 * labels_bytes);
     builder_.set_host_issue(update, launch_count(6.0), false);
