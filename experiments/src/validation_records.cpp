@@ -288,9 +288,10 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         // config; its MoE sizes only in a mock of Megatron-Bridge's unit tests "for Super model" (512 experts,
         // top-22, expert FFN 2,688, shared expert 5,376, latent 1,024: tests/unit_tests/models/nemotronh/
         // test_nemotron_h_bridge.py). Megatron-Bridge's recipes load the rest from the Hugging Face config.
-        skip("Nemotron 3 Super's architecture is not in a source this project has: its layer order, attention and "
-             "Mamba-2 widths are in its Hugging Face config only; and its LatentMoE (routed experts on a 1,024-wide "
-             "latent projection of the 4,096-wide hidden state) is not modelled");
+        skip(
+            "Nemotron 3 Super's architecture is not in a source this project has: its layer order, attention and "
+            "Mamba-2 widths are in its Hugging Face config only; and its LatentMoE (routed experts on a 1,024-wide "
+            "latent projection of the 4,096-wide hidden state) is not modelled");
         continue;
       } else {
         skip("the record does not give the model's head count (" + model + ")");
