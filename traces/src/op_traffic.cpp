@@ -20,7 +20,7 @@ enum class Traffic : std::uint8_t {
   log_softmax_backward,  ///< as softmax_backward, grad_output read twice over long rows
   norm_forward,          ///< x (and weight/bias) read, y written: fused LayerNorm/RMSNorm
   norm_backward,         ///< grad_out, x (and weight) read, grad_in written
-  adam,  ///< fused Adam(W): params, grads, exp_avg, exp_avg_sq read; params, exp_avg, exp_avg_sq written
+  adam,                  ///< fused Adam(W): params, grads and both moments read; params and moments written
 };
 
 struct OpRule {

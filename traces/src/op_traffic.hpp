@@ -27,8 +27,8 @@ struct OpTensor {
 /// their element types, as PyTorch's type promotion gives for the floating types these ops take). In-place ops
 /// (name ending in '_') write their first input; copy_, fill_ and zero_ do not read it. A softmax over rows too long
 /// for PyTorch's on-chip kernels reads its input three times, a log-softmax backward its output gradient twice
-/// (common/pytorch_softmax.hpp). nullopt for ops whose
-/// traffic the shapes do not give (indexing, embedding, scatter, unknown names).
+/// (common/pytorch_softmax.hpp). nullopt for ops whose traffic the shapes do not give (indexing, embedding, scatter,
+/// unknown names).
 [[nodiscard]] std::optional<double> memory_bound_op_bytes(std::string_view op, std::span<const OpTensor> inputs);
 
 /// Whether memory_bound_op_bytes knows the op (so a reader parses its shapes only then).
