@@ -87,14 +87,15 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   double bytes =
       replicated_tokens * (replicated + (kind.attention ? latents : 0.0)) + (kind.attention ? tokens * attention : 0.0);
   if (kind.mamba) {
-    // A Mamba-2 mixer on the memory-efficient path (mamba_split_conv1d_scan_combined saves in_proj's output zxbcdt,
-    // the scan's output before the gated norm and the norm's fp32 rstd per group; the convolution and the scan's
-    // states are recomputed in the backward), and out_proj's input: the rank's heads and groups (split over tp).
+    // A Mamba-2 mixer on the memory-efficient path (mamba_split_conv1d_scan_combined saves in_proj's output zxbcdt
+    // and the scan's output before its silu(z) gate; the convolution and the scan's states are recomputed in the
+    // backward), the RMSNorm after it its input (the gated output) and fp32 rstd per group, and out_proj its input:
+    // the rank's heads and groups (split over tp).
     const double heads = model.mamba_heads / tp;
     const double groups = model.mamba_groups / tp;
     const double inner = heads * model.mamba_head_dim;
     const double in_width = 2.0 * inner + 2.0 * groups * model.mamba_state_dim + heads;
-    bytes += tokens * ((in_width + 2.0 * inner) * element + 4.0 * groups);
+    bytes += tokens * ((in_width + 3.0 * inner) * element + 4.0 * groups);
   }
   const RecomputeModules recomputed = training.recomputed_modules();
   double dropped = 0.0;  // what the recomputed modules do not keep
