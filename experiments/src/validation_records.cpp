@@ -95,8 +95,8 @@ double narayanan_flops_per_token(const TransformerSpec& model, int seq_len) {
 ///  * the precision as printed: FP8 in any scaling (delayed, current, MX) as fp8, BF16 as bf16. A table that prints
 ///    none (Megatron-Bridge 25.09) takes the precision of the next release's row for the same model, machine, GPU
 ///    count and tp/pp/ep (25.11 first printed the column; its dense rows are within 3.4 % of 25.09's, its MoE rows
-///    differ by up to 2x because 25.09 ran token-dropping recipes, which chopsim models as dropless with balanced
-///    routing, as both tables' notes describe the runs).
+///    differ by up to 2x because 25.09 ran token-dropping recipes: its "(tokendrop)" rows run with capacity factor 1
+///    and experts padded to it, through the all-to-all dispatcher, as that release's apply_moe_token_drop sets).
 /// The by-category table also splits MoE rows by whether their expert all-to-all crosses nodes (docs/calibration.md,
 /// "Mixture of experts: the dispatcher and the host"). MoE tokens go through the dispatcher the record's release runs
 /// (flex, or NCCL's all-to-all where its performance config leaves it), with the batch-level EP overlap where the
@@ -416,6 +416,15 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       if (!readme &&
           (name == "qwen3-235b-a22b" || (name == "qwen3-30b-a3b" && (before_26_02 || (in_26_02 && machine == "B200")))))
         train.moe_dispatcher = MoeDispatcher::alltoall;
+      // The 25.09 table's "(tokendrop)" runs: that release's performance script (v0.1.0rc4,
+      // scripts/performance/run_script.py) calls apply_moe_token_drop (src/megatron/bridge/training/utils/
+      // moe_token_drop.py: capacity factor 1.0, each expert padded to its capacity), which needs the all-to-all
+      // dispatcher ("Using token drop, disabling DeepEP").
+      if (model.find("(tokendrop)") != std::string::npos) {
+        train.moe_capacity_factor = 1.0;
+        train.moe_pad_to_capacity = true;
+        train.moe_dispatcher = MoeDispatcher::alltoall;
+      }
       // Megatron-Core's host time per kernel launch on the node's CPU (the cluster file's, fitted on the host-bound
       // Megatron-LM functional tests: tests/experiments/megatron_host_test.cpp).
       train.host_launch_s = run.cluster.megatron_host_launch_s;

@@ -37,7 +37,12 @@ TEST(MoeLoadImbalanceRun, TheBusiestRankSlowsTheStepByItsExtraExpertWork) {
   const RunReport at_capacity = run_simulation(capped, registries);
   const RunReport even = run_simulation(balanced, registries);
   const RunReport uneven = run_simulation(skewed, registries);
-  EXPECT_EQ(even.iteration_time_s, at_capacity.iteration_time_s);  // bit for bit
+  // The same rows as the balanced dropless run, but known on the host: its dispatcher does not wait for the token
+  // counts (workload_moe.cpp), so the step is no longer, and the GPU's work is the same.
+  EXPECT_LE(at_capacity.iteration_time_s, even.iteration_time_s);
+  EXPECT_GT(at_capacity.iteration_time_s, 0.99 * even.iteration_time_s);
+  EXPECT_DOUBLE_EQ(build_run_workload(capped).executed_flops_per_iteration(),
+                   build_run_workload(balanced).executed_flops_per_iteration());
   EXPECT_GT(uneven.iteration_time_s, even.iteration_time_s);
   EXPECT_LT(uneven.mfu, even.mfu);
 

@@ -134,5 +134,32 @@ TEST(MoeLoadImbalance, TheBusiestRankTakesEveryTokenAtMostOncePerLocalExpert) {
   EXPECT_THROW((void)build_workload(one_rank.model, one_rank.parallelism, one_rank.training), ModelError);
 }
 
+// Megatron-Core's all-to-all dispatcher needs the token counts on the host to size its all-to-all, so the host waits
+// for the GPU at every MoE layer's dispatch: dropless, or with a capacity but unpadded (the output size is dynamic).
+// Experts padded to their capacity take a known number of rows: MoEAlltoAllTokenDispatcher.preprocess returns before
+// any device-to-host copy (megatron/core/transformer/moe/token_dispatcher.py, drop_and_pad), and the host runs on. The
+// flex dispatcher (DeepEP) always waits for its receive counts.
+TEST(MoeLoadImbalance, TheHostWaitsForTheTokenCountsUnlessExpertsArePaddedToCapacity) {
+  const auto waits_at_dispatch = [](const test::TinyRun& run) {
+    const Workload workload = build_workload(run.model, run.parallelism, run.training);
+    const Program& program = workload.program(0);
+    int waits = 0;
+    for (const IssueStep& step : program.issue_order)
+      if (step.host_waits && workload.name(program.streams[step.stream].ops[step.op]) == "moe_permute") ++waits;
+    return waits;
+  };
+  test::TinyRun dropless = expert_run(1.0);
+  EXPECT_EQ(waits_at_dispatch(dropless), kLayers);
+  test::TinyRun padded = dropless;
+  padded.training.moe_capacity_factor = 1.0;
+  EXPECT_EQ(waits_at_dispatch(padded), 0);
+  test::TinyRun unpadded = padded;
+  unpadded.training.moe_pad_to_capacity = false;
+  EXPECT_EQ(waits_at_dispatch(unpadded), kLayers);
+  test::TinyRun flex = padded;
+  flex.training.moe_dispatcher = MoeDispatcher::flex;
+  EXPECT_EQ(waits_at_dispatch(flex), kLayers);
+}
+
 }  // namespace
 }  // namespace chopsim
