@@ -36,12 +36,12 @@ void StageGenerator::moe_forward() {
   // token counts to the host and synchronises before the dispatch (cuda_sync_point "before_ep_alltoall" when
   // dropless, "before_permutation_1" with a capacity factor; MoEAlltoAllTokenDispatcher.preprocess), so the host
   // waits for the GPU in every MoE layer's forward and the GPU then waits for the host's next launches. The
-  // backward reuses the splits. Experts padded to their capacity (drop_and_pad) take a known number of rows:
-  // preprocess fills the splits on the host and returns before any device-to-host copy (cuda_sync_point stays
-  // "no_sync"), so the host does not wait. The flex dispatcher waits as well: DeepEP's dispatch blocks the host
-  // until the GPU has counted the tokens each rank receives, to size its buffers (DeepEP README: "the CPU will wait
-  // for GPU's signal to arrive, so this is not compatible with CUDA graph"). (Its permutation runs after the
-  // dispatch; the same bytes, so the order is kept.)
+  // backward reuses the splits. The flex dispatcher waits as well: DeepEP's dispatch blocks the host until the
+  // GPU has counted the tokens each rank receives, to size its buffers (DeepEP README: "the CPU will wait for GPU's
+  // signal to arrive, so this is not compatible with CUDA graph"). (Its permutation runs after the dispatch; the
+  // same bytes, so the order is kept.) Only the all-to-all dispatcher with experts padded to their capacity
+  // (drop_and_pad) does not wait: each expert takes a known number of rows, so preprocess fills the splits on the
+  // host and returns before any device-to-host copy (cuda_sync_point stays "no_sync").
   const bool drop_and_pad = training_.moe_capacity_factor.has_value() && training_.moe_pad_to_capacity;
   const bool host_waits = training_.moe_dispatcher == MoeDispatcher::flex || !drop_and_pad;
   builder_.set_host_issue(permute, 1, host_waits);
