@@ -65,7 +65,11 @@ fs::path find_component(const std::string& text, bool force_path, const Kind& ki
     return file;
   }
   std::vector<std::string> looked;
+  std::vector<fs::path> seen;  // a folder named twice (--configs and the shipped configs) is looked in once
   for (const auto& root : search.roots) {
+    const fs::path canonical = fs::weakly_canonical(root, error);
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
+    seen.push_back(canonical);
     const fs::path file = root / kind.folder / (text + ".yaml");
     if (fs::is_regular_file(file, error)) return file;
     looked.push_back(display_path(file));

@@ -1129,6 +1129,19 @@ TEST_F(ConfigTest, UnknownComponentNameListsTheValidNames) {
                                                          "H100-SXM5-80GB, H200-SXM-141GB", "MI300X"});
 }
 
+// A configs folder on the search path twice (chopsim run --configs configs beside the shipped configs it finds
+// anyway, once relative and once absolute) is named once in the message.
+TEST_F(ConfigTest, UnknownComponentNameNamesEachFolderOnce) {
+  const fs::path run = write("run.yaml", "model: llama9-8b\nhardware: H100-SXM5-80GB\ncluster: dgx-h100\n");
+  const fs::path configs = test::configs_dir();
+  const ConfigSearchPath twice{{configs, fs::absolute(configs) / "." / ".." / configs.filename()}};
+  const std::string message = input_error([&] { (void)load_run_config(run, twice, registries_); });
+  const std::string file = "llama9-8b.yaml";
+  const auto first = message.find(file);
+  ASSERT_NE(first, std::string::npos) << message;
+  EXPECT_EQ(message.find(file, first + file.size()), std::string::npos) << message;
+}
+
 TEST_F(ConfigTest, UnknownKeyListsTheValidKeys) {
   const fs::path run = write("run.yaml", small_run("llama3-8b", "  dp: 8\n  tpp: 2\n", "  global_batch: 8\n"));
   const std::string message = input_error([&] { (void)load(run); });
