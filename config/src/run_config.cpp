@@ -43,6 +43,13 @@ constexpr Kind kHardware{"hardware", "hardware", "hardware file"};
 constexpr Kind kModel{"model", "models", "model file"};
 constexpr Kind kCluster{"cluster", "clusters", "cluster file"};
 
+/// Whether the folders [first, last) hold `root` under any spelling (relative, absolute, through ..).
+bool holds_folder(std::vector<fs::path>::const_iterator first, std::vector<fs::path>::const_iterator last,
+                  const fs::path& root) {
+  std::error_code error;
+  return std::any_of(first, last, [&](const fs::path& r) { return fs::equivalent(r, root, error); });
+}
+
 std::vector<std::string> available_names(const ConfigSearchPath& search, const Kind& kind) {
   std::set<std::string> names;
   for (const auto& root : search.roots)
@@ -65,12 +72,10 @@ fs::path find_component(const std::string& text, bool force_path, const Kind& ki
     return file;
   }
   std::vector<std::string> looked;
-  std::vector<fs::path> seen;  // a folder named twice (--configs and the shipped configs) is looked in once
-  for (const auto& root : search.roots) {
-    const fs::path canonical = fs::weakly_canonical(root, error);
-    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
-    seen.push_back(canonical);
-    const fs::path file = root / kind.folder / (text + ".yaml");
+  for (auto root = search.roots.begin(); root != search.roots.end(); ++root) {
+    // A folder named twice (--configs and the shipped configs) is looked in once.
+    if (holds_folder(search.roots.begin(), root, *root)) continue;
+    const fs::path file = *root / kind.folder / (text + ".yaml");
     if (fs::is_regular_file(file, error)) return file;
     looked.push_back(display_path(file));
   }
@@ -436,11 +441,8 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
   if (!installed.empty()) more.push_back(installed);
   const fs::path shipped = CHOPSIM_SHIPPED_CONFIGS;
   if (!shipped.empty() && fs::is_directory(shipped / "hardware", error)) more.push_back(shipped);
-  for (const fs::path& root : more) {
-    const bool known = std::any_of(search.roots.begin(), search.roots.end(),
-                                   [&](const fs::path& r) { return fs::equivalent(r, root, error); });
-    if (!known) search.roots.push_back(root);
-  }
+  for (const fs::path& root : more)
+    if (!holds_folder(search.roots.begin(), search.roots.end(), root)) search.roots.push_back(root);
   return search;
 }
 
