@@ -41,18 +41,6 @@ int add_switch(Topology& topology, std::string name) {
   return topology.add_vertex(std::move(vertex));
 }
 
-void add_link(Topology& topology, int u, int v, double bandwidth, double latency, LinkClass link_class) {
-  TopologyLink link;
-  link.u = u;
-  link.v = v;
-  link.bandwidth_bytes_per_s = bandwidth;
-  link.latency_s = latency;
-  link.link_class = link_class;
-  link.name = topology.vertices()[static_cast<std::size_t>(u)].name + "--" +
-              topology.vertices()[static_cast<std::size_t>(v)].name;
-  topology.add_link(std::move(link));
-}
-
 struct FabricParams {
   int downlinks = 0;
   int uplinks = 0;  ///< per leaf = spines per pod
@@ -106,7 +94,7 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
     for (int j = 0; j < spines; ++j) {
       const int spine = add_switch(topology, numbered("spine", j));
       for (const int leaf : leaves)
-        add_link(topology, leaf, spine, leaf_uplink_bandwidth, p.switch_link_latency, LinkClass::fabric);
+        topology.add_link(leaf, spine, leaf_uplink_bandwidth, p.switch_link_latency, LinkClass::fabric);
     }
     return;
   }
@@ -123,10 +111,10 @@ void add_clos_upper_levels(Topology& topology, const std::vector<int>& leaves, c
       const int spine = add_switch(topology, numbered("pod" + std::to_string(pod) + ".spine", j));
       const long long end = std::min(leaf_count, (pod + 1) * p.downlinks);
       for (long long l = pod * p.downlinks; l < end; ++l)
-        add_link(topology, leaves[static_cast<std::size_t>(l)], spine, leaf_uplink_bandwidth, p.switch_link_latency,
-                 LinkClass::fabric);
-      add_link(topology, spine, cores[static_cast<std::size_t>(j)], core_link_bandwidth, p.switch_link_latency,
-               LinkClass::fabric);
+        topology.add_link(leaves[static_cast<std::size_t>(l)], spine, leaf_uplink_bandwidth, p.switch_link_latency,
+                          LinkClass::fabric);
+      topology.add_link(spine, cores[static_cast<std::size_t>(j)], core_link_bandwidth, p.switch_link_latency,
+                        LinkClass::fabric);
     }
   }
 }
@@ -152,9 +140,9 @@ class RailOptimizedFabric final : public FabricTopologyBuilder {
                                                           : "rail" + std::to_string(r) + ".leaf" + std::to_string(g)));
     for (int n = 0; n < nodes; ++n)
       for (int r = 0; r < rails; ++r)
-        add_link(topology, nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(r)],
-                 leaves[static_cast<std::size_t>(r * groups + n / p.downlinks)], p.nic_bandwidth, p.nic_link_latency,
-                 LinkClass::nic);
+        topology.add_link(nics[static_cast<std::size_t>(n)][static_cast<std::size_t>(r)],
+                          leaves[static_cast<std::size_t>(r * groups + n / p.downlinks)], p.nic_bandwidth,
+                          p.nic_link_latency, LinkClass::nic);
     add_clos_upper_levels(topology, leaves, p);
   }
 };
@@ -173,7 +161,7 @@ class FatTreeFabric final : public FabricTopologyBuilder {
       for (const int nic : node_nics) {
         const auto leaf = static_cast<std::size_t>(index / p.downlinks);
         if (leaf == leaves.size()) leaves.push_back(add_switch(topology, "leaf" + std::to_string(leaf)));
-        add_link(topology, nic, leaves[leaf], p.nic_bandwidth, p.nic_link_latency, LinkClass::nic);
+        topology.add_link(nic, leaves[leaf], p.nic_bandwidth, p.nic_link_latency, LinkClass::nic);
         ++index;
       }
     }

@@ -46,18 +46,6 @@ int add_node_vertex(Topology& topology, int node, VertexKind kind, const std::st
   return topology.add_vertex(std::move(vertex));
 }
 
-void add_link(Topology& topology, int u, int v, double bandwidth, double latency, LinkClass link_class) {
-  TopologyLink link;
-  link.u = u;
-  link.v = v;
-  link.bandwidth_bytes_per_s = bandwidth;
-  link.latency_s = latency;
-  link.link_class = link_class;
-  const auto& vertices = topology.vertices();
-  link.name = vertices[static_cast<std::size_t>(u)].name + "--" + vertices[static_cast<std::size_t>(v)].name;
-  topology.add_link(std::move(link));
-}
-
 void require_positive(double value, const char* what, const ClusterSpec& cluster, const HardwareSpec& hardware) {
   if (!(value > 0.0))
     throw ModelError("topology: node topology '" + cluster.node_topology + "' needs a positive " + what +
@@ -82,12 +70,12 @@ std::vector<int> add_gpu_nics(Topology& topology, int node, const ClusterSpec& c
   const double bandwidth = pcie_bandwidth(hardware);
   if (nic_count >= gpu_count) {
     for (int j = 0; j < nic_count; ++j)
-      add_link(topology, gpus[static_cast<std::size_t>(j * gpu_count / nic_count)], nics[static_cast<std::size_t>(j)],
-               bandwidth, 0.0, LinkClass::pcie);
+      topology.add_link(gpus[static_cast<std::size_t>(j * gpu_count / nic_count)], nics[static_cast<std::size_t>(j)],
+                        bandwidth, 0.0, LinkClass::pcie);
   } else {
     for (int g = 0; g < gpu_count; ++g)
-      add_link(topology, gpus[static_cast<std::size_t>(g)], nics[static_cast<std::size_t>(g * nic_count / gpu_count)],
-               bandwidth, 0.0, LinkClass::pcie);
+      topology.add_link(gpus[static_cast<std::size_t>(g)], nics[static_cast<std::size_t>(g * nic_count / gpu_count)],
+                        bandwidth, 0.0, LinkClass::pcie);
   }
   return nics;
 }
@@ -105,8 +93,8 @@ class NvSwitchNode final : public NodeTopologyBuilder {
       const int links = std::max(hardware.intra_node_links_per_gpu, 1);
       const int nvswitch = add_node_vertex(topology, node, VertexKind::switch_, "nvswitch");
       for (const int gpu : gpus)
-        add_link(topology, gpu, nvswitch, links * hardware.intra_node_link_bandwidth_bytes_per_s,
-                 hardware.intra_node_link_latency_s / 2, LinkClass::nvlink);
+        topology.add_link(gpu, nvswitch, links * hardware.intra_node_link_bandwidth_bytes_per_s,
+                          hardware.intra_node_link_latency_s / 2, LinkClass::nvlink);
     }
     return add_gpu_nics(topology, node, cluster, hardware, gpus);
   }
@@ -126,9 +114,9 @@ class XgmiMeshNode final : public NodeTopologyBuilder {
       const int per_pair = std::max(1, hardware.intra_node_links_per_gpu / (n - 1));
       for (int a = 0; a < n; ++a)
         for (int b = a + 1; b < n; ++b)
-          add_link(topology, gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)],
-                   per_pair * hardware.intra_node_link_bandwidth_bytes_per_s, hardware.intra_node_link_latency_s,
-                   LinkClass::xgmi);
+          topology.add_link(gpus[static_cast<std::size_t>(a)], gpus[static_cast<std::size_t>(b)],
+                            per_pair * hardware.intra_node_link_bandwidth_bytes_per_s,
+                            hardware.intra_node_link_latency_s, LinkClass::xgmi);
     }
     return add_gpu_nics(topology, node, cluster, hardware, gpus);
   }
@@ -161,8 +149,8 @@ class Mi250XgmiNode final : public NodeTopologyBuilder {
     const double latency = hardware.intra_node_link_latency_s;
     auto gpu = [&](int i) { return gpus[static_cast<std::size_t>(i)]; };
     for (int p = 0; p < n / 2; ++p)
-      add_link(topology, gpu(2 * p), gpu(2 * p + 1), hardware.in_package_link_bandwidth_bytes_per_s, latency,
-               LinkClass::xgmi);
+      topology.add_link(gpu(2 * p), gpu(2 * p + 1), hardware.in_package_link_bandwidth_bytes_per_s, latency,
+                        LinkClass::xgmi);
     if (n == 8) {
       struct Pair {
         int a, b, links;
@@ -170,17 +158,17 @@ class Mi250XgmiNode final : public NodeTopologyBuilder {
       constexpr Pair kFrontier[] = {{0, 2, 1}, {0, 6, 2}, {1, 3, 1}, {1, 5, 1},
                                     {2, 4, 2}, {3, 7, 1}, {4, 6, 1}, {5, 7, 1}};
       for (const Pair& pair : kFrontier)
-        add_link(topology, gpu(pair.a), gpu(pair.b), pair.links * single, latency, LinkClass::xgmi);
+        topology.add_link(gpu(pair.a), gpu(pair.b), pair.links * single, latency, LinkClass::xgmi);
     } else if (n > 2) {
       const int packages = n / 2;
       for (int p = 0; p < packages; ++p) {
         const int next = (p + 1) % packages;
         if (packages == 2 && p == 1) break;  // two packages: one link, not two parallel ones
-        add_link(topology, gpu(2 * p + 1), gpu(2 * next), single, latency, LinkClass::xgmi);
+        topology.add_link(gpu(2 * p + 1), gpu(2 * next), single, latency, LinkClass::xgmi);
       }
     }
     const int cpu = add_node_vertex(topology, node, VertexKind::router, "cpu");
-    for (int i = 0; i < n; ++i) add_link(topology, gpu(i), cpu, pcie_bandwidth(hardware), latency, LinkClass::pcie);
+    for (int i = 0; i < n; ++i) topology.add_link(gpu(i), cpu, pcie_bandwidth(hardware), latency, LinkClass::pcie);
     return add_gpu_nics(topology, node, cluster, hardware, gpus);
   }
 };
@@ -196,11 +184,11 @@ class PcieNode final : public NodeTopologyBuilder {
     const int pcie_switch = add_node_vertex(topology, node, VertexKind::switch_, "pcie_switch");
     const double bandwidth = hardware.pcie_bandwidth_bytes_per_s;
     const double latency = hardware.intra_node_link_latency_s / 2;
-    for (const int gpu : gpus) add_link(topology, gpu, pcie_switch, bandwidth, latency, LinkClass::pcie);
+    for (const int gpu : gpus) topology.add_link(gpu, pcie_switch, bandwidth, latency, LinkClass::pcie);
     std::vector<int> nics;
     for (int j = 0; j < cluster.nics_per_node; ++j) {
       nics.push_back(add_node_vertex(topology, node, VertexKind::nic, "nic" + std::to_string(j)));
-      add_link(topology, nics.back(), pcie_switch, bandwidth, 0.0, LinkClass::pcie);
+      topology.add_link(nics.back(), pcie_switch, bandwidth, 0.0, LinkClass::pcie);
     }
     return nics;
   }

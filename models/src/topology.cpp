@@ -308,6 +308,16 @@ int Topology::add_link(TopologyLink link) {
   return index;
 }
 
+int Topology::add_link(int u, int v, double bandwidth_bytes_per_s, double latency_s, LinkClass link_class) {
+  const int n = static_cast<int>(impl_->vertices.size());
+  if (u < 0 || u >= n || v < 0 || v >= n)
+    throw ModelError("topology: a link joins vertices " + std::to_string(u) + " and " + std::to_string(v) + " of " +
+                     std::to_string(n));
+  std::string name =
+      impl_->vertices[static_cast<std::size_t>(u)].name + "--" + impl_->vertices[static_cast<std::size_t>(v)].name;
+  return add_link(TopologyLink{u, v, bandwidth_bytes_per_s, latency_s, link_class, std::move(name)});
+}
+
 const std::vector<TopologyVertex>& Topology::vertices() const { return impl_->vertices; }
 const std::vector<TopologyLink>& Topology::links() const { return impl_->links; }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <string>
@@ -440,6 +441,22 @@ TEST(Topology, RejectsBadLinksAndNames) {
   EXPECT_THROW(t.add_link({a, a, 1.0, 0.0, LinkClass::fabric, "aa"}), ModelError);
   EXPECT_THROW((void)t.route(0, 1), ModelError);  // not connected
   EXPECT_THROW((void)t.route(0, 7), ModelError);  // no such GPU
+}
+
+TEST(Topology, ALinkGivenByItsEndsIsNamedAfterThem) {
+  Topology t;
+  const int a = t.add_vertex({VertexKind::gpu, "node0.gpu0", 0, 0});
+  const int s = t.add_vertex({VertexKind::switch_, "leaf0", -1, -1});
+  const int link = t.add_link(a, s, 50 * kGB, 1e-6, LinkClass::nic);
+  EXPECT_EQ(t.links()[static_cast<std::size_t>(link)].name, "node0.gpu0--leaf0");
+  EXPECT_EQ(t.links()[static_cast<std::size_t>(link)].link_class, LinkClass::nic);
+  EXPECT_THROW(t.add_link(a, s, 50 * kGB, 1e-6, LinkClass::nic), ModelError);  // the same name twice
+  EXPECT_THROW(t.add_link(a, 5, 50 * kGB, 1e-6, LinkClass::nic), ModelError);  // no vertex 5
+  // The built-in topologies name their links so: a DGX's NVSwitch link of GPU 0.
+  const Topology dgx_node = build(dgx(1, "rail_optimized"), h100());
+  const auto& links = dgx_node.links();
+  EXPECT_TRUE(std::any_of(links.begin(), links.end(),
+                          [](const TopologyLink& l) { return l.name == "node0.gpu0--node0.nvswitch"; }));
 }
 
 }  // namespace

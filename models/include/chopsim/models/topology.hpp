@@ -58,6 +58,8 @@ class Topology {
 
   int add_vertex(TopologyVertex vertex);
   int add_link(TopologyLink link);
+  /// A link named after its ends ("<u's name>--<v's name>"), as the built-in node and fabric topologies name theirs.
+  int add_link(int u, int v, double bandwidth_bytes_per_s, double latency_s, LinkClass link_class);
 
   [[nodiscard]] const std::vector<TopologyVertex>& vertices() const;
   [[nodiscard]] const std::vector<TopologyLink>& links() const;
