@@ -425,7 +425,11 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
   if (dir.empty()) dir = ".";
   fs::path current = fs::absolute(dir, error).lexically_normal();
   while (!error) {
-    if (fs::is_directory(current / "hardware", error)) {
+    // A folder without hardware/ is no error: the walk goes on to its parent. (is_directory reports a missing path
+    // through its error code, which once ended the walk at the run file's own folder: configs/validation/x.yaml of a
+    // copied configs folder then took the shipped hardware files instead of the copy's.)
+    std::error_code missing;
+    if (fs::is_directory(current / "hardware", missing)) {
       search.roots.push_back(current);
       break;
     }

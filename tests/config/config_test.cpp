@@ -13,6 +13,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -1070,6 +1071,32 @@ TEST_F(ConfigTest, DefaultSearchPathFindsTheConfigsFolder) {
   const std::string message = input_error([&] { (void)load_run_config(run, ConfigSearchPath{}, registries_); });
   expect_contains(message, {"lonely.yaml:1:8: key 'model': no model named 'llama3-8b': no configs folder was found",
                             "Fix: give a path to the file instead"});
+}
+
+TEST_F(ConfigTest, ARunFileInASubfolderFindsTheConfigsFolderAboveIt) {
+  // A user's copy of the configs with an edited hardware file, and a run file two folders below it: the run takes the
+  // copy's hardware, not the shipped file of the same name (the walk up once stopped at the run file's own folder, so
+  // an edited copy was silently ignored).
+  const fs::path root = dir_ / "my-configs";
+  std::string text;
+  {
+    std::ifstream in(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string shipped_tdp = "power_w:\n  tdp: 700";
+  const auto tdp = text.find(shipped_tdp);
+  ASSERT_NE(tdp, std::string::npos) << "the shipped H100 file's TDP line moved";
+  text.replace(tdp, shipped_tdp.size(), "power_w:\n  tdp: 600");
+  write("my-configs/hardware/H100-SXM5-80GB.yaml", text);
+  const fs::path run =
+      write("my-configs/runs/h100/run.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n"));
+
+  const ConfigSearchPath search = default_search_path(run);
+  ASSERT_FALSE(search.roots.empty());
+  EXPECT_EQ(fs::canonical(search.roots[0]), fs::canonical(root));
+  EXPECT_DOUBLE_EQ(load_run_config(run, search, registries_).hardware.tdp_w, 600.0);
+  // Names the copy does not hold still come from the shipped configs (the model and the cluster here).
+  EXPECT_EQ(load_run_config(run, search, registries_).model.layers, 32);
 }
 
 TEST_F(ConfigTest, FilesMustHoldOneMapping) {
