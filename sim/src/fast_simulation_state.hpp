@@ -20,6 +20,7 @@
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
 #include "chopsim/sim/engine.hpp"
+#include "engine_keys.hpp"
 #include "event_stream.hpp"
 #include "flow_network.hpp"
 #include "host_plan.hpp"
@@ -146,23 +147,6 @@ struct Mailbox {
   std::size_t get_head = 0;
 };
 
-struct Key128 {
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-  bool operator==(const Key128&) const = default;
-};
-
-struct Key128Hash {
-  std::size_t operator()(const Key128& k) const {
-    std::uint64_t h = k.a * 0x9e3779b97f4a7c15ULL;
-    h ^= k.b + 0xbf58476d1ce4e5b9ULL + (h << 6) + (h >> 2);
-    h *= 0x94d049bb133111ebULL;
-    return static_cast<std::size_t>(h ^ (h >> 31));
-  }
-};
-
-inline std::uint64_t pair_key(std::uint32_t a, std::uint32_t b) { return std::uint64_t{a} << 32 | b; }
-
 /// (source, destination, space, id): space 0 for pipeline send/recv (id = tag), 1 + stream for collectives (id =
 /// channel).
 inline Key128 mailbox_key(std::uint32_t src, std::uint32_t dst, std::uint32_t space, std::uint32_t id) {
@@ -173,24 +157,6 @@ struct PipeChannel {
   std::uint64_t sends = 0;
   std::uint64_t receives = 0;
   std::vector<std::uint32_t> waiters;
-};
-
-/// Identity of one synchronised collective step (CollectiveStep::sync_members): the group, the stream, the how-many-th
-/// collective of that group on that stream (members meet collectives in the same order), the step and the sync id.
-struct SyncKey {
-  int group = 0;
-  std::uint16_t stream = 0;
-  std::uint64_t sequence = 0;
-  std::uint32_t step = 0;
-  int sync_id = 0;
-  bool operator==(const SyncKey&) const = default;
-};
-
-struct SyncKeyHash {
-  std::size_t operator()(const SyncKey& k) const {
-    return Key128Hash{}({pair_key(static_cast<std::uint32_t>(k.group), k.stream) ^ k.sequence * 0xff51afd7ed558ccdULL,
-                         pair_key(k.step, static_cast<std::uint32_t>(k.sync_id))});
-  }
 };
 
 /// A synchronised step of one group as one member's plan has it.

@@ -78,6 +78,7 @@
 #include "chopsim/models/governor.hpp"
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
+#include "engine_keys.hpp"
 #include "host_plan.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -113,27 +114,6 @@ struct MailboxKeyHash {
   std::size_t operator()(const MailboxKey& k) const {
     std::uint64_t h = (std::uint64_t{k.src} << 32 | k.dst) * 0x9e3779b97f4a7c15ULL;
     h ^= (std::uint64_t{k.space} << 32 | k.id) + 0xbf58476d1ce4e5b9ULL + (h << 6) + (h >> 2);
-    return static_cast<std::size_t>(h ^ (h >> 31));
-  }
-};
-
-/// Identity of one synchronised collective step (CollectiveStep::sync_members): the group, the stream, the how-many-th
-/// collective of that group on that stream (members meet collectives in the same order), the step and the sync id.
-struct SyncKey {
-  int group = 0;
-  std::uint16_t stream = 0;
-  std::uint64_t sequence = 0;
-  std::uint32_t step = 0;
-  int sync_id = 0;
-  bool operator==(const SyncKey&) const = default;
-};
-
-struct SyncKeyHash {
-  std::size_t operator()(const SyncKey& k) const {
-    std::uint64_t h =
-        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.group)) << 16 | k.stream) * 0x9e3779b97f4a7c15ULL;
-    h ^= k.sequence * 0xbf58476d1ce4e5b9ULL + (h << 6) + (h >> 2);
-    h ^= (std::uint64_t{k.step} << 32 | static_cast<std::uint32_t>(k.sync_id)) * 0x94d049bb133111ebULL + (h << 6);
     return static_cast<std::size_t>(h ^ (h >> 31));
   }
 };
