@@ -43,13 +43,40 @@ constexpr double kParameterTransformLaunches = 4.0;
 constexpr double kDecayGradientLaunches = 6.0;
 }  // namespace
 
+void StageGenerator::mamba_scan_input(MambaScanInput kernel, const char* name) {
+  const Sizes& s = sizes_;
+  const double e = s.activation_bytes;
+  const double tokens = s.tokens;
+  const double heads = s.mamba_heads, groups = s.mamba_groups, inner = s.mamba_inner;
+  const double state = model_.mamba_state_dim, head_dim = model_.mamba_head_dim, chunk = model_.mamba_chunk_size;
+  switch (kernel) {
+    case MambaScanInput::conv1d:
+      (void)elementwise(name, tokens * s.mamba_channels, 2.0 * model_.mamba_conv_kernel + kSiluFlops, 2.0 * e);
+      return;
+    case MambaScanInput::chunk_cumsum:
+      (void)elementwise(name, tokens * heads, 4.0, e + 2.0 * kFp32Bytes);
+      return;
+    case MambaScanInput::chunk_state:
+      (void)compute(name, KernelClass::gemm, high_precision_, tokens * 2.0 * state * head_dim * heads,
+                    tokens * ((groups * state + inner) * e + 2.0 * heads * kFp32Bytes + s.mamba_states * kFp32Bytes));
+      return;
+    case MambaScanInput::state_passing:
+      (void)elementwise(name, tokens * s.mamba_states, 2.0, kFp32Bytes + e);
+      return;
+    case MambaScanInput::bmm_chunk:
+      (void)compute(name, KernelClass::gemm, high_precision_, tokens * 2.0 * chunk * state * groups,
+                    tokens * (2.0 * groups * state * e + groups * chunk * kFp32Bytes));
+      return;
+  }
+}
+
 void StageGenerator::mamba_forward() {
   const Sizes& s = sizes_;
   const double e = s.activation_bytes;
   const double tokens = s.tokens;
   const double heads = s.mamba_heads, groups = s.mamba_groups, inner = s.mamba_inner;
   const double state = model_.mamba_state_dim, head_dim = model_.mamba_head_dim, chunk = model_.mamba_chunk_size;
-  const double channels = s.mamba_channels, in_width = s.mamba_in_width, states = s.mamba_states;
+  const double in_width = s.mamba_in_width, states = s.mamba_states;
   // rearrange(...).contiguous() moves data only when the batch dimension is not 1.
   const bool transposes = training_.micro_batch > 1;
 
@@ -58,13 +85,11 @@ void StageGenerator::mamba_forward() {
     (void)compute("mamba_in_proj_transpose", KernelClass::memcpy, high_precision_, 0.0, 2.0 * tokens * in_width * e);
   const OpRef transforms = elementwise("mamba_parameter_transforms", 2.0 * heads, 2.0, 3.0 * kFp32Bytes);
   builder_.set_host_issue(transforms, launch_count(kParameterTransformLaunches), false);
-  (void)elementwise("mamba_conv1d", tokens * channels, 2.0 * model_.mamba_conv_kernel + kSiluFlops, 2.0 * e);
-  (void)elementwise("mamba_chunk_cumsum", tokens * heads, 4.0, e + 2.0 * kFp32Bytes);
-  (void)compute("mamba_chunk_state", KernelClass::gemm, high_precision_, tokens * 2.0 * state * head_dim * heads,
-                tokens * ((groups * state + inner) * e + 2.0 * heads * kFp32Bytes + states * kFp32Bytes));
-  (void)elementwise("mamba_state_passing", tokens * states, 2.0, kFp32Bytes + e);
-  (void)compute("mamba_bmm_chunk", KernelClass::gemm, high_precision_, tokens * 2.0 * chunk * state * groups,
-                tokens * (2.0 * groups * state * e + groups * chunk * kFp32Bytes));
+  mamba_scan_input(MambaScanInput::conv1d, "mamba_conv1d");
+  mamba_scan_input(MambaScanInput::chunk_cumsum, "mamba_chunk_cumsum");
+  mamba_scan_input(MambaScanInput::chunk_state, "mamba_chunk_state");
+  mamba_scan_input(MambaScanInput::state_passing, "mamba_state_passing");
+  mamba_scan_input(MambaScanInput::bmm_chunk, "mamba_bmm_chunk");
   // Reads C B^T, x, C, the decays, the carried states and z; writes the scan's output and its gated copy.
   (void)compute("mamba_chunk_scan", KernelClass::gemm, high_precision_,
                 tokens * (2.0 * chunk * head_dim * heads + 2.0 * state * head_dim * heads),
@@ -98,14 +123,12 @@ void StageGenerator::mamba_backward() {
     (void)compute("mamba_scan_transpose_bwd", KernelClass::memcpy, high_precision_, 0.0, 2.0 * tokens * inner * e);
   // MambaSplitConv1dScanCombinedFn.backward recomputes the convolution's output, then _mamba_chunk_scan_combined_bwd
   // clones dt and recomputes the decays, C B^T and the states.
-  (void)elementwise("mamba_conv1d_recompute", tokens * channels, 2.0 * model_.mamba_conv_kernel + kSiluFlops, 2.0 * e);
+  mamba_scan_input(MambaScanInput::conv1d, "mamba_conv1d_recompute");
   (void)compute("mamba_dt_clone", KernelClass::memcpy, high_precision_, 0.0, 2.0 * tokens * heads * e);
-  (void)elementwise("mamba_chunk_cumsum_recompute", tokens * heads, 4.0, e + 2.0 * kFp32Bytes);
-  (void)compute("mamba_bmm_chunk_recompute", KernelClass::gemm, high_precision_, tokens * 2.0 * chunk * state * groups,
-                tokens * (2.0 * groups * state * e + groups * chunk * kFp32Bytes));
-  (void)compute("mamba_chunk_state_recompute", KernelClass::gemm, high_precision_, tokens * scan_flops,
-                tokens * ((groups * state + inner) * e + 2.0 * heads * kFp32Bytes + states * kFp32Bytes));
-  (void)elementwise("mamba_state_passing_recompute", tokens * states, 2.0, kFp32Bytes + e);
+  mamba_scan_input(MambaScanInput::chunk_cumsum, "mamba_chunk_cumsum_recompute");
+  mamba_scan_input(MambaScanInput::bmm_chunk, "mamba_bmm_chunk_recompute");
+  mamba_scan_input(MambaScanInput::chunk_state, "mamba_chunk_state_recompute");
+  mamba_scan_input(MambaScanInput::state_passing, "mamba_state_passing_recompute");
   // The gate's gradient (_chunk_scan_bwd_dz): reads x, z, the scan's output and the gradient; writes z's gradient
   // and the ungated output's.
   (void)elementwise("mamba_chunk_scan_bwd_dz", tokens * inner, 10.0, 6.0 * e);

@@ -254,6 +254,9 @@ class StageGenerator {
   /// out_proj of the rank's heads.
   void mamba_forward();
   void mamba_backward();
+  /// The scan's input kernels that the backward runs again (workload_mamba.cpp, MambaScanInput), named `name`.
+  enum class MambaScanInput { conv1d, chunk_cumsum, chunk_state, state_passing, bmm_chunk };
+  void mamba_scan_input(MambaScanInput kernel, const char* name);
   void moe_forward();
   void moe_backward();
   /// A mixture-of-experts sublayer's forward: the routed experts (moe_forward) and the shared ones added to them.
