@@ -3,6 +3,7 @@
 // Each command lives in its own command_*.cpp and is listed in main.cpp.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <span>
@@ -79,6 +80,10 @@ class Arguments {
 void check_engine_name(const ModelRegistries& registries, const std::string& name);
 /// The --timeline-format of `args` (json when absent); an unknown value is an argument error.
 [[nodiscard]] TimelineFormat timeline_format_option(const Arguments& args);
+/// The --configs folder of `args` (none when absent). A folder that does not exist, or that holds none of hardware/,
+/// models/ and clusters/, is an argument error: names would otherwise be looked up in the shipped configs alone, and
+/// a mistyped folder would go unnoticed.
+[[nodiscard]] std::optional<std::filesystem::path> configs_option(const Arguments& args);
 
 struct Command {
   std::string_view name;

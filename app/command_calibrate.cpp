@@ -43,7 +43,7 @@ int command_calibrate(const std::vector<std::string>& raw) {
     throw argument_error("calibrate needs --hardware NAME: the GPU the data was measured on",
                          "write e.g. --hardware H100-SXM5-80GB (a name under configs/hardware or a YAML path)");
   options.hardware = *hardware;
-  if (const auto configs = args.option("--configs")) options.configs_dir = *configs;
+  if (const auto configs = configs_option(args)) options.configs_dir = *configs;
   if (const auto out = args.option("--out")) options.output = *out;
   if (const auto out = args.option("-o")) options.output = *out;
   if (options.output.empty())

@@ -18,7 +18,7 @@ int command_replay(const std::vector<std::string>& raw) {
   options.hardware = args.option("--hardware").value_or("");
   options.measured_hardware = args.option("--measured-hardware").value_or("");
   options.cluster = args.option("--cluster").value_or("");
-  options.configs_dir = args.option("--configs").value_or("configs");
+  options.configs_dir = configs_option(args).value_or("configs");
   options.calibration = args.option("--calibration").value_or("");
   options.measured_calibration = args.option("--measured-calibration").value_or("");
   options.simulate_collectives = args.has_switch("--simulate-collectives");

@@ -45,7 +45,7 @@ int command_run(const std::vector<std::string>& raw) {
   // --configs first, then the run file's own folders (default_search_path).
   const auto search_for = [&](const std::filesystem::path& file) {
     ConfigSearchPath search = default_search_path(file);
-    if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+    if (const auto dir = configs_option(args)) search.roots.insert(search.roots.begin(), *dir);
     return search;
   };
   // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder.

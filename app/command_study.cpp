@@ -24,7 +24,7 @@ int command_study(const std::vector<std::string>& raw) {
   const StudySpec spec = load_study(file);
   const auto registries = ModelRegistries::with_builtins();
   ConfigSearchPath search = default_search_path(spec.sweep.base);
-  if (const auto dir = args.option("--configs")) search.roots.insert(search.roots.begin(), *dir);
+  if (const auto dir = configs_option(args)) search.roots.insert(search.roots.begin(), *dir);
 
   StudyOptions options;
   options.out_dir = args.option("--out").value_or(args.option("-o").value_or("study-" + file.stem().string()));

@@ -16,7 +16,7 @@ int command_validate(const std::vector<std::string>& raw) {
   const Arguments args(raw, kValidateOptions);
   if (!args.positional().empty()) throw argument_error("validate takes no positional arguments", "see chopsim --help");
   const std::filesystem::path data_dir = args.option("--data").value_or("../shared/data");
-  const std::filesystem::path configs_dir = args.option("--configs").value_or("configs");
+  const std::filesystem::path configs_dir = configs_option(args).value_or("configs");
   if (args.option("--cases") && !args.option("--out") && !args.option("-o"))
     throw argument_error(
         "--cases writes a table of some cases only, and the default --out is the full table "

@@ -484,7 +484,10 @@ for name, command, code, word in [
     ("run_timeline_format_unknown", "run " + CFG + " --timeline-format protobuf --out {out}", 2, "--timeline-format"),
     ("run_out_is_file", "run " + CFG + " --out {link}", 2, "--out"),
     ("run_out_read_only", "run " + CFG + " --out {ro}/sub", 2, "--out"),
-    ("run_configs_missing", "run " + CFG + " --configs {src}/no_such_configs --out {out}", 0, ""),
+    ("run_configs_missing", "run " + CFG + " --configs {src}/no_such_configs --out {out}", 2, "no_such_configs"),
+    ("run_configs_too_deep", "run " + CFG + " --configs {src}/configs/hardware --out {out}", 2, "configs/hardware"),
+    ("sweep_configs_missing", "sweep {src}/configs/sweeps/llama3-8b-microbatch.yaml --configs {src}/no_such_configs"
+     " --out {out}/s", 2, "no_such_configs"),
     ("ingest_no_inputs", "ingest -o {out}/s.h5", 2, "ingest"),
     ("ingest_unknown_format", "ingest {src}/tests/traces/fixtures/nvidia_smi.csv --format pdf -o {out}/s.h5", 2, "pdf"),
     ("ingest_wrong_format", "ingest {src}/tests/traces/fixtures/nvidia_smi.csv --format kineto -o {out}/s.h5", 2,
