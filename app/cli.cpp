@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chopsim/config/config.hpp"
 #include "chopsim/config/registries.hpp"
 
 namespace chopsim::cli {
@@ -28,15 +29,8 @@ TimelineFormat timeline_format_option(const Arguments& args) {
 std::optional<std::filesystem::path> configs_option(const Arguments& args) {
   const auto given = args.option("--configs");
   if (!given) return std::nullopt;
-  const std::filesystem::path dir = *given;
-  std::error_code error;
-  if (!std::filesystem::is_directory(dir, error))
-    throw argument_error("--configs " + *given + ": no such folder",
-                         "give the folder that holds hardware/, models/ and clusters/ (e.g. --configs configs)");
-  for (const char* kind : {"hardware", "models", "clusters"})
-    if (std::filesystem::is_directory(dir / kind, error)) return dir;
-  throw argument_error("--configs " + *given + " holds none of hardware/, models/ and clusters/",
-                       "give the folder above them (e.g. --configs configs, not configs/hardware)");
+  check_configs_folder(*given, "--configs");
+  return std::filesystem::path(*given);
 }
 
 namespace {

@@ -80,9 +80,8 @@ class Arguments {
 void check_engine_name(const ModelRegistries& registries, const std::string& name);
 /// The --timeline-format of `args` (json when absent); an unknown value is an argument error.
 [[nodiscard]] TimelineFormat timeline_format_option(const Arguments& args);
-/// The --configs folder of `args` (none when absent). A folder that does not exist, or that holds none of hardware/,
-/// models/ and clusters/, is an argument error: names would otherwise be looked up in the shipped configs alone, and
-/// a mistyped folder would go unnoticed.
+/// The --configs folder of `args` (none when absent), checked by check_configs_folder: a folder that does not exist,
+/// or holds none of hardware/, models/ and clusters/, is an input error.
 [[nodiscard]] std::optional<std::filesystem::path> configs_option(const Arguments& args);
 
 struct Command {

@@ -24,7 +24,10 @@ namespace {
 
 chopsim::ConfigSearchPath search_for(const std::string& file, const std::string& configs) {
   chopsim::ConfigSearchPath search = chopsim::default_search_path(file);
-  if (!configs.empty()) search.roots.insert(search.roots.begin(), configs);
+  if (!configs.empty()) {
+    chopsim::check_configs_folder(configs, "configs=");
+    search.roots.insert(search.roots.begin(), configs);
+  }
   return search;
 }
 

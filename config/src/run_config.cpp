@@ -450,6 +450,19 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
   return search;
 }
 
+void check_configs_folder(const fs::path& dir, const std::string& origin) {
+  // An option (--configs) is on the command line; anything else (Python's configs=) is an argument of a call.
+  const SourceLocation where{origin.starts_with("--") ? "command line" : "argument", 0, 0};
+  std::error_code error;
+  if (!fs::is_directory(dir, error))
+    throw InputError(where, "", origin + " " + dir.string() + ": no such folder",
+                     "give the folder that holds hardware/, models/ and clusters/ (e.g. configs)");
+  for (const char* kind : {"hardware", "models", "clusters"})
+    if (fs::is_directory(dir / kind, error)) return;
+  throw InputError(where, "", origin + " " + dir.string() + " holds none of hardware/, models/ and clusters/",
+                   "give the folder above them (e.g. configs, not configs/hardware)");
+}
+
 fs::path find_run_config(const fs::path& given, const ConfigSearchPath& search) {
   std::error_code error;
   if (fs::exists(given, error) || given.has_parent_path()) return given;

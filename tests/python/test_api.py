@@ -49,6 +49,15 @@ def test_overrides_as_keywords_or_a_mapping_are_checked_like_the_file():
         chopsim.run(QUICK_START, parallelism__dp=3)
 
 
+def test_a_configs_folder_that_does_not_hold_configs_is_an_error(tmp_path):
+    # A mistyped configs= once added nothing, and every name came from the shipped configs without a word.
+    with pytest.raises(chopsim.InputError, match="no_such_configs: no such folder"):
+        chopsim.run(QUICK_START, configs=str(tmp_path / "no_such_configs"))
+    with pytest.raises(chopsim.InputError, match="holds none of hardware/, models/ and clusters/"):
+        chopsim.run(QUICK_START, configs=os.path.join(SOURCE, "configs", "hardware"))
+    assert chopsim.run(QUICK_START, configs=os.path.join(SOURCE, "configs")).iteration_time_s > 0
+
+
 def test_out_of_memory_is_a_status_not_an_error():
     r = chopsim.run(QUICK_START, training__micro_batch=8, training__global_batch=64, training__recompute="none")
     assert r.status == "out_of_memory"

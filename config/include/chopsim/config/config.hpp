@@ -23,6 +23,12 @@ struct ConfigSearchPath {
 /// so that a run file copied anywhere finds the shipped hardware, models and clusters by name.
 [[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file);
 
+/// Checks a configs folder given by the user (`--configs DIR`, Python's `configs=`), which goes first on a search
+/// path: a folder that does not exist, or holds none of `hardware/`, `models/` and `clusters/`, throws an InputError
+/// naming `origin` and the folder. Without the check a mistyped folder adds nothing, and every name silently comes
+/// from the shipped configs.
+void check_configs_folder(const std::filesystem::path& dir, const std::string& origin);
+
 /// The run config `given` names: the file itself when it exists or is a path with folders; a bare name (with or
 /// without .yaml) that is no file here is looked up in the folders of `search` (`chopsim run llama3-8b-fsdp`).
 /// Returns `given` when nothing is found (loading it then reports what was looked at).
