@@ -14,6 +14,7 @@
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/workload.hpp"
 #include "chopsim/sim/engine.hpp"
+#include "windowed_extremes.hpp"
 
 namespace chopsim::detail {
 
@@ -31,77 +32,6 @@ struct PowerSetup {
 
 /// Builds the models named in run.power (none when run.power.dynamics is false).
 [[nodiscard]] PowerSetup make_power_setup(const RunSpec& run, const ModelRegistries& registries);
-
-/// The largest values of windowed functionals F(t) = sum_j c_j E(t - o_j) / scale over t, for the energy E(t) =
-/// integral of a piecewise-constant power streamed as breakpoints in time order: the largest average over a window
-/// w (offsets {0, w}, coefficients {1, -1}, scale w) or the largest rise of that average within w (offsets
-/// {0, w, 2w}, {1, -2, 1}, scale w). E is piecewise linear, so an extreme lies where some t - o_j is a breakpoint;
-/// those candidates are evaluated as soon as E is known there. All functionals share one buffer of breakpoints (the
-/// last max(o_j) seconds): a GPU's four power windows cost one breakpoint, not four.
-class WindowedExtremes {
- public:
-  /// Tracks one more functional (before the first add()); returns its index for extreme().
-  std::size_t track(std::vector<double> offsets, std::vector<double> coefficients, double scale);
-  /// The power is `power_w` from `time_s` on (non-decreasing times).
-  void add(double time_s, double power_w);
-  /// Closes the signal at `end_s`.
-  void finish(double end_s);
-  /// After finish(): functional `index`'s extreme over t in [start + its max offset, end] (NaN if no such t).
-  [[nodiscard]] double extreme(std::size_t index) const;
-
- private:
-  struct Point {
-    double time_s;
-    double energy_j;  ///< E at time_s
-    double power_w;   ///< from time_s to the next point
-  };
-  /// At most three offsets (an average has two, a rise three): fixed arrays keep a candidate's evaluation free of
-  /// pointer chasing (it runs for every power breakpoint of every simulated GPU).
-  static constexpr std::size_t kMaxOffsets = 3;
-  struct Functional {
-    std::size_t count = 0;  ///< offsets in use
-    std::array<double, kMaxOffsets> offsets{}, coefficients{};
-    double scale = 1.0, span = 0.0;
-    double best = -std::numeric_limits<double>::infinity();
-    /// Per offset q: the absolute index of the first point whose candidate t_i + o_q is not evaluated yet.
-    std::array<std::size_t, kMaxOffsets> next_candidate{};
-    /// Per (offset q, offset j): the absolute index of the point the last lookup of E(t - o_j) for a candidate of
-    /// offset q found. Those times only grow: amortised O(1) per lookup instead of a binary search (the 100 ms
-    /// window holds thousands of points).
-    std::array<std::size_t, kMaxOffsets * kMaxOffsets> cursors{};
-    /// dF/dt = sum_j c_j P(t - o_j) / scale is at most rising_per_watt * P_max + falling_per_watt * P_min, with
-    /// rising = sum of the positive c_j / scale and falling = sum of the negative ones: a window average rises at most
-    /// (P_max - P_min) / window, half the bound 2 P_max / window that |c| gives when the GPU idles near 0 W.
-    double rising_per_watt = 0.0, falling_per_watt = 0.0;
-    /// Per offset q: the last candidate evaluated (its time and value). F(t) <= value + (t - time) * slope bound, so
-    /// later candidates of offset q are skipped while that bound stays below `best`: the 25 and 100 ms averages move
-    /// slowly, and most of their candidates are skipped without a lookup.
-    /// Before the first evaluation the value is +infinity: nothing is skipped.
-    std::array<double, kMaxOffsets> anchor_s{};
-    std::array<double, kMaxOffsets> anchor_value{std::numeric_limits<double>::infinity(),
-                                                 std::numeric_limits<double>::infinity(),
-                                                 std::numeric_limits<double>::infinity()};
-  };
-  [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
-  [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
-  [[nodiscard]] double energy_at(double time_s, std::size_t& cursor) const;
-  /// Evaluates the candidates at times before `time_s` (and at `time_s` when `inclusive`).
-  void evaluate_until(double time_s, bool inclusive);
-
-  std::vector<Functional> functionals_;
-  double span_ = 0.0;          ///< the largest offset of all functionals: how far back lookups go
-  std::vector<Point> points_;  ///< points_[head_..] are the live breakpoints
-  std::size_t head_ = 0;
-  std::size_t popped_ = 0;  ///< points dropped from the front so far (the absolute index of points_[head_])
-  double start_s_ = 0.0;
-  /// The largest and smallest power added so far: they bound the slope of every functional.
-  double max_power_w_ = -std::numeric_limits<double>::infinity();
-  double min_power_w_ = std::numeric_limits<double>::infinity();
-  /// Points added since candidates were last evaluated; they are evaluated every kBatch points and at finish().
-  static constexpr int kBatch = 64;
-  int unevaluated_ = 0;
-  bool started_ = false;
-};
 
 /// Turns telemetry and op events into a PowerReport.
 class PowerObserver final : public SimulationObserver {

@@ -70,11 +70,35 @@ double exact_extreme(const std::vector<std::pair<double, double>>& points, doubl
   return best;
 }
 
+TEST(PowerStatistics, ExtremesAtEitherEndAndSignalsShorterThanTheWindow) {
+  // 100 W for 10 ms, then 500 W until the end at 10.4 ms: the largest 1 ms average is the last one, 0.6 ms at 100 W
+  // and 0.4 ms at 500 W (260 W); its largest rise is that average minus the 100 W before it. The 25 ms window is
+  // longer than the signal: no average of it exists.
+  detail::WindowedExtremes windows;
+  const std::size_t average = windows.track({0.0, 1e-3}, {1.0, -1.0}, 1e-3);
+  const std::size_t rise = windows.track({0.0, 1e-3, 2e-3}, {1.0, -2.0, 1.0}, 1e-3);
+  const std::size_t longer = windows.track({0.0, 25e-3}, {1.0, -1.0}, 25e-3);
+  windows.add(0.0, 100.0);
+  windows.add(10e-3, 300.0);
+  windows.add(10e-3, 500.0);  // a second change at the same instant replaces the first
+  windows.finish(10.4e-3);
+  EXPECT_NEAR(windows.extreme(average), 260.0, 1e-9);
+  EXPECT_NEAR(windows.extreme(rise), 160.0, 1e-9);
+  EXPECT_TRUE(std::isnan(windows.extreme(longer)));
+
+  // Falling power: the first window (the range's other end) holds the largest average.
+  detail::WindowedExtremes falling;
+  const std::size_t first = falling.track({0.0, 1e-3}, {1.0, -1.0}, 1e-3);
+  for (int i = 0; i < 10; ++i) falling.add(i * 0.5e-3, 1000.0 - 50.0 * i);
+  falling.finish(5e-3);
+  EXPECT_NEAR(falling.extreme(first), (1000.0 + 950.0) / 2.0, 1e-9);
+}
+
 TEST(PowerStatistics, LongTrainingLikeSignalMatchesExactExtremes) {
   // Tens of thousands of breakpoints, as a training run's GPU produces: bursts of GEMM power (some far above the
   // average), memory-bound stretches, idle gaps, and a slow ramp, so that the long averages sit close to their
-  // maximum for long stretches (where the evaluation's slope bound skips candidates) and the batches of points
-  // between evaluations matter.
+  // maximum for long stretches, with many local maxima close to the largest, and the batches of points between
+  // sweeps matter.
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> step(2e-6, 4e-4), unit(0.0, 1.0);
   std::vector<std::pair<double, double>> points;
