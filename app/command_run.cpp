@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/registries.hpp"
@@ -42,10 +43,11 @@ int command_run(const std::vector<std::string>& raw) {
     throw argument_error("run takes exactly one CONFIG file", "write chopsim run configs/llama3-8b-fsdp.yaml");
   const std::filesystem::path given = args.positional()[0];
   const auto registries = ModelRegistries::with_builtins();
-  // --configs first, then the run file's own folders (default_search_path).
+  // --configs first (checked once), then the run file's own folders (default_search_path).
+  const std::optional<std::filesystem::path> configs = configs_option(args);
   const auto search_for = [&](const std::filesystem::path& file) {
     ConfigSearchPath search = default_search_path(file);
-    if (const auto dir = configs_option(args)) search.roots.insert(search.roots.begin(), *dir);
+    if (configs) search.roots.insert(search.roots.begin(), *configs);
     return search;
   };
   // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder.

@@ -22,13 +22,16 @@ namespace py = pybind11;
 
 namespace {
 
+/// The search path of `file`, with `configs` (checked by the caller: check_configs) first.
 chopsim::ConfigSearchPath search_for(const std::string& file, const std::string& configs) {
   chopsim::ConfigSearchPath search = chopsim::default_search_path(file);
-  if (!configs.empty()) {
-    chopsim::check_configs_folder(configs, "configs=");
-    search.roots.insert(search.roots.begin(), configs);
-  }
+  if (!configs.empty()) search.roots.insert(search.roots.begin(), configs);
   return search;
+}
+
+/// Python's configs= argument: empty (none) or a folder that holds configs (check_configs_folder).
+void check_configs(const std::string& configs) {
+  if (!configs.empty()) chopsim::check_configs_folder(configs, "configs=");
 }
 
 /// `config` (a file, or a shipped run config by name: "llama3-8b-fsdp") with `overrides` (key, YAML text), checked
@@ -38,6 +41,7 @@ chopsim::RunSpec load_spec(const std::string& config, const std::vector<std::pai
                            const std::string& caller) {
   std::vector<chopsim::ConfigOverride> list;
   for (const auto& [key, value] : overrides) list.push_back({key, value, caller + "(" + key + "=...)"});
+  check_configs(configs);
   const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
   return chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
 }
@@ -77,6 +81,7 @@ std::string load_config(const std::string& config, const std::vector<std::pair<s
 /// Runs a sweep file into `out`; returns the results.csv path.
 std::string sweep(const std::string& file, const std::string& out, int jobs, const std::string& configs) {
   const auto registries = chopsim::ModelRegistries::with_builtins();
+  check_configs(configs);
   const chopsim::SweepSpec spec = chopsim::load_sweep(file);
   chopsim::SweepOptions options;
   options.out_dir = out;
@@ -92,6 +97,7 @@ std::string sweep(const std::string& file, const std::string& out, int jobs, con
 /// Runs a study file into `out`; returns the results.csv path.
 std::string study(const std::string& file, const std::string& out, int jobs, const std::string& configs) {
   const auto registries = chopsim::ModelRegistries::with_builtins();
+  check_configs(configs);
   const chopsim::StudySpec spec = chopsim::load_study(file);
   chopsim::StudyOptions options;
   options.out_dir = out;

@@ -3,7 +3,9 @@
 // build on them (detail: not an interface for users): the component decoders (hardware, model, cluster), their own
 // consistency checks, and the cross-field rules of a run with key locations.
 
+#include <filesystem>
 #include <string_view>
+#include <vector>
 
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/detail/yaml.hpp"
@@ -49,5 +51,9 @@ std::string apply_profile_root(const YAML::Node& root, const std::string& shown,
 [[nodiscard]] std::filesystem::path find_profile(const std::string& text, const ConfigSearchPath& search,
                                                  const std::filesystem::path& run_dir, const Mapping& owner,
                                                  std::string_view key);
+
+/// Whether the folders [first, last) hold `root` under any spelling (relative, absolute, through ..).
+bool holds_folder(std::vector<std::filesystem::path>::const_iterator first,
+                  std::vector<std::filesystem::path>::const_iterator last, const std::filesystem::path& root);
 
 }  // namespace chopsim::config_detail
