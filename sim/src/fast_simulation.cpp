@@ -250,68 +250,15 @@ void FastSimulation::sleep_until(StreamRun& run, std::uint32_t id, double time_s
 }
 
 void FastSimulation::report_deadlock() const {
-  std::vector<const StreamRun*> stuck;
+  std::vector<StuckStream> stuck;
   for (const StreamRun& run : runs_)
-    if (run.phase != Phase::finished) stuck.push_back(&run);
-  if (stuck.empty()) return;
-  std::string message = "deadlock at t = " + std::to_string(now_) + " s: " + std::to_string(stuck.size()) + " of " +
-                        std::to_string(runs_.size()) + " streams never finished; the first:";
-  for (std::size_t i = 0; i < std::min(stuck.size(), kStuckReported); ++i) {
-    const StreamRun& run = *stuck[i];
-    message += "\n  " + prepared_.describe(static_cast<int>(run.rank), run.stream, run.op) + ", iteration " +
-               std::to_string(run.iteration) + ": " + reason(run);
-  }
-  throw EngineError(message);
-}
-
-std::string FastSimulation::reason(const StreamRun& run) const {
-  const RankRun& rank = ranks_[run.rank];
-  const Program& program = workload_.programs[rank.program];
-  auto stream_text = [&](std::uint16_t s) {
-    return "stream " + std::to_string(s) + " '" + program.streams[s].name + "'";
-  };
-  switch (run.wait) {
-    case Wait::dependency: {
-      const std::uint64_t length = std::max<std::uint64_t>(rank.lengths[run.wait_stream], 1);
-      return "waiting for op " + std::to_string((run.wait_count - 1) % length) + " of " + stream_text(run.wait_stream) +
-             " (" + std::to_string(rank.completed[run.wait_stream] - run.iteration * rank.lengths[run.wait_stream]) +
-             " of its ops done in this iteration)";
-    }
-    case Wait::barrier:
-      return "at the iteration barrier, waiting for " + stream_text(run.wait_stream);
-    case Wait::transfers: {
-      const CollectiveStep& step = run.collective.plan->steps[run.cursor];
-      std::string peers;
-      for (const auto* list : {&step.sends, &step.receives})
-        for (const Transfer& t : *list)
-          peers +=
-              (peers.empty() ? "" : ", ") + std::to_string((*run.collective.members)[static_cast<std::size_t>(t.peer)]);
-      return "in step " + std::to_string(run.cursor) + " of " + std::to_string(run.collective.plan->steps.size()) +
-             " of its " + run.collective.plan->algorithm + " plan, waiting for transfers with ranks " + peers;
-    }
-    case Wait::sync:
-      return "in step " + std::to_string(run.cursor) + " of its " + run.collective.plan->algorithm +
-             " plan, transfers done, waiting for " +
-             std::to_string(run.collective.plan->steps[run.cursor].sync_members) +
-             " members of its group to finish theirs";
-    case Wait::send:
-      return "waiting for rank " + std::to_string(run.peer) + " to receive";
-    case Wait::recv:
-      return "waiting for rank " + std::to_string(run.peer) + " to send";
-    case Wait::host: {
-      const HostPlan& plan = host_plans_[rank.program];
-      if (plan.waits.empty()) return "waiting for the host to launch it";
-      const IssueStep& waited = program.issue_order[plan.waits[rank.waits_released % plan.waits.size()]];
-      return "waiting for the host, which waits for op " + std::to_string(waited.op) + " '" +
-             std::string(workload_.name(program.streams[waited.stream].ops[waited.op])) + "' of " +
-             stream_text(waited.stream) + " to complete";
-    }
-    case Wait::kernel:
-    case Wait::sleep:
-    case Wait::none:
-      break;
-  }
-  return "running";
+    if (run.phase != Phase::finished)
+      stuck.push_back({static_cast<int>(run.rank), run.stream, run.iteration, run.op, run.wait, run.wait_stream,
+                       run.wait_count, run.cursor, run.peer});
+  sim_detail::report_deadlock(prepared_, host_plans_, now_, runs_.size(), stuck, [&](int r) {
+    const RankRun& rank = ranks_[static_cast<std::size_t>(r)];
+    return RankProgress{rank.program, &rank.completed, &rank.lengths, rank.waits_released};
+  });
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/topology.hpp"
 #include "chopsim/sim/engine.hpp"
+#include "deadlock_report.hpp"
 #include "engine_keys.hpp"
 #include "event_stream.hpp"
 #include "flow_network.hpp"
@@ -36,8 +37,6 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 /// KernelRun::rate of a kernel begun at this instant, before its domain has decided.
 constexpr double kRateUnknown = -1.0;
-/// Stuck streams listed in a deadlock message.
-constexpr std::size_t kStuckReported = 80;
 
 /// Times within this of each other are one instant.
 inline double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
@@ -60,8 +59,6 @@ enum class Phase : std::uint8_t {
   barrier,
   finished,
 };
-
-enum class Wait : std::uint8_t { none, dependency, barrier, kernel, transfers, sync, send, recv, host, sleep };
 
 struct StreamRun {
   std::uint32_t rank = 0;
@@ -320,8 +317,6 @@ class FastSimulation final : private TelemetrySink {
   // ---- deadlock ----------------------------------------------------------------------------------------------------
 
   void report_deadlock() const;
-
-  std::string reason(const StreamRun& run) const;
 
   const PreparedWorkload& prepared_;
   const RankClasses& classes_;

@@ -576,8 +576,9 @@ TEST_P(Engine, IdenticalInputsGiveIdenticalEventStreams) {
   EXPECT_EQ(a.stats.iteration_end_s, b.stats.iteration_end_s);
 }
 
-TEST_P(Engine, DeadlockIsReportedWithTheStuckOps) {
-  // Both stages receive before they send.
+/// Two pipeline stages that both receive before they send: a deadlock. With `side_streams`, each stage has a second
+/// stream that finishes its op and then waits at the iteration barrier for the stuck one.
+Workload receive_first_pipeline(bool side_streams) {
   ParallelismSpec spec;
   spec.pp = 2;
   Workload w;
@@ -588,8 +589,15 @@ TEST_P(Engine, DeadlockIsReportedWithTheStuckOps) {
   first.streams[0].ops[0].name = 2;
   second.streams.push_back({"compute", {p2p_op(OpKind::recv, -1, 2, 1e6), p2p_op(OpKind::send, -1, 1, 1e6)}});
   second.streams[0].ops[0].name = 1;
+  if (side_streams)
+    for (Program* program : {&first, &second}) program->streams.push_back({"side", {compute_op(1e-3)}});
   w.programs = {first, second};
   w.program_of_rank = {0, 1};
+  return w;
+}
+
+TEST_P(Engine, DeadlockIsReportedWithTheStuckOps) {
+  const Workload w = receive_first_pipeline(false);
   const Topology t = uniform_star(2, kGB, 1e-6);
   const auto compute = roofline(test_compute_params());
   const auto model = nccl();
@@ -603,6 +611,35 @@ TEST_P(Engine, DeadlockIsReportedWithTheStuckOps) {
     EXPECT_NE(message.find("rank 1 stream 0 'compute' op 0 'wait_for_activation' (recv"), std::string::npos) << message;
     EXPECT_NE(message.find("waiting for rank 1 to send"), std::string::npos) << message;
   }
+}
+
+TEST(EngineDeadlock, BothEnginesReportItInTheSameWords) {
+  // Both engines share the report (sim/src/deadlock_report.cpp), so that a workload's error reads the same whichever
+  // found it: a stuck receive and streams waiting at the iteration barrier for it.
+  const Workload w = receive_first_pipeline(true);
+  const Topology t = uniform_star(2, kGB, 1e-6);
+  const auto compute = roofline(test_compute_params());
+  const auto model = nccl();
+  std::vector<std::string> messages;
+  for (const std::string& name : kEngines) {
+    SimulationInput input;
+    input.workload = &w;
+    input.topology = &t;
+    input.compute = compute.get();
+    input.collectives = model.get();
+    RecordingObserver observer;
+    try {
+      (void)engine_named(name)->run(input, observer);
+      ADD_FAILURE() << name << ": expected a deadlock";
+    } catch (const EngineError& e) {
+      messages.emplace_back(e.what());
+    }
+  }
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_NE(messages[0].find("4 of 4 streams never finished"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[0].find("at the iteration barrier, waiting for stream 0 'compute'"), std::string::npos)
+      << messages[0];
 }
 
 TEST_P(Engine, CyclicDependencyIsReportedAsDeadlock) {
