@@ -27,6 +27,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/traces/classifier.hpp"
 #include "json_stream.hpp"
+#include "op_flops.hpp"
 #include "op_traffic.hpp"
 #include "reader_util.hpp"
 
@@ -73,150 +74,10 @@ struct CollectiveArgs {
   bool present() const { return !name.empty(); }
 };
 
-using Tensor = OpTensor;
-
-double numel(const std::vector<std::int64_t>& dims) {
-  double n = 1.0;
-  for (auto d : dims) n *= static_cast<double>(d);
-  return n;
-}
-
-enum class Layout : std::uint8_t { bshd, bhsd };
-
-/// Attention ops: layout of q/k/v and the position of is_causal (or custom_mask_type) among the inputs, from the
-/// signatures in PyTorch's aten/src/ATen/native/native_functions.yaml.
-struct AttentionSignature {
-  std::string_view op;
-  Layout layout;
-  int causal_index;
-  bool backward;
-};
-constexpr std::array<AttentionSignature, 12> kAttentionOps = {{
-    {"aten::_flash_attention_forward", Layout::bshd, 8, false},
-    {"aten::_flash_attention_backward", Layout::bshd, 11, true},
-    {"aten::_scaled_dot_product_flash_attention", Layout::bhsd, 4, false},
-    {"aten::_scaled_dot_product_flash_attention_backward", Layout::bhsd, 11, true},
-    {"aten::_scaled_dot_product_efficient_attention", Layout::bhsd, 6, false},
-    {"aten::_scaled_dot_product_efficient_attention_backward", Layout::bhsd, 11, true},
-    {"aten::_efficient_attention_forward", Layout::bshd, 9, false},
-    {"aten::_efficient_attention_backward", Layout::bshd, 14, true},
-    {"aten::_scaled_dot_product_cudnn_attention", Layout::bhsd, 6, false},
-    {"aten::_scaled_dot_product_cudnn_attention_backward", Layout::bhsd, 11, true},
-    // The ops PyTorch >= 2.9 records inside the cuDNN SDPA ones (and that launch its kernels): is_causal is the 11th
-    // input forward (after compute_log_sumexp and dropout_p) and the 15th backward, as in the H200 trace of
-    // ../shared/data/measured/h200_llama32_1b (Concrete Inputs "True" there).
-    {"aten::_cudnn_attention_forward", Layout::bhsd, 10, false},
-    {"aten::_cudnn_attention_backward", Layout::bhsd, 14, true},
-}};
-
-const AttentionSignature* attention_signature(std::string_view name) {
-  for (const auto& signature : kAttentionOps)
-    if (signature.op == name) return &signature;
-  return nullptr;
-}
-
 /// Kernel classes whose time is set by the bytes they move.
 bool is_memory_bound_class(KernelClass c) {
   return c == KernelClass::elementwise || c == KernelClass::norm || c == KernelClass::reduction ||
          c == KernelClass::memcpy || c == KernelClass::optimizer || c == KernelClass::other;
-}
-
-bool is_gemm_op(std::string_view name) {
-  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-         name == "aten::matmul" || name == "aten::linear" || name == "aten::_scaled_mm";
-}
-
-/// FLOPs (2 per multiply-add) and minimal HBM bytes of a GEMM op from its input shapes.
-void gemm_cost(std::string_view op, const std::vector<Tensor>& inputs, OpInfo& info) {
-  auto tensor = [&](std::size_t i) -> const Tensor* { return i < inputs.size() ? &inputs[i] : nullptr; };
-  double batch = 1.0, m = 0.0, n = 0.0, k = 0.0, bias = 0.0;
-  const Tensor* a = nullptr;
-  if (op == "aten::mm" || op == "aten::_scaled_mm") {
-    a = tensor(0);
-    const Tensor* b = tensor(1);
-    if (!a || !b || a->dims.size() != 2 || b->dims.size() != 2) return;
-    m = static_cast<double>(a->dims[0]);
-    k = static_cast<double>(a->dims[1]);
-    n = static_cast<double>(b->dims[1]);
-  } else if (op == "aten::addmm") {
-    a = tensor(1);
-    const Tensor* b = tensor(2);
-    if (!a || !b || a->dims.size() != 2 || b->dims.size() != 2) return;
-    m = static_cast<double>(a->dims[0]);
-    k = static_cast<double>(a->dims[1]);
-    n = static_cast<double>(b->dims[1]);
-    if (const Tensor* c = tensor(0)) bias = numel(c->dims);
-  } else if (op == "aten::bmm" || op == "aten::baddbmm") {
-    const std::size_t first = op == "aten::bmm" ? 0 : 1;
-    a = tensor(first);
-    const Tensor* b = tensor(first + 1);
-    if (!a || !b || a->dims.size() != 3 || b->dims.size() != 3) return;
-    batch = static_cast<double>(a->dims[0]);
-    m = static_cast<double>(a->dims[1]);
-    k = static_cast<double>(a->dims[2]);
-    n = static_cast<double>(b->dims[2]);
-  } else if (op == "aten::linear") {
-    a = tensor(0);
-    const Tensor* w = tensor(1);  // weight [N, K]
-    if (!a || !w || a->dims.empty() || w->dims.size() != 2) return;
-    k = static_cast<double>(a->dims.back());
-    m = numel(a->dims) / std::max(k, 1.0);
-    n = static_cast<double>(w->dims[0]);
-    if (const Tensor* c = tensor(2)) bias = numel(c->dims);
-  } else if (op == "aten::matmul") {
-    a = tensor(0);
-    const Tensor* b = tensor(1);
-    if (!a || !b || a->dims.size() < 2 || b->dims.size() < 2) return;
-    k = static_cast<double>(a->dims.back());
-    n = static_cast<double>(b->dims.back());
-    if (b->dims.size() == 2) {
-      m = numel(a->dims) / std::max(k, 1.0);
-    } else {
-      m = static_cast<double>(a->dims[a->dims.size() - 2]);
-      batch = numel(a->dims) / std::max(m * k, 1.0);
-    }
-  } else {
-    return;
-  }
-  if (m <= 0 || n <= 0 || k <= 0) return;
-  info.flops = 2.0 * batch * m * n * k;
-  if (a && std::isfinite(a->element_bytes)) info.bytes = a->element_bytes * (batch * (m * k + k * n + m * n) + bias);
-}
-
-/// FLOPs of an attention op: 4*B*H*Sq*Sk*D forward (QK^T and PV), halved when causal, and 2.5x the forward for the
-/// backward pass (five matmuls instead of two) -- the convention of FlashAttention's benchmarks
-/// (Dao et al., benchmarks/benchmark_flash_attention.py).
-void attention_cost(const AttentionSignature& signature, const std::vector<Tensor>& inputs,
-                    const std::vector<std::string>& concrete, OpInfo& info) {
-  std::vector<const Tensor*> four_d;
-  for (const auto& t : inputs)
-    if (t.dims.size() == 4) four_d.push_back(&t);
-  // Backward ops take grad_out first: q, k, v are the 2nd-4th 4-D inputs.
-  const std::size_t q_index = signature.backward ? 1 : 0;
-  if (four_d.size() < q_index + 3) return;
-  const Tensor& q = *four_d[q_index];
-  const Tensor& k = *four_d[q_index + 1];
-  const Tensor& v = *four_d[q_index + 2];
-  const bool bshd = signature.layout == Layout::bshd;
-  const double batch = static_cast<double>(q.dims[0]);
-  const double heads = static_cast<double>(bshd ? q.dims[2] : q.dims[1]);
-  const double sq = static_cast<double>(bshd ? q.dims[1] : q.dims[2]);
-  const double sk = static_cast<double>(bshd ? k.dims[1] : k.dims[2]);
-  const double d = static_cast<double>(q.dims[3]);
-  bool causal = false;
-  if (signature.causal_index >= 0 && static_cast<std::size_t>(signature.causal_index) < concrete.size()) {
-    const auto& flag = concrete[static_cast<std::size_t>(signature.causal_index)];
-    causal = flag == "True" || flag == "true" || flag == "1";
-  }
-  double flops = 4.0 * batch * heads * sq * sk * d;
-  if (causal) flops *= 0.5;
-  if (signature.backward) flops *= 2.5;
-  info.flops = flops;
-  info.head_dim = d;
-  if (std::isfinite(q.element_bytes)) {
-    const double nq = numel(q.dims), nk = numel(k.dims), nv = numel(v.dims);
-    info.bytes = q.element_bytes * (signature.backward ? 4.0 * nq + 2.0 * nk + 2.0 * nv : 2.0 * nq + nk + nv);
-  }
 }
 
 double collective_size(CollectiveKind kind, const CollectiveArgs& args, double element_bytes) {
@@ -317,11 +178,11 @@ std::string_view event_name(object& event, const Event& e) {
 
 // "Input Dims" and "Input type" are parallel lists (one entry per op input, in either order in the args): both
 // fill inputs[i] by position.
-void read_dims(value v, std::vector<Tensor>& inputs) {
+void read_dims(value v, std::vector<OpTensor>& inputs) {
   std::size_t i = 0;
   for (value element : v.get_array()) {
     if (i >= inputs.size()) inputs.emplace_back();
-    Tensor& tensor = inputs[i++];
+    OpTensor& tensor = inputs[i++];
     tensor.dims.clear();
     tensor.list_elements = 0.0;
     if (element.type() != simdjson::ondemand::json_type::array) continue;
@@ -343,7 +204,7 @@ void read_dims(value v, std::vector<Tensor>& inputs) {
   }
 }
 
-void read_types(value v, std::vector<Tensor>& inputs) {
+void read_types(value v, std::vector<OpTensor>& inputs) {
   std::size_t i = 0;
   for (value element : v.get_array()) {
     if (i >= inputs.size()) inputs.emplace_back();
@@ -520,7 +381,7 @@ class Indexer final : public JsonStreamHandler {
     const bool other = !comms && !attention && !gemm;
     if (other && !has_memory_bound_rule(name)) return;
     std::int64_t external = -1;
-    std::vector<Tensor> inputs;
+    std::vector<OpTensor> inputs;
     std::vector<std::string> concrete;
     CollectiveArgs collective;
     for (auto field : event.find_field_unordered("args").get_object()) {
@@ -547,12 +408,14 @@ class Indexer final : public JsonStreamHandler {
       fill_collective(collective, info);
     } else {
       info.name = sink_.intern(name);
-      if (gemm) {
-        info.family = OpFamily::gemm;
-        gemm_cost(name, inputs, info);
-      } else if (attention) {
-        info.family = OpFamily::attention;
-        attention_cost(*attention, inputs, concrete, info);
+      if (gemm || attention) {
+        info.family = gemm ? OpFamily::gemm : OpFamily::attention;
+        if (const std::optional<OpCost> cost =
+                gemm ? gemm_cost(name, inputs) : attention_cost(*attention, inputs, concrete)) {
+          info.flops = cost->flops;
+          info.bytes = cost->bytes;
+          info.head_dim = cost->head_dim;
+        }
       } else {
         const std::optional<double> bytes = other ? memory_bound_op_bytes(name, inputs) : std::nullopt;
         if (!bytes) return;
