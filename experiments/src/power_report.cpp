@@ -11,7 +11,6 @@
 namespace chopsim::detail {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kWindow1ms = 1e-3;
 constexpr double kWindow25ms = 0.025;  // the NVML sensor's averaging window (PowerReport::peak_25ms_w)
 constexpr double kWindow100ms = 0.1;
