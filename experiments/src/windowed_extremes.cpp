@@ -29,10 +29,10 @@ std::size_t WindowedExtremes::track(std::vector<double> offsets, std::vector<dou
   return functionals_.size() - 1;
 }
 
-double WindowedExtremes::value(const Functional& f) const {
+double WindowedExtremes::value(const Functional& f, double time_s) const {
   double sum = 0.0;
   for (std::size_t j = 0; j < f.count; ++j)
-    sum += f.coefficients[j] * energy_from(point(f.at[j]), f.time_s - f.offsets[j]);
+    sum += f.coefficients[j] * energy_from(point(f.at[j]), time_s - f.offsets[j]);
   return sum / f.scale;
 }
 
@@ -76,7 +76,6 @@ void WindowedExtremes::sweep(Functional& f, double before_s) const {
       f.best = std::max(f.best, sum / f.scale);
     }
     rising = after;
-    f.time_s = next;
   }
   for (std::size_t j = 0; j < N; ++j) f.at[j] = at[j] + popped_;
   f.slope = rising;
@@ -98,8 +97,7 @@ void WindowedExtremes::evaluate_until(double time_s, bool inclusive) {
         f.at[j] = k;
       }
       f.started = true;
-      f.time_s = first;
-      f.best = std::max(f.best, value(f));
+      f.best = std::max(f.best, value(f, first));
       f.slope = slope(f);
     }
     switch (f.count) {
@@ -154,11 +152,8 @@ void WindowedExtremes::finish(double end_s) {
   add(end_s, points_.back().power_w);
   evaluate_until(end_s, true);
   // The last instant is a candidate too, whatever the slope (the sweep has every pointer at or before it).
-  for (Functional& f : functionals_) {
-    if (!f.started) continue;
-    f.time_s = end_s;
-    f.best = std::max(f.best, value(f));
-  }
+  for (Functional& f : functionals_)
+    if (f.started) f.best = std::max(f.best, value(f, end_s));
 }
 
 double WindowedExtremes::extreme(std::size_t index) const {

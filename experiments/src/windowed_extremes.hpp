@@ -45,16 +45,17 @@ class WindowedExtremes {
     std::array<double, kMaxOffsets> offsets{}, coefficients{};
     double scale = 1.0, span = 0.0;
     double best = -std::numeric_limits<double>::infinity();
-    bool started = false;  ///< swept up to time_s (from start + span on)
-    double time_s = 0.0;   ///< the instant the sweep has reached
-    double slope = 0.0;    ///< sum_j c_j P(t - o_j) just after time_s (scale left out: only its sign is used)
-    /// Per offset j: the absolute index of the breakpoint at or before time_s - o_j.
+    bool started = false;  ///< swept from start + span on
+    /// sum_j c_j P(t - o_j) just after the instant t the sweep has reached (scale left out: only its sign is used).
+    double slope = 0.0;
+    /// Per offset j: the absolute index of the breakpoint at or before t - o_j.
     std::array<std::size_t, kMaxOffsets> at{};
   };
   [[nodiscard]] const Point& point(std::size_t absolute) const { return points_[head_ + absolute - popped_]; }
   [[nodiscard]] std::size_t end_index() const { return popped_ + points_.size() - head_; }
-  /// F at the sweep's instant, from the breakpoints its pointers are at.
-  [[nodiscard]] double value(const Functional& f) const;
+  /// F at `time_s`, an instant no later than the next one the sweep would reach (its pointers are at the
+  /// breakpoints at or before time_s - o_j).
+  [[nodiscard]] double value(const Functional& f, double time_s) const;
   [[nodiscard]] double slope(const Functional& f) const;
   /// Sweeps f (of N offsets) over the instants before `before_s`, evaluating F where it stops rising.
   template <std::size_t N>
