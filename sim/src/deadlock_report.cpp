@@ -12,7 +12,7 @@ namespace {
 /// Stuck streams listed in a deadlock message.
 constexpr std::size_t kStuckReported = 80;
 
-std::string reason(const PreparedWorkload& prepared, const std::vector<HostPlan>& host_plans, const StuckStream& s,
+std::string reason(const PreparedWorkload& prepared, const std::vector<HostPlan>& host_plans, const StreamPosition& s,
                    const RankProgress& rank) {
   const Workload& workload = prepared.workload();
   const Program& program = workload.programs[rank.program];
@@ -70,13 +70,13 @@ std::string reason(const PreparedWorkload& prepared, const std::vector<HostPlan>
 }  // namespace
 
 void report_deadlock(const PreparedWorkload& prepared, const std::vector<HostPlan>& host_plans, double now_s,
-                     std::size_t streams, const std::vector<StuckStream>& stuck,
+                     std::size_t streams, const std::vector<StreamPosition>& stuck,
                      const std::function<RankProgress(int rank)>& progress) {
   if (stuck.empty()) return;
   std::string message = "deadlock at t = " + std::to_string(now_s) + " s: " + std::to_string(stuck.size()) + " of " +
                         std::to_string(streams) + " streams never finished; the first:";
   for (std::size_t i = 0; i < std::min(stuck.size(), kStuckReported); ++i) {
-    const StuckStream& s = stuck[i];
+    const StreamPosition& s = stuck[i];
     message += "\n  " + prepared.describe(s.rank, s.stream, s.op) + ", iteration " + std::to_string(s.iteration) +
                ": " + reason(prepared, host_plans, s, progress(s.rank));
   }

@@ -15,8 +15,9 @@ namespace chopsim::sim_detail {
 /// What a stream is waiting for (both engines' stream states hold one).
 enum class Wait : std::uint8_t { none, dependency, barrier, kernel, transfers, sync, send, recv, host, sleep };
 
-/// A stream that never finished: where it stopped and what it was waiting for.
-struct StuckStream {
+/// Where a stream is in its program and what it is waiting for: the SimGrid engine's actors keep one (ActorState),
+/// and the deadlock report lists those of the streams that never finished.
+struct StreamPosition {
   int rank = 0;
   std::uint16_t stream = 0;
   std::uint32_t iteration = 0;
@@ -36,11 +37,11 @@ struct RankProgress {
   std::uint64_t waits_released = 0;                       ///< host waits released, all iterations
 };
 
-/// Throws the EngineError that lists the first stuck streams (of `streams` in all, at `now_s`) and why each is stuck;
-/// `progress` gives a rank's counters and `host_plans` each program's host plan (empty when the host is not
-/// modelled). Returns when nothing is stuck.
+/// Throws the EngineError that lists the first stuck streams (`stuck`: where each stopped) (of `streams` in all, at
+/// `now_s`) and why each is stuck; `progress` gives a rank's counters and `host_plans` each program's host plan (empty
+/// when the host is not modelled). Returns when nothing is stuck.
 void report_deadlock(const PreparedWorkload& prepared, const std::vector<HostPlan>& host_plans, double now_s,
-                     std::size_t streams, const std::vector<StuckStream>& stuck,
+                     std::size_t streams, const std::vector<StreamPosition>& stuck,
                      const std::function<RankProgress(int rank)>& progress);
 
 }  // namespace chopsim::sim_detail

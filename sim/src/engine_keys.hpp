@@ -1,7 +1,10 @@
 #pragma once
 // Keys both engines (fast_simulation.cpp, simgrid_simulation.cpp) look their shared state up by (private to
-// chopsim_sim): 128-bit keys and the identity of one synchronised collective step, with their hashes.
+// chopsim_sim): 128-bit keys and the identity of one synchronised collective step, with their hashes; and the
+// tolerance within which both take two times for one instant.
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,5 +44,8 @@ struct SyncKeyHash {
                          pair_key(k.step, static_cast<std::uint32_t>(k.sync_id))});
   }
 };
+
+/// Times within this of each other are one instant (an actor or stream woken at t may see t plus or minus an ulp).
+inline double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
 
 }  // namespace chopsim::sim_detail

@@ -250,7 +250,7 @@ void FastSimulation::sleep_until(StreamRun& run, std::uint32_t id, double time_s
 }
 
 void FastSimulation::report_deadlock() const {
-  std::vector<StuckStream> stuck;
+  std::vector<StreamPosition> stuck;
   for (const StreamRun& run : runs_)
     if (run.phase != Phase::finished)
       stuck.push_back({static_cast<int>(run.rank), run.stream, run.iteration, run.op, run.wait, run.wait_stream,

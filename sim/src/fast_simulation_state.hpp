@@ -38,9 +38,6 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 /// KernelRun::rate of a kernel begun at this instant, before its domain has decided.
 constexpr double kRateUnknown = -1.0;
 
-/// Times within this of each other are one instant.
-inline double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
-
 enum class TimerKind : std::uint8_t { wake, flow_start, flow_end, kernel_end, domain };
 
 enum class Phase : std::uint8_t {

@@ -404,10 +404,9 @@ void Simulation::execute(ActorState& actor, RankState& rank, const Op& op) {
 // ---- deadlock -------------------------------------------------------------------------------------------------
 
 void Simulation::report_deadlock() const {
-  std::vector<StuckStream> stuck;
+  std::vector<StreamPosition> stuck;
   for (const ActorState& a : actors_)
-    if (!a.finished)
-      stuck.push_back({a.rank, a.stream, a.iteration, a.op, a.wait, a.wait_stream, a.wait_count, a.step, a.peer});
+    if (!a.finished) stuck.push_back(a);  // its position
   sim_detail::report_deadlock(prepared_, host_plans_, sg4::Engine::get_clock(), actors_.size(), stuck, [&](int r) {
     const RankState& rank = ranks_[static_cast<std::size_t>(r)];
     return RankProgress{rank.program, &rank.completed, &rank.lengths, rank.waits_released};

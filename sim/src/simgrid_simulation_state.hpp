@@ -57,16 +57,7 @@ struct Rendezvous {
 };
 
 /// What an actor is doing, kept outside the actor so that a deadlock can be reported after SimGrid gives up.
-struct ActorState {
-  int rank = 0;
-  std::uint16_t stream = 0;
-  std::uint32_t iteration = 0;
-  std::uint32_t op = 0;
-  Wait wait = Wait::none;
-  std::uint16_t wait_stream = 0;
-  std::uint64_t wait_count = 0;  ///< completed ops of wait_stream needed
-  std::size_t step = 0;
-  int peer = -1;
+struct ActorState : StreamPosition {
   bool finished = false;
   std::unordered_map<int, std::uint64_t> collectives_of_group;  ///< collectives run per group, for SyncKey
 };
@@ -80,9 +71,6 @@ struct RunningKernel {
   double wake_s = 0.0;  ///< when its actor will wake up unless woken earlier
   bool rate_changed = false;
 };
-
-/// Times within this of each other are one instant (an actor woken at t may see t plus or minus an ulp).
-inline double same_instant(double t) { return 1e-12 * std::max(1.0, std::abs(t)); }
 
 struct RankState {
   std::uint32_t program = 0;
