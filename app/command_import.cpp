@@ -47,8 +47,7 @@ int command_import(const std::vector<std::string>& raw) {
   if (const auto nodes = args.positive_int("--nodes")) options.nodes = *nodes;
   options.model = args.option("--model").value_or("");
   options.precision = args.option("--precision").value_or("");
-  if (const auto dir = configs_option(args)) options.search.roots.push_back(*dir);
-  for (const auto& root : default_search_path(files.front()).roots) options.search.roots.push_back(root);
+  options.search = default_search_path(files.front(), configs_option(args).value_or(""));
   if (out_dir) create_output_directory(*out_dir, "--out-dir");
   std::vector<std::filesystem::path> inputs(files.begin(), files.end());
 

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <optional>
 
 #include "chopsim/config/config.hpp"
 #include "chopsim/config/registries.hpp"
@@ -44,15 +43,10 @@ int command_run(const std::vector<std::string>& raw) {
   const std::filesystem::path given = args.positional()[0];
   const auto registries = ModelRegistries::with_builtins();
   // --configs first (checked once), then the run file's own folders (default_search_path).
-  const std::optional<std::filesystem::path> configs = configs_option(args);
-  const auto search_for = [&](const std::filesystem::path& file) {
-    ConfigSearchPath search = default_search_path(file);
-    if (configs) search.roots.insert(search.roots.begin(), *configs);
-    return search;
-  };
+  const std::filesystem::path configs = configs_option(args).value_or("");
   // A shipped run config by name (`chopsim run llama3-8b-fsdp`) from any folder.
-  const std::filesystem::path config = find_run_config(given, search_for(given));
-  const ConfigSearchPath search = search_for(config);
+  const std::filesystem::path config = find_run_config(given, default_search_path(given, configs));
+  const ConfigSearchPath search = default_search_path(config, configs);
   std::vector<ConfigOverride> overrides;
   for (const std::string& text : args.values("--set")) overrides.push_back(parse_config_override(text, "--set"));
   RunSpec run = load_run_config(config, search, registries, overrides);

@@ -23,8 +23,7 @@ int command_study(const std::vector<std::string>& raw) {
   const int jobs = args.positive_int("--jobs").value_or(args.positive_int("-j").value_or(default_jobs));
   const StudySpec spec = load_study(file);
   const auto registries = ModelRegistries::with_builtins();
-  ConfigSearchPath search = default_search_path(spec.sweep.base);
-  if (const auto dir = configs_option(args)) search.roots.insert(search.roots.begin(), *dir);
+  const ConfigSearchPath search = default_search_path(spec.sweep.base, configs_option(args).value_or(""));
 
   StudyOptions options;
   options.out_dir = args.option("--out").value_or(args.option("-o").value_or("study-" + file.stem().string()));

@@ -72,8 +72,7 @@ int command_sweep(const std::vector<std::string>& raw) {
   SweepSpec spec = load_sweep(file);
   apply_objective(args, spec);
   const auto registries = ModelRegistries::with_builtins();
-  ConfigSearchPath search = default_search_path(spec.base);
-  if (const auto dir = configs_option(args)) search.roots.insert(search.roots.begin(), *dir);
+  const ConfigSearchPath search = default_search_path(spec.base, configs_option(args).value_or(""));
 
   SweepOptions options;
   options.out_dir = args.option("--out").value_or(args.option("-o").value_or("sweep-" + file.stem().string()));

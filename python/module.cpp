@@ -22,13 +22,6 @@ namespace py = pybind11;
 
 namespace {
 
-/// The search path of `file`, with `configs` (checked by the caller: check_configs) first.
-chopsim::ConfigSearchPath search_for(const std::string& file, const std::string& configs) {
-  chopsim::ConfigSearchPath search = chopsim::default_search_path(file);
-  if (!configs.empty()) search.roots.insert(search.roots.begin(), configs);
-  return search;
-}
-
 /// Python's configs= argument: empty (none) or a folder that holds configs (check_configs_folder).
 void check_configs(const std::string& configs) {
   if (!configs.empty()) chopsim::check_configs_folder(configs, "configs=");
@@ -42,8 +35,8 @@ chopsim::RunSpec load_spec(const std::string& config, const std::vector<std::pai
   std::vector<chopsim::ConfigOverride> list;
   for (const auto& [key, value] : overrides) list.push_back({key, value, caller + "(" + key + "=...)"});
   check_configs(configs);
-  const std::filesystem::path file = chopsim::find_run_config(config, search_for(config, configs));
-  return chopsim::load_run_config(file, search_for(file.string(), configs), registries, list);
+  const std::filesystem::path file = chopsim::find_run_config(config, chopsim::default_search_path(config, configs));
+  return chopsim::load_run_config(file, chopsim::default_search_path(file, configs), registries, list);
 }
 
 /// Runs `config` with `overrides` (key, YAML text); returns summary.json's text.
@@ -89,7 +82,7 @@ std::string sweep(const std::string& file, const std::string& out, int jobs, con
   chopsim::SweepResult result;
   {
     const py::gil_scoped_release release;
-    result = chopsim::run_sweep(spec, search_for(spec.base.string(), configs), registries, options);
+    result = chopsim::run_sweep(spec, chopsim::default_search_path(spec.base, configs), registries, options);
   }
   return result.results_csv.string();
 }
@@ -105,7 +98,7 @@ std::string study(const std::string& file, const std::string& out, int jobs, con
   chopsim::StudyResult result;
   {
     const py::gil_scoped_release release;
-    result = chopsim::run_study(spec, search_for(spec.sweep.base.string(), configs), registries, options);
+    result = chopsim::run_study(spec, chopsim::default_search_path(spec.sweep.base, configs), registries, options);
   }
   return result.results_csv.string();
 }

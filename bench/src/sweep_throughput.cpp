@@ -49,8 +49,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     const auto registries = chopsim::ModelRegistries::with_builtins();
-    chopsim::ConfigSearchPath search = chopsim::default_search_path(config);
-    if (!configs_dir.empty()) search.roots.insert(search.roots.begin(), configs_dir);
+    const chopsim::ConfigSearchPath search = chopsim::default_search_path(config, configs_dir);
     const chopsim::RunSpec base = chopsim::load_run_config(config, search, registries);
     // Micro-batch sizes that divide the batch per data-parallel rank.
     const int per_rank = base.training.global_batch / base.parallelism.dp;

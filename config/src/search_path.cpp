@@ -88,6 +88,12 @@ ConfigSearchPath default_search_path(const fs::path& run_file) {
   return search;
 }
 
+ConfigSearchPath default_search_path(const fs::path& run_file, const fs::path& first) {
+  ConfigSearchPath search = default_search_path(run_file);
+  if (!first.empty()) search.roots.insert(search.roots.begin(), first);
+  return search;
+}
+
 void check_configs_folder(const fs::path& dir, const std::string& origin) {
   // An option (--configs) is on the command line; anything else (Python's configs=) is an argument of a call.
   const SourceLocation where{origin.starts_with("--") ? "command line" : "argument", 0, 0};

@@ -23,6 +23,11 @@ struct ConfigSearchPath {
 /// so that a run file copied anywhere finds the shipped hardware, models and clusters by name.
 [[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file);
 
+/// The same with `first`, a folder the user named (`--configs DIR`, Python's `configs=`; check it with
+/// check_configs_folder), looked in before all of them. An empty `first` adds nothing.
+[[nodiscard]] ConfigSearchPath default_search_path(const std::filesystem::path& run_file,
+                                                   const std::filesystem::path& first);
+
 /// Checks a configs folder given by the user (`--configs DIR`, Python's `configs=`), which goes first on a search
 /// path: a folder that does not exist, or holds none of `hardware/`, `models/` and `clusters/`, throws an InputError
 /// naming `origin` and the folder. Without the check a mistyped folder adds nothing, and every name silently comes
