@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 command -v /usr/bin/time >/dev/null || { echo "bench: needs /usr/bin/time (apt-get install time)"; exit 2; }
 quick=${1:-}
 
-# config|label|GPUs|engines (SimGrid beyond 512 GPUs takes 8-11 minutes at 2,048; README quotes earlier runs)
+# config|label|GPUs|engines[|extra chopsim run arguments] (SimGrid beyond 512 GPUs takes 8-11 minutes at 2,048;
+# README quotes earlier runs)
 scenarios=(
   "configs/llama3-8b-fsdp.yaml|Llama-3-8B FSDP, 8x MI300X (the quick start)|8|fast simgrid"
   "configs/llama3-70b-h100-3d.yaml|Llama-3-70B TP8 PP4 DP2, 64x H100|64|fast simgrid"
+  "configs/llama3-70b-h100-3d.yaml|the same folded (simulation.fold: 14 of 64 micro-batches simulated)|64|fast|--set simulation.fold=true"
   "bench/configs/llama3-70b-64xh100-uniform-inlet.yaml|the same with a uniform inlet temperature (TP peers fold)|64|fast"
   "bench/configs/llama3-70b-512xh100.yaml|Llama-3-70B TP8 PP4 DP16, 512x H100|512|fast simgrid"
   "bench/configs/llama3-70b-512xh100-no-dynamics.yaml|the same without power dynamics|512|fast"
@@ -35,12 +37,13 @@ trap 'rm -f "$tmp" "$tmp.log" "$tmp.time"' EXIT
 } > "$tmp"
 
 for entry in "${scenarios[@]}"; do
-  IFS='|' read -r config label gpus_in_config engines <<< "$entry"
+  IFS='|' read -r config label gpus_in_config engines extra <<< "$entry"
   for engine in $engines; do
     if [ "$quick" = "--quick" ] && { [ "$gpus_in_config" -gt 2048 ] || { [ "$engine" = simgrid ] && [ "$gpus_in_config" -gt 64 ]; }; }; then
       continue
     fi
-    /usr/bin/time -v ./build/app/chopsim run "$config" --configs configs --engine "$engine" > "$tmp.log" 2> "$tmp.time"
+    # shellcheck disable=SC2086  # $extra holds several arguments
+    /usr/bin/time -v ./build/app/chopsim run "$config" --configs configs --engine "$engine" $extra > "$tmp.log" 2> "$tmp.time"
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tmp.time" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
     rss_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp.time")
     ops=$(sed -n 's/.*, \([0-9,]*\) ops (.*/\1/p; s/.*simulated \([0-9,]*\) ops.*/\1/p' "$tmp.log" | head -1 | tr -d ,)
@@ -64,6 +67,8 @@ done
   for threads in 1 2; do
     echo "- $(./build/bench/chopsim_sweep_throughput configs/llama3-70b-h100-3d.yaml --threads "$threads" --points 8)"
   done
+  echo "- folded (simulation.fold; micro-batch 1 and 2 fold, 4 and 8 have too few micro-batches):" \
+       "$(./build/bench/chopsim_sweep_throughput configs/llama3-70b-h100-3d.yaml --threads 2 --points 8 --fold)"
 } >> "$tmp"
 mv "$tmp" "$results"
 rm -f "$tmp.log" "$tmp.time"  # the trap below no longer does it

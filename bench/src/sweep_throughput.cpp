@@ -1,6 +1,7 @@
 // Sweep throughput: how many points per minute one process predicts when it runs points in parallel in its own
 // address space (TBB, one run_simulation per point, each with its own registries, models and engine), as the sweep
-// command will. Usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N]
+// command will. Usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]
+// (--fold: every point with simulation.fold on).
 // The points vary training.micro_batch over the values that divide the run's batch per data-parallel rank, in turn.
 // Prints points, threads, wall seconds, points per minute and whether every repeat of a point gave the same
 // iteration time bit for bit (it must: the engine has no global state).
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     int threads = 2;
     int points = 8;
     bool as_is = false;
+    bool fold = false;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if ((arg == "--configs" || arg == "--threads" || arg == "--points") && i + 1 < argc) {
@@ -37,20 +39,25 @@ int main(int argc, char** argv) {
         if (arg == "--points") points = std::stoi(value);
       } else if (arg == "--as-is") {
         as_is = true;
+      } else if (arg == "--fold") {
+        fold = true;
       } else if (config.empty() && arg.rfind("--", 0) != 0) {
         config = arg;
       } else {
-        std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is]\n";
+        std::cerr
+            << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]\n";
         return 2;
       }
     }
     if (config.empty() || threads < 1 || points < 1) {
-      std::cerr << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is]\n";
+      std::cerr
+          << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]\n";
       return 2;
     }
     const auto registries = chopsim::ModelRegistries::with_builtins();
     const chopsim::ConfigSearchPath search = chopsim::default_search_path(config, configs_dir);
-    const chopsim::RunSpec base = chopsim::load_run_config(config, search, registries);
+    chopsim::RunSpec base = chopsim::load_run_config(config, search, registries);
+    if (fold) base.fold = true;
     // Micro-batch sizes that divide the batch per data-parallel rank.
     const int per_rank = base.training.global_batch / base.parallelism.dp;
     std::vector<int> micro_batches;

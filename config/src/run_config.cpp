@@ -453,6 +453,7 @@ RunSpec load_run_config(const fs::path& run_file, const ConfigSearchPath& search
         {{"CM02", "CM02"}, {"LV08", "LV08"}, {"SMPI", "SMPI"}, {"IB", "IB"}, {"Constant", "Constant"}});
     s.read("isolate_in_child_process", run.engine_options.isolate_in_child_process);
     s.read("symmetry", run.engine_options.use_symmetry);
+    s.read("fold", run.fold);
     s.finish();
   }
   if (top.has("power")) {

@@ -70,6 +70,36 @@ void BreakdownObserver::on_op_event(const OpEvent& event) {
   }
 }
 
+void BreakdownObserver::on_fold_window_begin(double time_s) {
+  for (RankState& state : ranks_) {
+    advance(state, time_s);
+    state.at_window_begin = state.accumulated;
+  }
+}
+
+void BreakdownObserver::on_fold(double time_s, double span_s) {
+  for (RankState& state : ranks_) {
+    advance(state, time_s);
+    // What the window charged; a gap open at either end is charged later, so the parts may fall short of the window
+    // or exceed it by a gap: scaled to add up to the span, the left-out windows take the window's proportions.
+    TimeBreakdown window;
+    window.compute_s = state.accumulated.compute_s - state.at_window_begin.compute_s;
+    for (std::size_t c = 0; c < kCommCategoryCount; ++c)
+      window.exposed_comm_s[c] = state.accumulated.exposed_comm_s[c] - state.at_window_begin.exposed_comm_s[c];
+    window.pipeline_bubble_s = state.accumulated.pipeline_bubble_s - state.at_window_begin.pipeline_bubble_s;
+    window.idle_s = state.accumulated.idle_s - state.at_window_begin.idle_s;
+    const double charged = window.total_s();
+    // A GPU with nothing charged in the window (none simulated) idles through the span, as it did.
+    const double k = charged > 0.0 ? span_s / charged : 0.0;
+    state.accumulated.compute_s += k * window.compute_s;
+    for (std::size_t c = 0; c < kCommCategoryCount; ++c)
+      state.accumulated.exposed_comm_s[c] += k * window.exposed_comm_s[c];
+    state.accumulated.pipeline_bubble_s += k * window.pipeline_bubble_s;
+    state.accumulated.idle_s += k * window.idle_s;
+    if (charged > 0.0) state.last_time_s = time_s + span_s;
+  }
+}
+
 std::vector<double> rank_weights(const std::vector<std::uint32_t>& representative, std::size_t ranks) {
   std::vector<double> weights(ranks, representative.empty() ? 1.0 : 0.0);
   for (const std::uint32_t r : representative)
@@ -160,12 +190,32 @@ void LossBreakdownObserver::on_op_event(const OpEvent& event) {
   const double stretch = duration - timing.duration_s;
   const double parts = k.frequency_s + k.contention_s;
   const double scale = parts > 0.0 ? stretch / parts : 0.0;
-  rank.ideal_s += timing.ideal_s;
-  rank.efficiency_s += timing.duration_s - timing.launch_s - timing.ideal_s;
-  rank.launch_s += timing.launch_s;
-  rank.frequency_s += parts > 0.0 ? k.frequency_s * scale : stretch;
-  rank.contention_s += parts > 0.0 ? k.contention_s * scale : 0.0;
-  rank.kernel_s += duration;
+  rank.sums.ideal_s += timing.ideal_s;
+  rank.sums.efficiency_s += timing.duration_s - timing.launch_s - timing.ideal_s;
+  rank.sums.launch_s += timing.launch_s;
+  rank.sums.frequency_s += parts > 0.0 ? k.frequency_s * scale : stretch;
+  rank.sums.contention_s += parts > 0.0 ? k.contention_s * scale : 0.0;
+  rank.sums.kernel_s += duration;
+}
+
+void LossBreakdownObserver::on_fold_window_begin(double time_s) {
+  window_begin_s_ = time_s;
+  for (Rank& rank : ranks_) {
+    advance(rank, time_s);
+    rank.at_window_begin = rank.sums;
+  }
+}
+
+void LossBreakdownObserver::on_fold(double time_s, double span_s) {
+  const double window = time_s - window_begin_s_;
+  const double k = window > 0.0 ? span_s / window : 0.0;
+  for (Rank& rank : ranks_) {
+    advance(rank, time_s);
+    extrapolate_window(rank.sums, rank.at_window_begin, k, &KernelSums::ideal_s, &KernelSums::efficiency_s,
+                       &KernelSums::launch_s, &KernelSums::frequency_s, &KernelSums::contention_s,
+                       &KernelSums::kernel_s);
+    rank.time_s = time_s + span_s;  // kernels running across the fold are given no time for the span
+  }
 }
 
 void LossBreakdownObserver::on_telemetry(const GpuStateSample& sample) {
@@ -183,12 +233,12 @@ LossBreakdown LossBreakdownObserver::finish(const TimeBreakdown& time, int itera
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const Rank& r = ranks_[i];
     const double w = weights[i];
-    ideal += w * r.ideal_s;
-    efficiency += w * r.efficiency_s;
-    launch += w * r.launch_s;
-    frequency += w * r.frequency_s;
-    contention += w * r.contention_s;
-    kernel += w * r.kernel_s;
+    ideal += w * r.sums.ideal_s;
+    efficiency += w * r.sums.efficiency_s;
+    launch += w * r.sums.launch_s;
+    frequency += w * r.sums.frequency_s;
+    contention += w * r.sums.contention_s;
+    kernel += w * r.sums.kernel_s;
   }
   const double per_gpu_iteration = 1.0 / (static_cast<double>(ranks_.size()) * std::max(iterations, 1));
   const double scale = kernel > 0.0 ? time.compute_s / (kernel * per_gpu_iteration) : 0.0;

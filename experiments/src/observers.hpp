@@ -1,6 +1,7 @@
 #pragma once
 // Observers of a simulation's op events (private to chopsim_experiments).
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,13 @@ namespace chopsim::detail {
 /// (SimulationObserver::on_rank_classes) its class's size for a representative and 0 for the others.
 [[nodiscard]] std::vector<double> rank_weights(const std::vector<std::uint32_t>& representative, std::size_t ranks);
 
+/// At a steady-state fold (SimulationObserver::on_fold): each of `members` of `sums` grows by k times what it gained
+/// since `at_window_begin`, k = the span left out / the window.
+template <class Sums, class... Members>
+void extrapolate_window(Sums& sums, const Sums& at_window_begin, double k, Members... members) {
+  ((sums.*members += k * (sums.*members - at_window_begin.*members)), ...);
+}
+
 /// Sends every event to several observers in order.
 class FanOutObserver final : public SimulationObserver {
  public:
@@ -33,6 +41,15 @@ class FanOutObserver final : public SimulationObserver {
   }
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
     for (auto* observer : observers_) observer->on_rank_classes(representative);
+  }
+  [[nodiscard]] bool folds() const override {
+    return std::all_of(observers_.begin(), observers_.end(), [](const auto* observer) { return observer->folds(); });
+  }
+  void on_fold_window_begin(double time_s) override {
+    for (auto* observer : observers_) observer->on_fold_window_begin(time_s);
+  }
+  void on_fold(double time_s, double span_s) override {
+    for (auto* observer : observers_) observer->on_fold(time_s, span_s);
   }
 
  private:
@@ -51,6 +68,10 @@ class BreakdownObserver final : public SimulationObserver {
   explicit BreakdownObserver(const Workload& workload);
   void on_op_event(const OpEvent& event) override;
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
+  [[nodiscard]] bool folds() const override { return true; }
+  void on_fold_window_begin(double time_s) override;
+  /// Each GPU's parts grow by the window's, scaled so that they add up to the span.
+  void on_fold(double time_s, double span_s) override;
   /// Mean over GPUs of the time up to `end_s`, divided by `iterations`.
   [[nodiscard]] TimeBreakdown finish(double end_s, int iterations);
 
@@ -61,6 +82,7 @@ class BreakdownObserver final : public SimulationObserver {
     std::array<std::uint32_t, kCommCategoryCount> active_comm{};
     double gap_s = 0.0;  ///< the present stretch with nothing running, not yet charged
     TimeBreakdown accumulated;
+    TimeBreakdown at_window_begin;  ///< `accumulated` when a fold's window opened
   };
   void advance(RankState& state, double time_s) const;
   /// Charges the rank's present gap to pipeline bubble or idle.
@@ -86,6 +108,9 @@ class LossBreakdownObserver final : public SimulationObserver {
   void on_op_event(const OpEvent& event) override;
   void on_telemetry(const GpuStateSample& sample) override;
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override { representative_ = representative; }
+  [[nodiscard]] bool folds() const override { return true; }
+  void on_fold_window_begin(double time_s) override;
+  void on_fold(double time_s, double span_s) override;
   /// Per iteration, mean over GPUs; the kernel parts are scaled to `time.compute_s` (equal up to rounding: kernels
   /// running together are each given their share of the GPU's time) and the rest taken from `time`.
   [[nodiscard]] LossBreakdown finish(const TimeBreakdown& time, int iterations) const;
@@ -100,13 +125,18 @@ class LossBreakdownObserver final : public SimulationObserver {
     double frequency_s = 0.0;
     double contention_s = 0.0;
   };
+  /// A GPU's sums over the kernels that ended.
+  struct KernelSums {
+    double ideal_s = 0.0, efficiency_s = 0.0, launch_s = 0.0, frequency_s = 0.0, contention_s = 0.0;
+    double kernel_s = 0.0;
+  };
   struct Rank {
     double time_s = 0.0;
     double clock_hz = 0.0;
     int communications = 0;
     std::vector<Kernel> kernels;
-    double ideal_s = 0.0, efficiency_s = 0.0, launch_s = 0.0, frequency_s = 0.0, contention_s = 0.0;
-    double kernel_s = 0.0;
+    KernelSums sums;
+    KernelSums at_window_begin;  ///< `sums` when a fold's window opened
   };
   void advance(Rank& rank, double time_s) const;
 
@@ -116,6 +146,7 @@ class LossBreakdownObserver final : public SimulationObserver {
   double slowdown_;
   std::vector<Rank> ranks_;
   std::vector<std::uint32_t> representative_;
+  double window_begin_s_ = 0.0;
 };
 
 /// Writes the run's timeline (timeline_formats.hpp: a Chrome trace, timeline.json, or Perfetto's protobuf,

@@ -86,17 +86,17 @@ PowerObserver::PowerObserver(const Workload& workload, const RunSpec& run, const
 void PowerObserver::advance(Gpu& g, double time_s) const {
   const double dt = time_s - g.time_s;
   if (dt <= 0.0) return;
-  g.energy_j += g.power_w * dt;
-  g.clock_time += g.clock_hz * dt;
+  g.sums.energy_j += g.power_w * dt;
+  g.sums.clock_time += g.clock_hz * dt;
   if (g.compute_running > 0) {
-    g.busy_s += dt;
-    g.busy_clock_time += g.clock_hz * dt;
-    if (g.clock_hz < kLowClockFraction * report_.max_clock_hz) g.busy_below_s += dt;
+    g.sums.busy_s += dt;
+    g.sums.busy_clock_time += g.clock_hz * dt;
+    if (g.clock_hz < kLowClockFraction * report_.max_clock_hz) g.sums.busy_below_s += dt;
     g.busy_min_clock_hz = std::min(g.busy_min_clock_hz, g.clock_hz);
   }
-  if (g.flags != 0) g.throttled_s += dt;
-  if (g.flags & kThrottlePower) g.capped_s += dt;
-  if (g.flags & kThrottleThermal) g.thermal_s += dt;
+  if (g.flags != 0) g.sums.throttled_s += dt;
+  if (g.flags & kThrottlePower) g.sums.capped_s += dt;
+  if (g.flags & kThrottleThermal) g.sums.thermal_s += dt;
   g.time_s = time_s;
 }
 
@@ -121,7 +121,28 @@ void PowerObserver::on_telemetry(const GpuStateSample& s) {
   g.peak_w = std::max(g.peak_w, s.power_w);
   g.peak_c = std::max(g.peak_c, s.temperature_c);
   if ((s.flags & kThrottleThermal) != 0 && g.first_thermal_s < 0.0) g.first_thermal_s = s.time_s;
-  g.windows.add(s.time_s, s.power_w);
+  g.windows.add(s.time_s - folded_s_, s.power_w);
+}
+
+void PowerObserver::on_fold_window_begin(double time_s) {
+  window_begin_s_ = time_s;
+  for (Gpu& g : gpus_) {
+    advance(g, time_s);
+    g.at_window_begin = g.sums;
+  }
+}
+
+void PowerObserver::on_fold(double time_s, double span_s) {
+  const double window = time_s - window_begin_s_;
+  const double k = window > 0.0 ? span_s / window : 0.0;
+  for (Gpu& g : gpus_) {
+    advance(g, time_s);
+    extrapolate_window(g.sums, g.at_window_begin, k, &Integrals::energy_j, &Integrals::clock_time, &Integrals::busy_s,
+                       &Integrals::busy_clock_time, &Integrals::busy_below_s, &Integrals::throttled_s,
+                       &Integrals::capped_s, &Integrals::thermal_s);
+    g.time_s = time_s + span_s;
+  }
+  folded_s_ += span_s;
 }
 
 PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_per_iteration) {
@@ -140,31 +161,31 @@ PowerReport PowerObserver::finish(double end_s, int iterations, double tokens_pe
     if (w == 0.0) continue;
     Gpu& g = gpus_[i];
     advance(g, end_s);
-    energy += w * g.energy_j;
-    clock_time += w * g.clock_time;
-    busy += w * g.busy_s;
-    busy_clock += w * g.busy_clock_time;
-    below += w * g.busy_below_s;
-    throttled += w * g.throttled_s;
-    capped += w * g.capped_s;
-    thermal += w * g.thermal_s;
-    if (g.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
+    energy += w * g.sums.energy_j;
+    clock_time += w * g.sums.clock_time;
+    busy += w * g.sums.busy_s;
+    busy_clock += w * g.sums.busy_clock_time;
+    below += w * g.sums.busy_below_s;
+    throttled += w * g.sums.throttled_s;
+    capped += w * g.sums.capped_s;
+    thermal += w * g.sums.thermal_s;
+    if (g.sums.busy_s > 0.0) r.clock_min_hz = std::min(r.clock_min_hz, g.busy_min_clock_hz);
     r.peak_w = std::max(r.peak_w, g.peak_w);
-    g.windows.finish(end_s);
+    g.windows.finish(end_s - folded_s_);
     const double a1 = g.windows.extreme(kAverage1ms);
     const double a25 = g.windows.extreme(kAverage25ms);
     const double a100 = g.windows.extreme(kAverage100ms);
     const double rise = g.windows.extreme(kRise1ms);
     // A run shorter than a window: its average over the whole run.
-    r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.energy_j / end_s : a1);
-    r.peak_25ms_w = std::max(r.peak_25ms_w, std::isnan(a25) ? g.energy_j / end_s : a25);
-    r.peak_100ms_w = std::max(r.peak_100ms_w, std::isnan(a100) ? g.energy_j / end_s : a100);
+    r.peak_1ms_w = std::max(r.peak_1ms_w, std::isnan(a1) ? g.sums.energy_j / end_s : a1);
+    r.peak_25ms_w = std::max(r.peak_25ms_w, std::isnan(a25) ? g.sums.energy_j / end_s : a25);
+    r.peak_100ms_w = std::max(r.peak_100ms_w, std::isnan(a100) ? g.sums.energy_j / end_s : a100);
     if (!std::isnan(rise)) r.max_rise_w_per_ms = std::max(r.max_rise_w_per_ms, rise);
   }
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const Gpu& g = gpus_[representative_.empty() ? i : representative_[i]];
     r.peak_temperature_c.push_back(g.peak_c);
-    r.thermal_throttled_fraction_per_gpu.push_back(g.thermal_s / end_s);
+    r.thermal_throttled_fraction_per_gpu.push_back(g.sums.thermal_s / end_s);
     r.first_thermal_throttle_s.push_back(g.first_thermal_s);
   }
   r.mean_w = energy / end_s / n;

@@ -13,6 +13,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/common/version.hpp"
 #include "chopsim/models/topology.hpp"
+#include "fold.hpp"
 #include "observers.hpp"
 #include "power_report.hpp"
 
@@ -105,11 +106,11 @@ RunReport unsimulated_report(const RunSpec& run) {
   return report;
 }
 
-/// The launch work of the host that launches most (RunReport::host).
-HostLoad host_load(const Workload& workload, double host_launch_s) {
+/// The launch work of the host that launches most (RunReport::host), with the micro-batches a fold left out.
+HostLoad host_load(const Workload& workload, double host_launch_s, const detail::FoldShape* fold) {
   HostLoad load;
   for (const Program& program : workload.programs) {
-    double launches = 0.0;
+    double launches = fold != nullptr ? detail::left_out_launches(program, *fold) : 0.0;
     for (const IssueStep& step : program.issue_order) launches += step.launches;
     load.launches_per_iteration = std::max(load.launches_per_iteration, launches);
   }
@@ -126,7 +127,18 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   if (write_files) create_output_directory(options.output_dir, "--out");
 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
-    const Workload workload = build_run_workload(run);
+    const auto engine = registries.engine.create(run.engine, run.engine_options);
+    const detail::PowerSetup power = detail::make_power_setup(run, registries);
+    const detail::FoldDecision folding =
+        detail::decide_fold(run, power.input.inlet_c, {write_files, engine->folds(), options.observer});
+    const std::optional<detail::FoldShape>& fold = folding.shape;
+    report.fold_limit = folding.limit;
+    report.micro_batches = run.training.micro_batches(run.parallelism);
+    report.simulated_micro_batches = fold ? fold->simulated : report.micro_batches;
+    Workload workload = fold ? build_workload(run.model, run.parallelism, detail::folded_training(run, *fold),
+                                              kernel_facts_for(run.hardware, run.training))
+                             : build_run_workload(run);
+    if (fold) detail::unfold_totals(workload, *fold);
     // The run's size before it starts: every GPU's ops per iteration (symmetry simulates fewer, but outputs and
     // the sizes users asked for scale with these).
     double ops_per_iteration = 0.0;
@@ -145,9 +157,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const auto compute = registries.compute.create(
         run.compute_model, compute_params_for(run.hardware, run.training.attention, run.model.qk_head_dim()));
     const auto collectives = registries.collective.create(run.collective_model, run.collectives);
-    const auto engine = registries.engine.create(run.engine, run.engine_options);
 
-    const detail::PowerSetup power = detail::make_power_setup(run, registries);
     detail::FanOutObserver observers;
     detail::BreakdownObserver breakdown(workload);
     observers.add(breakdown);
@@ -182,7 +192,11 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     input.iterations = run.iterations;
     input.host_launch_s = run.training.host_launch_s;
     if (power.enabled()) input.power = &power.input;
+    if (fold) input.fold = detail::fold_plan(workload, *fold);
     report.stats = engine->run(input, observers);
+    if (fold && report.stats.folds != static_cast<std::uint32_t>(run.iterations))
+      throw EngineError("fold: " + std::to_string(report.stats.folds) + " folds in " + std::to_string(run.iterations) +
+                        " iterations (the window's ops never ran)");
     report.simulated = true;
 
     double previous_end = 0.0;
@@ -193,7 +207,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     const int iterations = std::max(run.iterations, 1);
     report.iteration_time_s = report.stats.makespan_s / iterations;
     report.breakdown = breakdown.finish(report.stats.makespan_s, iterations);
-    report.host = host_load(workload, run.training.host_launch_s);
+    report.host = host_load(workload, run.training.host_launch_s, fold ? &*fold : nullptr);
     report.losses = losses.finish(report.breakdown, iterations);
     report.power = power_observer.finish(report.stats.makespan_s, iterations, workload.tokens_per_iteration);
     if (report.iteration_time_s > 0.0) {
@@ -201,7 +215,8 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
       report.model_tflops_per_gpu =
           workload.model_flops_per_iteration / report.iteration_time_s / report.gpus / units::kTera;
       report.hardware_tflops_per_gpu =
-          workload.executed_flops_per_iteration() / report.iteration_time_s / report.gpus / units::kTera;
+          (workload.executed_flops_per_iteration() + (fold ? detail::left_out_executed_flops(workload, *fold) : 0.0)) /
+          report.iteration_time_s / report.gpus / units::kTera;
       const double peak = peak_flops(run);
       if (peak > 0.0) report.mfu = report.model_tflops_per_gpu * units::kTera / peak;
     }
@@ -421,6 +436,11 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("simulated_gpus",
                report.stats.simulated_ranks > 0 ? static_cast<int>(report.stats.simulated_ranks) : report.gpus);
     if (!report.stats.symmetry_limit.empty()) json.field("symmetry_limit", report.stats.symmetry_limit);
+    // A fold simulates a few steady micro-batches for all of them (docs/design.md, "Folding").
+    json.field("micro_batches", report.micro_batches);
+    json.field("simulated_micro_batches", report.simulated_micro_batches);
+    if (report.stats.folds > 0) json.field("folded_s", report.stats.folded_s);
+    if (!report.fold_limit.empty()) json.field("fold_limit", report.fold_limit);
     if (report.power.available) {
       json.field("telemetry_samples", report.stats.telemetry_samples);
       json.field("governor_decisions", report.stats.governor_decisions);
@@ -561,6 +581,12 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
   out << with_thousands(static_cast<double>(report.stats.op_events / 2)) << " ops ("
       << with_thousands(static_cast<double>(report.stats.activities)) << " engine activities) in "
       << fixed(report.wall_time_s, 2) << " s wall time\n";
+  if (report.stats.folds > 0)
+    out << "  folded              " << report.simulated_micro_batches << " of " << report.micro_batches
+        << " micro-batches per pipeline simulated, a window of steady ones standing for the rest (simulation.fold); "
+           "peak power and the lowest clock are the simulated ones'\n";
+  else if (!report.fold_limit.empty())
+    out << "  not folded          " << report.fold_limit << "\n";
   for (const auto& file : report.files_written) out << "  wrote " << file.string() << "\n";
 }
 

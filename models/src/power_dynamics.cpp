@@ -286,6 +286,19 @@ void PowerDomain::start(double time_s) {
   decide();  // reports every die: none has been reported yet
 }
 
+void PowerDomain::skip_span(double span_s, const std::vector<double>& mean_power_w) {
+  if (mean_power_w.size() != dies_.size())
+    throw ModelError("power domain: skip_span needs one mean power per die (" + std::to_string(dies_.size()) + ")");
+  for (std::size_t i = 0; i < dies_.size(); ++i) {
+    DieState& d = dies_[i];
+    d.temperature_c = thermal_.advance_c(d.temperature_c, d.settings.inlet_c, mean_power_w[i], span_s);
+    d.power_memo = {};  // leakage follows the new temperature
+    d.period_line_valid = false;
+    d.load_changed = true;
+  }
+  decision_pending_ = true;
+}
+
 void PowerDomain::on_load_change(DieState& die) {
   die.power_memo = {};
   die.load_changed = true;  // decide() clears it

@@ -26,6 +26,8 @@ class FastEngine final : public Engine {
   SimulationStats run(const SimulationInput& input, SimulationObserver& observer) override {
     ObserverSink sink(observer);
     if (input.workload == nullptr) throw EngineError("simulation input is incomplete: no workload");
+    if (input.fold.enabled() && !observer.folds())
+      throw EngineError("fast: a steady-state fold needs an observer that extrapolates its figures (folds())");
     const RankClasses classes =
         use_symmetry_ ? RankClasses::of(input) : RankClasses(static_cast<int>(input.workload->program_of_rank.size()));
     const PreparedWorkload prepared(input, classes.representatives());  // every rank when there are no classes
@@ -34,6 +36,8 @@ class FastEngine final : public Engine {
     stats.symmetry_limit = use_symmetry_ ? classes.limit() : "symmetry off";
     return stats;
   }
+
+  [[nodiscard]] bool folds() const override { return true; }
 
  private:
   bool use_symmetry_;

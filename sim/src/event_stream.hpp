@@ -24,6 +24,8 @@ class EventSink {
   virtual void on_event(const OpEvent& event) = 0;
   virtual void on_telemetry(const GpuStateSample& /*sample*/) {}
   virtual void on_rank_classes(const std::vector<std::uint32_t>& /*representative*/) {}
+  virtual void on_fold_window_begin(double /*time_s*/) {}
+  virtual void on_fold(double /*time_s*/, double /*span_s*/) {}
 };
 
 /// Passes what a simulation reports to a SimulationObserver.
@@ -35,6 +37,8 @@ class ObserverSink final : public EventSink {
   void on_rank_classes(const std::vector<std::uint32_t>& representative) override {
     observer_.on_rank_classes(representative);
   }
+  void on_fold_window_begin(double time_s) override { observer_.on_fold_window_begin(time_s); }
+  void on_fold(double time_s, double span_s) override { observer_.on_fold(time_s, span_s); }
 
  private:
   SimulationObserver& observer_;

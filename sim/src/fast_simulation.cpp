@@ -32,6 +32,10 @@ SimulationStats FastSimulation::run() {
   if (!(slowdown_ >= 0.0 && slowdown_ < 1.0))
     throw EngineError("comm_compute_slowdown must be in [0, 1), got " + std::to_string(slowdown_));
   if (classes_.reduced()) sink_.on_rank_classes(classes_.representatives_of_ranks());
+  if (prepared_.input().fold.enabled()) {
+    fold_ = &prepared_.input().fold;
+    check_fold_plan();
+  }
   build_routes();
   create_runs();
   create_power_domains();
@@ -41,7 +45,7 @@ SimulationStats FastSimulation::run() {
   for (const double t : stats_.iteration_end_s) stats_.makespan_s = std::max(stats_.makespan_s, t);
   for (auto& domain : domains_) {
     if (!domain) continue;
-    domain->finish(stats_.makespan_s);
+    domain->finish(stats_.makespan_s - folded_s_);  // the domains run on simulated time
     stats_.governor_decisions += domain->stats().decisions;
     stats_.governor_timed_events += domain->stats().timed_events;
   }
@@ -187,7 +191,13 @@ void FastSimulation::create_power_domains() {
 }
 
 void FastSimulation::on_telemetry(const GpuStateSample& sample) {
-  sink_.on_telemetry(sample);
+  if (folded_s_ > 0.0) {
+    GpuStateSample later = sample;
+    later.time_s = reported(sample.time_s);
+    sink_.on_telemetry(later);
+  } else {
+    sink_.on_telemetry(sample);
+  }
   ++stats_.telemetry_samples;
 }
 

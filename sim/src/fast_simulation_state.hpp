@@ -2,7 +2,8 @@
 // Private to the fast engine (fast_simulation.cpp): its per-(rank, stream) state machines and the simulation. The
 // member functions are split by concern: setup, the event loop and deadlock reports (fast_simulation.cpp), a
 // stream's ops and their ordering (fast_simulation_streams.cpp), transfers and collectives
-// (fast_simulation_transfers.cpp), kernels and power domains (fast_simulation_kernels.cpp).
+// (fast_simulation_transfers.cpp), kernels and power domains (fast_simulation_kernels.cpp), steady-state folds
+// (fast_simulation_fold.cpp).
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +31,7 @@
 #include "timer_queue.hpp"
 
 namespace chopsim::sim_detail::fast {
-// Internal linkage: the four sources are one translation unit (sim/CMakeLists.txt), and the compiler inlines the
+// Internal linkage: the five sources are one translation unit (sim/CMakeLists.txt), and the compiler inlines the
 // engine's single-use steps into their callers as when it was one file.
 namespace {
 
@@ -311,6 +312,28 @@ class FastSimulation final : private TelemetrySink {
   /// While a kernel runs on a domain, its governor's timed decisions are taken when they are due.
   void update_domain_timer(int domain);
 
+  // ---- steady-state folds (FoldPlan) -------------------------------------------------------------------------------
+
+  /// Refuses a plan whose window is not on a simulated rank's stream.
+  void check_fold_plan() const;
+
+  /// `run` is about to start an op: opens or closes the fold's window when it is the plan's op.
+  void fold_at_op_start(const StreamRun& run) {
+    if (fold_ == nullptr || run.rank != static_cast<std::uint32_t>(fold_->rank) || run.stream != fold_->stream) return;
+    if (run.op == fold_->window_begin_op) open_fold_window();
+    if (run.op == fold_->window_end_op && fold_window_open_) close_fold_window();
+  }
+
+  /// Every power domain caught up to now, its dies' energies remembered; the observer told.
+  void open_fold_window();
+
+  /// Moves every die's temperature across the windows left out at the window's mean power, tells the observer, and
+  /// shifts every later reported time by the span.
+  void close_fold_window();
+
+  /// The time reported for simulated time `time_s` (later than it by the spans folded so far).
+  [[nodiscard]] double reported(double time_s) const { return time_s + folded_s_; }
+
   // ---- deadlock ----------------------------------------------------------------------------------------------------
 
   void report_deadlock() const;
@@ -354,6 +377,12 @@ class FastSimulation final : private TelemetrySink {
   std::vector<double> domain_timer_s_;
   std::vector<std::uint8_t> domain_unsettled_;  ///< per domain: its load changed at this instant (settle_domains)
   std::vector<int> unsettled_domains_;
+
+  const FoldPlan* fold_ = nullptr;  ///< the plan when it folds
+  bool fold_window_open_ = false;
+  double fold_window_begin_s_ = 0.0;                ///< simulated time the open window began
+  double folded_s_ = 0.0;                           ///< spans folded so far: reported times are this much later
+  std::vector<std::vector<double>> fold_energy_j_;  ///< per domain, per die: its energy when the window opened
 };
 
 }  // namespace

@@ -116,7 +116,7 @@ void FastSimulation::advance(std::uint32_t id) {
       case Phase::complete: {
         run.wait = Wait::none;
         double& iteration_end = stats_.iteration_end_s[run.iteration];
-        iteration_end = std::max(iteration_end, now_);
+        iteration_end = std::max(iteration_end, reported(now_));
         complete(rank, run.stream);
         if (rank.host) {
           const auto& waits = host_plans_[rank.program].waits_of_stream[run.stream];
@@ -154,7 +154,8 @@ void FastSimulation::advance(std::uint32_t id) {
 }
 
 bool FastSimulation::start_op(StreamRun& run, std::uint32_t id, RankRun& rank, const Op& op) {
-  run.start_s = now_;
+  fold_at_op_start(run);
+  run.start_s = reported(now_);
   emit(run, false);
   switch (op.kind) {
     case OpKind::delay:
@@ -210,7 +211,7 @@ std::uint64_t FastSimulation::next_sequence(StreamRun& run, int group) {
 
 void FastSimulation::emit(const StreamRun& run, bool is_end) {
   OpEvent event;
-  event.time_s = now_;
+  event.time_s = reported(now_);
   event.start_s = run.start_s;
   event.rank = run.rank;
   event.op = run.op;

@@ -140,6 +140,8 @@ class SimGridEngine final : public Engine {
   }
 
   SimulationStats run(const SimulationInput& input, SimulationObserver& observer) override {
+    // The reference engine simulates every micro-batch: it is what folding is checked against.
+    if (input.fold.enabled()) throw EngineError("simgrid: steady-state folding is the fast engine's (simulation.fold)");
     ObserverSink sink(observer);
     if (!options_.isolate_in_child_process) {
       const PreparedWorkload prepared(input);

@@ -153,6 +153,7 @@ config("dp_list", replaced("  dp: 8", "  dp: [8]"), "parallelism.dp")
 config("micro_batch_map", replaced("  micro_batch: 2", "  micro_batch: {a: 1}"), "micro_batch")
 config("nodes_text", replaced("  nodes: 1", "  nodes: one"), "nodes")
 config("seq_len_bool", replaced("  seq_len: 8192", "  seq_len: true"), "seq_len")
+config("fold_text", BASE + "simulation: {fold: sometimes}\n", "simulation.fold")
 # A hybrid model whose layer pattern does not describe every layer, and one with an unknown layer symbol.
 config("hybrid_pattern_short", replaced("model: llama3-8b", "model: {name: llama3-8b, hybrid_pattern: 'M*M*', "
        "mamba: {heads: 32}}"), "the pattern has 4 symbols but layers is 32")

@@ -265,6 +265,27 @@ TEST(PowerDomain, SteadyTemperatureIsInletPlusPowerTimesResistance) {
   EXPECT_NEAR(d.temperature_c(0), 25.0 + p * 0.08, 1e-9);
 }
 
+TEST(PowerDomain, SkippingASpanMovesTheTemperatureAsTheMeanPowerWould) {
+  // A steady-state fold (engine.hpp, FoldPlan) leaves out `span` seconds of a load whose mean power is P: the RC
+  // model's closed form at P, T(span) = T_inlet + P R + (T0 - T_inlet - P R) exp(-span / RC), and nothing else moves.
+  const Models m = make_models(test_power(), {0.08, 50.0, 200.0}, {}, "fixed");  // tau = 4 s
+  Collect sink;
+  const auto domain = run_script(m, one_die(1e9, 25.0, 30.0), {{0.0, true, gemm(100.0)}}, 0.0, sink);
+  PowerDomain& d = *domain;
+  d.advance_to(1.0);
+  const double before_c = d.temperature_c(0);
+  const double energy = d.energy_j(0);
+  const double mean_w = 400.0;
+  d.skip_span(6.0, {mean_w});
+  const double steady_c = 25.0 + mean_w * 0.08;
+  EXPECT_NEAR(d.temperature_c(0), steady_c + (before_c - steady_c) * std::exp(-6.0 / 4.0), 1e-9);
+  EXPECT_DOUBLE_EQ(d.time_s(), 1.0);
+  EXPECT_DOUBLE_EQ(d.energy_j(0), energy);
+  // Leakage follows the new temperature at the next decision (test_power has none: the power is unchanged).
+  EXPECT_NEAR(d.power_w(0), sink.samples.back().power_w, 1e-9);
+  EXPECT_THROW(d.skip_span(1.0, {}), ModelError);
+}
+
 TEST(PowerDomain, LockedClockGivesTheRooflineTime) {
   GovernorParams g;
   const Models m = make_models(test_power(), {0.08, 100.0, 200.0}, g, "firmware");

@@ -148,6 +148,11 @@ struct RunReport {
   HostLoad host;
   PowerReport power;
   SimulationStats stats;
+  /// Micro-batches per pipeline per iteration, and how many of them were simulated: fewer when the steady ones were
+  /// folded (RunSpec::fold, docs/design.md "Folding").
+  int micro_batches = 0;
+  int simulated_micro_batches = 0;
+  std::string fold_limit;    ///< why simulation.fold did not fold ("" when it did or was off)
   double wall_time_s = 0.0;  ///< host time the whole run took
   std::vector<std::filesystem::path> files_written;
 };

@@ -98,6 +98,12 @@ class PowerDomain final : private GovernorContext {
   void communication_end(double time_s, int die);
   /// Integrates to `time_s` and reports every die's final state.
   void finish(double time_s);
+  /// Steady-state folding (engine.hpp, FoldPlan): `span_s` seconds that repeat a stretch already simulated are left
+  /// out here. Each die's temperature moves on as it would at that stretch's mean power (`mean_power_w`, per die:
+  /// the RC model is linear and its time constant, seconds, is far longer than the stretch's ripple, so the mean
+  /// stands for the ripple); the domain's clock, energy and averaged power stay (the caller accounts for the span).
+  /// The governor decides again at the new temperatures, as after a load change.
+  void skip_span(double span_s, const std::vector<double>& mean_power_w);
   /// Takes the decision the load changes at this instant left pending, if any (an engine calls it once an instant's
   /// changes are all in; the queries below and a later time take it too).
   void settle() {

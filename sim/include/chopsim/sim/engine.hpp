@@ -51,6 +51,20 @@ struct PowerInput {
   std::vector<double> initial_c;  ///< per rank (°C)
 };
 
+/// Steady-state folding (docs/design.md, "Folding"): the workload holds fewer repetitions of a periodic stretch (the
+/// steady micro-batches of a pipeline) than the run, and one window of it stands for the ones left out. The window
+/// opens when `rank`'s stream `stream` starts op `window_begin_op` and closes when it starts `window_end_op`, in every
+/// iteration; there the engine moves each GPU's temperature on as the window's mean power would over `repeats` more
+/// windows, tells the observer (SimulationObserver::on_fold), and reports every later time that much later.
+struct FoldPlan {
+  int rank = -1;  ///< -1: no folding
+  std::uint16_t stream = 0;
+  std::uint32_t window_begin_op = 0;
+  std::uint32_t window_end_op = 0;
+  double repeats = 0.0;  ///< windows left out per iteration (may be fractional)
+  [[nodiscard]] bool enabled() const { return rank >= 0; }
+};
+
 /// Everything one simulation needs; the engine does not own any of it.
 struct SimulationInput {
   const Workload* workload = nullptr;
@@ -66,6 +80,8 @@ struct SimulationInput {
   /// Host time (s) to launch one kernel (Program::issue_order, IssueStep::launches); 0 = the host is never behind
   /// and host waits cost nothing.
   double host_launch_s = 0.0;
+  /// Steady-state folding; only for an engine whose folds() is true and an observer whose folds() is true.
+  FoldPlan fold{};
 };
 
 /// An op started or ended. Events reach the observer in non-decreasing `time_s`.
@@ -93,6 +109,16 @@ class SimulationObserver {
   /// telemetry stand for rank r. Events and telemetry then arrive for representatives only; an observer that reports
   /// per GPU or over all GPUs takes every rank's figures from its representative. Not called without classes.
   virtual void on_rank_classes(const std::vector<std::uint32_t>& /*representative*/) {}
+  /// Whether this observer extrapolates its figures at a fold (on_fold_window_begin, on_fold); an engine refuses a
+  /// FoldPlan for an observer that does not.
+  [[nodiscard]] virtual bool folds() const { return false; }
+  /// A fold's window opens at `time_s` (FoldPlan): figures accumulated from now on stand for the windows left out.
+  virtual void on_fold_window_begin(double /*time_s*/) {}
+  /// The window closes at `time_s` and repeats for `span_s` more seconds, which the simulation does not run: what
+  /// accumulated over the window grows by span_s / (window length) of itself, and every later event and sample comes
+  /// `span_s` later than the simulated clock (op ends included, so an op running across the fold lasts span_s
+  /// longer in event times). Temperatures move on across the span in the engine; the telemetry after the fold shows it.
+  virtual void on_fold(double /*time_s*/, double /*span_s*/) {}
 };
 
 struct SimulationStats {
@@ -107,6 +133,8 @@ struct SimulationStats {
   std::uint32_t simulated_ranks = 0;
   /// Why the symmetry classes are not coarser ("" when every data-parallel replica is one class or without classes).
   std::string symmetry_limit;
+  std::uint32_t folds = 0;  ///< steady-state folds made (FoldPlan: one per iteration)
+  double folded_s = 0.0;    ///< simulated time the folds stand for, all iterations (included in makespan_s)
 };
 
 class Engine {
@@ -114,6 +142,8 @@ class Engine {
   virtual ~Engine() = default;
   /// Simulates `input.iterations` iterations. Throws EngineError on failure (deadlock, engine abort).
   virtual SimulationStats run(const SimulationInput& input, SimulationObserver& observer) = 0;
+  /// Whether run() carries out SimulationInput::fold (an engine that does not throws EngineError for one).
+  [[nodiscard]] virtual bool folds() const { return false; }
 };
 
 using EngineRegistry = Registry<Engine, const EngineOptions&>;
