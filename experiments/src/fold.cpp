@@ -30,17 +30,22 @@ FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c,
     return decision;
   }
   const ParallelismSpec& p = run.parallelism;
-  if (p.pp_schedule == PipelineSchedule::interleaved && p.virtual_stages > 1) {
-    decision.limit = "the interleaved schedule runs its steady micro-batches in groups of pp";
-    return decision;
-  }
   FoldShape shape;
   shape.micro_batches = run.training.micro_batches(p);
-  // Stage 0 runs pp - 1 forwards before its first backward; from micro-batch pp on every stage is in its steady
-  // one-forward-one-backward, and one more lets the governor's averaged power follow.
-  shape.window_begin = p.pp + 1;
-  shape.window = kWindowMicroBatches;
-  shape.simulated = shape.window_begin + shape.window + p.pp + 1;
+  if (p.pp_schedule == PipelineSchedule::interleaved && p.virtual_stages > 1) {
+    // Megatron's interleaved schedule runs micro-batches through the chunks in groups of pp (pipeline_schedule): a
+    // group is its period. Stage 0's warm-up is (pp - 1) * 2 + (v - 1) * pp forward chunks, under two groups' worth;
+    // the window opens with the third group, spans two, and two more drain the pipeline.
+    shape.window_begin = 3 * p.pp;
+    shape.window = 2 * p.pp;
+    shape.simulated = shape.window_begin + shape.window + 2 * p.pp;
+  } else {
+    // Stage 0 runs pp - 1 forwards before its first backward; from micro-batch pp on every stage is in its steady
+    // one-forward-one-backward, and one more lets the governor's averaged power follow.
+    shape.window_begin = p.pp + 1;
+    shape.window = kWindowMicroBatches;
+    shape.simulated = shape.window_begin + shape.window + p.pp + 1;
+  }
   // Worth it only when the left-out micro-batches are at least another window.
   if (shape.left_out() < shape.window) {
     decision.limit = "a fold needs " + std::to_string(shape.simulated + shape.window) +

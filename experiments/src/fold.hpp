@@ -14,10 +14,11 @@
 namespace chopsim::detail {
 
 /// Micro-batches per pipeline (per iteration) of a folded run. The simulated workload has `simulated` of the run's
-/// `micro_batches`: the pipeline's fill and `window_begin` - (pp - 1) steady ones before the window (clocks, the
-/// governor's averaged power and the pipeline settle), the `window` steady micro-batches that stand for the ones
-/// left out, and `pp` + 1 after it (the pipeline's drain, and the end of the iteration at the temperatures the
-/// left-out ones lead to).
+/// `micro_batches`: the pipeline's fill and steady ones before the window (clocks, the governor's averaged power and
+/// the pipeline settle), the `window` steady micro-batches that stand for the ones left out, and enough after it for
+/// the pipeline's drain and the end of the iteration at the temperatures the left-out ones lead to. 1F1B: the window
+/// is micro-batches pp + 1 .. pp + 4 of 2 pp + 6; interleaved: groups of pp micro-batches are the period, and the
+/// window is the third and fourth group of seven.
 struct FoldShape {
   int micro_batches = 0;
   int simulated = 0;
@@ -42,8 +43,7 @@ struct FoldContext {
 };
 
 /// How `run` folds, with `inlet_c` the GPUs' inlet temperatures (°C, per rank; empty without power dynamics). It does
-/// not when simulation.fold is off; when `context` rules it out; when its schedule's steady micro-batches do not
-/// repeat one by one (the interleaved schedule runs them in groups); when too few are left out to be worth it; or
+/// not when simulation.fold is off; when `context` rules it out; when too few are left out to be worth it; or
 /// when its data-parallel replicas can drift apart: replicas in slots of different inlet temperatures run at
 /// different clocks, and unless they meet every micro-batch (ZeRO-3/FSDP) the faster waits for the slower at the end
 /// of the iteration for as long as the drift over every micro-batch, which a window of a few cannot show
