@@ -135,8 +135,10 @@ inline constexpr Option kSweepOptions[] = {{"--out", Value::directory},
                                            {"--report", Value::none},
                                            {"--mpi", Value::none},
                                            {"--quiet", Value::none}};
-inline constexpr Option kSweepMergeOptions[] = {
-    {"--out", Value::directory}, {"-o", Value::directory}, {"--objective", Value::objective}};
+inline constexpr Option kSweepMergeOptions[] = {{"--out", Value::directory},
+                                                {"-o", Value::directory},
+                                                {"--configs", Value::directory},
+                                                {"--objective", Value::objective}};
 inline constexpr Option kStudyOptions[] = {
     {"--out", Value::directory},     {"-o", Value::directory},  {"--jobs", Value::text},  {"-j", Value::text},
     {"--configs", Value::directory}, {"--report", Value::none}, {"--quiet", Value::none}, {"--mpi", Value::none}};
@@ -241,7 +243,7 @@ inline constexpr std::string_view kReportUsage =
 inline constexpr std::string_view kSweepUsage =
     "  sweep SWEEP [--out DIR] [--jobs N] [--configs DIR] [--shard I/N | --mpi] [--objective NAME] [--report]\n"
     "        [--quiet]\n"
-    "  sweep merge SWEEP --out DIR [--objective NAME] SHARD_DIR...\n"
+    "  sweep merge SWEEP --out DIR [--configs DIR] [--objective NAME] SHARD_DIR...\n"
     "      Run every point of a what-if sweep (a base run config and axes over its keys, docs/sweeps.md) in\n"
     "      parallel; points that do not fit in memory are not simulated. DIR (default sweep-NAME) holds\n"
     "      sweep.sqlite, which a rerun resumes from, and results.csv; prints the best points, the Pareto front\n"

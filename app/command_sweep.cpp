@@ -42,7 +42,7 @@ void apply_objective(const Arguments& args, SweepSpec& spec) {
   check_objective_inputs(spec);
 }
 
-/// `chopsim sweep merge SWEEP --out DIR SHARD_DIR...`
+/// `chopsim sweep merge SWEEP --out DIR [--configs DIR] SHARD_DIR...`
 int merge(const std::vector<std::string>& raw) {
   const Arguments args(raw, kSweepMergeOptions);
   if (args.positional().size() < 2)
@@ -53,8 +53,10 @@ int merge(const std::vector<std::string>& raw) {
   const auto out = args.option("--out").value_or(args.option("-o").value_or(""));
   if (out.empty()) throw argument_error("sweep merge needs --out DIR", "name the folder of the merged results");
   const std::vector<std::filesystem::path> shards(args.positional().begin() + 1, args.positional().end());
+  // The shards' --configs: a point's key hashes the files its config read, so the merge must read the same ones.
   const SweepResult result =
-      merge_sweep(spec, shards, out, default_search_path(spec.base), ModelRegistries::with_builtins());
+      merge_sweep(spec, shards, out, default_search_path(spec.base, configs_option(args).value_or("")),
+                  ModelRegistries::with_builtins());
   print_sweep_summary(std::cout, spec, result);
   return kExitOk;
 }

@@ -359,7 +359,8 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::vector<fs::path>& shar
     throw InputError({spec.file.string()}, "",
                      std::to_string(missing.size()) + " points are in no shard store (" + list +
                          (missing.size() > 10 ? ", ..." : "") + ")",
-                     "run the shards they belong to (point % N), then merge again");
+                     "run the shards they belong to (point % N), then merge again; shards run with --configs DIR "
+                     "are merged with the same --configs (a point's key covers the config files it read)");
   }
   create_output_directory(out_dir, "--out");
   result.store = out_dir / "sweep.sqlite";

@@ -47,5 +47,22 @@ expect_exit 2 "an empty axis" sweep "$work/bad.yaml" --out "$work/bad-out"
 grep -q "bad.yaml:3" "$work/err.txt" || fail "the message does not name bad.yaml:3: $(cat "$work/err.txt")"
 [ -e "$work/bad-out" ] && fail "a bad sweep file created its output folder"
 
+# Shards run against a copy of the configs (--configs, the MI300X at 600 W) merge with the same --configs: a point's
+# key covers the files its config read, so a merge that reads the shipped ones finds no point.
+cp -r "$source_dir/configs" "$work/configs"
+sed -i 's/^  tdp: 750 /  tdp: 600 /' "$work/configs/hardware/MI300X.yaml"
+grep -q '^  tdp: 600 ' "$work/configs/hardware/MI300X.yaml" || fail "could not lower the copy's MI300X TDP"
+printf 'base: %s\naxes:\n  training.micro_batch: [1, 2]\n' "$source_dir/configs/llama3-8b-fsdp.yaml" > "$work/small.yaml"
+for shard in 0 1; do
+  expect_exit 0 "shard $shard/2 with --configs" sweep "$work/small.yaml" --shard "$shard/2" --configs "$work/configs" \
+    --out "$work/shard-$shard" --jobs 1 --quiet
+done
+expect_exit 2 "a merge without the shards' --configs" sweep merge "$work/small.yaml" --out "$work/merged-shipped" \
+  "$work/shard-0" "$work/shard-1"
+grep -q "same --configs" "$work/err.txt" || fail "the merge's message does not mention --configs: $(cat "$work/err.txt")"
+expect_exit 0 "a merge with the shards' --configs" sweep merge "$work/small.yaml" --configs "$work/configs" \
+  --out "$work/merged" "$work/shard-0" "$work/shard-1"
+[ "$(wc -l < "$work/merged/results.csv")" -eq 3 ] || fail "the merged results.csv has $(wc -l < "$work/merged/results.csv") lines, not 3"
+
 [ "$failures" -eq 0 ] || exit 1
-echo "sweep: resumed $before of 6 points after SIGKILL; bad file refused"
+echo "sweep: resumed $before of 6 points after SIGKILL; bad file refused; shards with --configs merged"
