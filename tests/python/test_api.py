@@ -49,6 +49,16 @@ def test_overrides_as_keywords_or_a_mapping_are_checked_like_the_file():
         chopsim.run(QUICK_START, parallelism__dp=3)
 
 
+def test_a_folded_run_simulates_fewer_micro_batches_for_the_same_figures():
+    # 16 micro-batches of gradient accumulation under FSDP; folded, 8 are simulated (docs/design.md, "Folding").
+    full = chopsim.run(QUICK_START, training__global_batch=256)
+    folded = chopsim.run(QUICK_START, training__global_batch=256, simulation__fold=True)
+    assert full.simulation["simulated_micro_batches"] == full.simulation["micro_batches"] == 16
+    assert folded.simulation["simulated_micro_batches"] == 8 and folded.simulation["folded_s"] > 0
+    assert folded.iteration_time_s == pytest.approx(full.iteration_time_s, rel=0.005)
+    assert folded.energy_per_token_j == pytest.approx(full.energy_per_token_j, rel=0.005)
+
+
 def test_a_configs_folder_that_does_not_hold_configs_is_an_error(tmp_path):
     # A mistyped configs= once added nothing, and every name came from the shipped configs without a word.
     with pytest.raises(chopsim.InputError, match="no_such_configs: no such folder"):
