@@ -38,6 +38,7 @@ FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c,
     // the window opens with the third group, spans two, and two more drain the pipeline.
     shape.window_begin = 3 * p.pp;
     shape.window = 2 * p.pp;
+    shape.period = p.pp;
     shape.simulated = shape.window_begin + shape.window + 2 * p.pp;
   } else {
     // Stage 0 runs pp - 1 forwards before its first backward; from micro-batch pp on every stage is in its steady
@@ -82,8 +83,9 @@ FoldPlan fold_plan(const Workload& simulated, const FoldShape& shape) {
   for (std::size_t s = 0; s < program.streams.size(); ++s) {
     if (program.streams[s].name != "compute") continue;
     const std::vector<Op>& ops = program.streams[s].ops;
-    std::optional<std::uint32_t> begin, end;
+    std::optional<std::uint32_t> lead, begin, end;
     for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (!lead && ops[i].micro_batch == shape.window_begin - shape.period) lead = i;
       if (!begin && ops[i].micro_batch == shape.window_begin) begin = i;
       if (!end && ops[i].micro_batch == shape.window_begin + shape.window) end = i;
     }
@@ -94,6 +96,10 @@ FoldPlan fold_plan(const Workload& simulated, const FoldShape& shape) {
     plan.window_begin_op = *begin;
     plan.window_end_op = *end;
     plan.repeats = shape.repeats();
+    if (lead) {
+      plan.lead_begin_op = *lead;
+      plan.lead_share = static_cast<double>(shape.period) / shape.window;
+    }
     return plan;
   }
   throw ModelError("fold: rank 0 has no compute stream");

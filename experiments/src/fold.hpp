@@ -24,6 +24,7 @@ struct FoldShape {
   int simulated = 0;
   int window_begin = 0;  ///< the window opens with this micro-batch's first op on stage 0's compute stream
   int window = 0;        ///< micro-batches in the window
+  int period = 1;        ///< micro-batches in one period of the schedule (the interleaved schedule's groups: pp)
   [[nodiscard]] int left_out() const { return micro_batches - simulated; }
   /// Windows the left-out micro-batches make (FoldPlan::repeats).
   [[nodiscard]] double repeats() const { return static_cast<double>(left_out()) / window; }

@@ -320,11 +320,24 @@ class FastSimulation final : private TelemetrySink {
   /// `run` is about to start an op: opens or closes the fold's window when it is the plan's op.
   void fold_at_op_start(const StreamRun& run) {
     if (fold_ == nullptr || run.rank != static_cast<std::uint32_t>(fold_->rank) || run.stream != fold_->stream) return;
+    if (fold_->lead_share > 0.0 && run.op == fold_->lead_begin_op) open_fold_lead();
     if (run.op == fold_->window_begin_op) open_fold_window();
     if (run.op == fold_->window_end_op && fold_window_open_) close_fold_window();
   }
 
-  /// Every power domain caught up to now, its dies' energies remembered; the observer told.
+  /// Every power domain caught up to now and its dies' energies in `energy_j` (per domain, per die).
+  void remember_energies(std::vector<std::vector<double>>& energy_j);
+
+  /// Each die's mean power since `energy_j` was remembered `seconds` ago (per domain, per die; empty without power).
+  [[nodiscard]] std::vector<std::vector<double>> mean_power_since(const std::vector<std::vector<double>>& energy_j,
+                                                                  double seconds);
+
+  /// Moves every die's temperature on by `span_s` at `mean_w`.
+  void skip_span(double span_s, const std::vector<std::vector<double>>& mean_w);
+
+  void open_fold_lead();
+
+  /// Energies remembered, the GPUs warmed halfway across the span when a lead-in was measured; the observer told.
   void open_fold_window();
 
   /// Moves every die's temperature across the windows left out at the window's mean power, tells the observer, and
@@ -383,6 +396,10 @@ class FastSimulation final : private TelemetrySink {
   double fold_window_begin_s_ = 0.0;                ///< simulated time the open window began
   double folded_s_ = 0.0;                           ///< spans folded so far: reported times are this much later
   std::vector<std::vector<double>> fold_energy_j_;  ///< per domain, per die: its energy when the window opened
+  bool fold_lead_open_ = false;
+  double fold_lead_begin_s_ = 0.0;
+  std::vector<std::vector<double>> lead_energy_j_;  ///< per domain, per die: its energy when the lead-in began
+  double prewarmed_s_ = 0.0;                        ///< the part of the span the GPUs warmed by at the window's start
 };
 
 }  // namespace

@@ -79,6 +79,8 @@ TEST(FastEngineFold, AnExactlyPeriodicProgramEndsWhenTheFullOneDoes) {
     const Workload folded = micro_batches(8);
     SimulationInput input = folded_input(folded, m);
     input.iterations = iterations;
+    input.fold.lead_begin_op = 1 * kOpsPerMicroBatch;  // micro-batch 1 leads into the window (no power: no warming)
+    input.fold.lead_share = 0.25;
     FoldingRecorder recorder;
     const SimulationStats stats = engine_named("fast")->run(input, recorder);
 
@@ -147,6 +149,10 @@ TEST(FastEngineFold, APlanTheEngineCannotCarryOutIsRefused) {
   EXPECT_THROW(engine_named("fast")->run(input, recorder), EngineError);
   input.fold = plan_for_twenty();
   input.fold.repeats = -1.0;
+  EXPECT_THROW(engine_named("fast")->run(input, recorder), EngineError);
+  input.fold = plan_for_twenty();
+  input.fold.lead_share = 0.25;
+  input.fold.lead_begin_op = input.fold.window_begin_op;  // a lead-in that does not lead in
   EXPECT_THROW(engine_named("fast")->run(input, recorder), EngineError);
   // The reference engine simulates every micro-batch.
   input.fold = plan_for_twenty();

@@ -62,6 +62,11 @@ struct FoldPlan {
   std::uint32_t window_begin_op = 0;
   std::uint32_t window_end_op = 0;
   double repeats = 0.0;  ///< windows left out per iteration (may be fractional)
+  /// The lead-in, from this op's start to the window's (lead_share > 0): its length over lead_share estimates the
+  /// window's, and at the window's start the GPUs warm by half the span at the lead-in's mean power, so that the
+  /// window runs at the temperatures halfway through the left-out micro-batches (the other half follows at the fold).
+  std::uint32_t lead_begin_op = 0;
+  double lead_share = 0.0;
   [[nodiscard]] bool enabled() const { return rank >= 0; }
 };
 
