@@ -79,7 +79,7 @@ void FastSimulation::open_fold_window() {
   }
   fold_lead_open_ = false;
   fold_window_begin_s_ = now_;
-  remember_energies(fold_energy_j_);
+  remember_energies(window_energy_j_);
   sink_.on_fold_window_begin(reported(now_));
 }
 
@@ -88,7 +88,7 @@ void FastSimulation::close_fold_window() {
   const double window = now_ - fold_window_begin_s_;
   if (!(window > 0.0)) return;  // an empty window stands for nothing
   const double span = fold_->repeats * window;
-  skip_span(span - prewarmed_s_, mean_power_since(fold_energy_j_, window));
+  skip_span(span - prewarmed_s_, mean_power_since(window_energy_j_, window));
   sink_.on_fold(reported(now_), span);
   folded_s_ += span;
   ++stats_.folds;

@@ -317,7 +317,7 @@ class FastSimulation final : private TelemetrySink {
   /// Refuses a plan whose window is not on a simulated rank's stream.
   void check_fold_plan() const;
 
-  /// `run` is about to start an op: opens or closes the fold's window when it is the plan's op.
+  /// `run` is about to start an op: opens the lead-in, or opens or closes the window, when it is the plan's op.
   void fold_at_op_start(const StreamRun& run) {
     if (fold_ == nullptr || run.rank != static_cast<std::uint32_t>(fold_->rank) || run.stream != fold_->stream) return;
     if (fold_->lead_share > 0.0 && run.op == fold_->lead_begin_op) open_fold_lead();
@@ -340,8 +340,8 @@ class FastSimulation final : private TelemetrySink {
   /// Energies remembered, the GPUs warmed halfway across the span when a lead-in was measured; the observer told.
   void open_fold_window();
 
-  /// Moves every die's temperature across the windows left out at the window's mean power, tells the observer, and
-  /// shifts every later reported time by the span.
+  /// Moves every die's temperature across the rest of the span (what the window's start did not) at the window's mean
+  /// power, tells the observer, and shifts every later reported time by the span.
   void close_fold_window();
 
   /// The time reported for simulated time `time_s` (later than it by the spans folded so far).
@@ -393,9 +393,9 @@ class FastSimulation final : private TelemetrySink {
 
   const FoldPlan* fold_ = nullptr;  ///< the plan when it folds
   bool fold_window_open_ = false;
-  double fold_window_begin_s_ = 0.0;                ///< simulated time the open window began
-  double folded_s_ = 0.0;                           ///< spans folded so far: reported times are this much later
-  std::vector<std::vector<double>> fold_energy_j_;  ///< per domain, per die: its energy when the window opened
+  double fold_window_begin_s_ = 0.0;                  ///< simulated time the open window began
+  double folded_s_ = 0.0;                             ///< spans folded so far: reported times are this much later
+  std::vector<std::vector<double>> window_energy_j_;  ///< per domain, per die: its energy when the window opened
   bool fold_lead_open_ = false;
   double fold_lead_begin_s_ = 0.0;
   std::vector<std::vector<double>> lead_energy_j_;  ///< per domain, per die: its energy when the lead-in began
