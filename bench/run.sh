@@ -14,7 +14,7 @@ quick=${1:-}
 scenarios=(
   "configs/llama3-8b-fsdp.yaml|Llama-3-8B FSDP, 8x MI300X (the quick start)|8|fast simgrid"
   "configs/llama3-70b-h100-3d.yaml|Llama-3-70B TP8 PP4 DP2, 64x H100|64|fast simgrid"
-  "configs/llama3-70b-h100-3d.yaml|the same folded (simulation.fold: 14 of 64 micro-batches simulated)|64|fast|--set simulation.fold=true"
+  "configs/llama3-70b-h100-3d.yaml|the same folded (simulation.fold: 10 of 64 micro-batches simulated)|64|fast|--set simulation.fold=true"
   "bench/configs/llama3-70b-64xh100-uniform-inlet.yaml|the same with a uniform inlet temperature (TP peers fold)|64|fast"
   "bench/configs/llama3-70b-512xh100.yaml|Llama-3-70B TP8 PP4 DP16, 512x H100|512|fast simgrid"
   "bench/configs/llama3-70b-512xh100-no-dynamics.yaml|the same without power dynamics|512|fast"

@@ -35,17 +35,20 @@ FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c,
   if (p.pp_schedule == PipelineSchedule::interleaved && p.virtual_stages > 1) {
     // Megatron's interleaved schedule runs micro-batches through the chunks in groups of pp (pipeline_schedule): a
     // group is its period. Stage 0's warm-up is (pp - 1) * 2 + (v - 1) * pp forward chunks, under two groups' worth;
-    // the window opens with the third group, spans two, and two more drain the pipeline.
+    // the window opens with the fourth group (0-based: 3 pp), spans two, and one more keeps every stage's chunks steady
+    // through it before the drain (a schedule of whole groups: the simulated micro-batches stay a multiple of pp).
     shape.window_begin = 3 * p.pp;
     shape.window = 2 * p.pp;
     shape.period = p.pp;
-    shape.simulated = shape.window_begin + shape.window + 2 * p.pp;
+    shape.simulated = shape.window_begin + shape.window + p.pp;
   } else {
     // Stage 0 runs pp - 1 forwards before its first backward; from micro-batch pp on every stage is in its steady
-    // one-forward-one-backward, and one more lets the governor's averaged power follow.
+    // one-forward-one-backward, and one more lets the governor's averaged power follow (the lead-in). One micro-batch
+    // after the window keeps stage 0 steady to the window's end (it closes as stage 0 starts that micro-batch's
+    // forward); the other stages run behind stage 0, so they are steady too.
     shape.window_begin = p.pp + 1;
     shape.window = kWindowMicroBatches;
-    shape.simulated = shape.window_begin + shape.window + p.pp + 1;
+    shape.simulated = shape.window_begin + shape.window + 1;
   }
   // Worth it only when the left-out micro-batches are at least another window.
   if (shape.left_out() < shape.window) {
