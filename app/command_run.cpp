@@ -61,6 +61,7 @@ int command_run(const std::vector<std::string>& raw) {
   if (const auto out = args.option("-o")) options.output_dir = *out;
   options.simulate_when_out_of_memory = args.has_switch("--simulate-oom");
   options.force = args.has_switch("--force");
+  options.observer_thread = true;  // one run: the observers digest on the second core while the engine simulates
   if (const auto list = args.option("--timeline-ranks")) options.timeline_ranks = parse_rank_list(*list, run);
   options.timeline_format = timeline_format_option(args);
   const bool html = args.has_switch("--report");

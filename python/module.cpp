@@ -54,6 +54,7 @@ std::string run(const std::string& config, const std::vector<std::pair<std::stri
   const chopsim::RunSpec spec = load_spec(config, overrides, configs, registries, "chopsim.run");
   options.output_dir = out;
   options.simulate_when_out_of_memory = simulate_oom;
+  options.observer_thread = true;  // as `chopsim run`: the observers on a second core
   chopsim::RunReport report;
   {
     const py::gil_scoped_release release;

@@ -12,4 +12,4 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-f
   >/dev/null
 cmake --build build-tsan -j "$(nproc)" --target chopsim_sim_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/sim/chopsim_sim_tests \
-  --gtest_filter='FastEngine.*:FlowNetwork.*:Symmetry.*:*/fast' --gtest_brief=1
+  --gtest_filter='FastEngine.*:FlowNetwork.*:Symmetry.*:ObserverThread.*:*/fast' --gtest_brief=1

@@ -1,7 +1,8 @@
 // Sweep throughput: how many points per minute one process predicts when it runs points in parallel in its own
 // address space (TBB, one run_simulation per point, each with its own registries, models and engine), as the sweep
 // command will. Usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]
-// (--fold: every point with simulation.fold on).
+// [--observer-thread] (--fold: every point with simulation.fold on; --observer-thread: each point's observers on a
+// thread of their own, as `chopsim run` does).
 // The points vary training.micro_batch over the values that divide the run's batch per data-parallel rank, in turn.
 // Prints points, threads, wall seconds, points per minute and whether every repeat of a point gave the same
 // iteration time bit for bit (it must: the engine has no global state).
@@ -22,6 +23,10 @@
 #include "chopsim/config/registries.hpp"
 #include "chopsim/experiments/run.hpp"
 
+constexpr const char* kUsage =
+    "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold] "
+    "[--observer-thread]\n";
+
 int main(int argc, char** argv) {
   try {
     std::filesystem::path config;
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
     int points = 8;
     bool as_is = false;
     bool fold = false;
+    bool observer_thread = false;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if ((arg == "--configs" || arg == "--threads" || arg == "--points") && i + 1 < argc) {
@@ -41,17 +47,17 @@ int main(int argc, char** argv) {
         as_is = true;
       } else if (arg == "--fold") {
         fold = true;
+      } else if (arg == "--observer-thread") {
+        observer_thread = true;
       } else if (config.empty() && arg.rfind("--", 0) != 0) {
         config = arg;
       } else {
-        std::cerr
-            << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]\n";
+        std::cerr << kUsage;
         return 2;
       }
     }
     if (config.empty() || threads < 1 || points < 1) {
-      std::cerr
-          << "usage: chopsim_sweep_throughput CONFIG [--configs DIR] [--threads N] [--points N] [--as-is] [--fold]\n";
+      std::cerr << kUsage;
       return 2;
     }
     const auto registries = chopsim::ModelRegistries::with_builtins();
@@ -75,7 +81,9 @@ int main(int argc, char** argv) {
       chopsim::RunSpec run = base;
       run.training.micro_batch = micro_batches[static_cast<std::size_t>(p) % micro_batches.size()];
       const auto own = chopsim::ModelRegistries::with_builtins();  // a point shares nothing with another
-      iteration_times[static_cast<std::size_t>(p)] = chopsim::run_simulation(run, own).iteration_time_s;
+      chopsim::RunOptions options;
+      options.observer_thread = observer_thread;
+      iteration_times[static_cast<std::size_t>(p)] = chopsim::run_simulation(run, own, options).iteration_time_s;
     });
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     bool repeatable = true;

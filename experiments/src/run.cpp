@@ -13,6 +13,7 @@
 #include "chopsim/common/units.hpp"
 #include "chopsim/common/version.hpp"
 #include "chopsim/models/topology.hpp"
+#include "chopsim/sim/observer_thread.hpp"
 #include "fold.hpp"
 #include "observers.hpp"
 #include "power_report.hpp"
@@ -193,7 +194,13 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     input.host_launch_s = run.training.host_launch_s;
     if (power.enabled()) input.power = &power.input;
     if (fold) input.fold = detail::fold_plan(workload, *fold);
-    report.stats = engine->run(input, observers);
+    if (options.observer_thread) {
+      ObserverThread concurrent(observers);
+      report.stats = engine->run(input, concurrent);
+      concurrent.drain();
+    } else {
+      report.stats = engine->run(input, observers);
+    }
     if (fold && report.stats.folds != static_cast<std::uint32_t>(run.iterations))
       throw EngineError("fold: " + std::to_string(report.stats.folds) + " folds in " + std::to_string(run.iterations) +
                         " iterations (the window's ops never ran)");

@@ -212,3 +212,25 @@ TEST(FoldLimits, ARunThatWritesPerOpFilesSimulatesEveryMicroBatch) {
 
 }  // namespace
 }  // namespace chopsim
+
+namespace chopsim {
+namespace {
+
+TEST(ObserverThreadRuns, GiveTheSameSummaryBitForBit) {
+  // `chopsim run` and chopsim.run put the observers on a second thread (RunOptions::observer_thread); the figures
+  // must not depend on it. A folded FSDP run with power dynamics: rank classes, telemetry and both fold calls pass.
+  const ModelRegistries registries = ModelRegistries::with_builtins();
+  RunSpec run = load("llama3-8b-fsdp.yaml", registries);
+  run.training.global_batch = 256;
+  run.fold = true;
+  const RunReport direct = run_simulation(run, registries);
+  RunOptions options;
+  options.observer_thread = true;
+  const RunReport threaded = run_simulation(run, registries, options);
+  ASSERT_GT(threaded.stats.folds, 0U);
+  ASSERT_GT(threaded.stats.telemetry_samples, 0U);
+  EXPECT_EQ(summary_json(run, threaded), summary_json(run, direct));
+}
+
+}  // namespace
+}  // namespace chopsim

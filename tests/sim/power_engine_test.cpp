@@ -14,6 +14,7 @@
 #include "chopsim/models/power.hpp"
 #include "chopsim/models/power_dynamics.hpp"
 #include "chopsim/models/thermal.hpp"
+#include "chopsim/sim/observer_thread.hpp"
 #include "sim_test_support.hpp"
 
 namespace chopsim::test {
@@ -207,28 +208,29 @@ TEST_P(PowerEngine, ThrottledKernelsStretchByTheClockTheyRanAt) {
   EXPECT_NEAR(mem->time_s - mem->start_s, 50e-3, 1e-12);
 }
 
+/// Four ranks running 200 kernels (compute- and memory-bound) beside two collectives: a load the governor re-decides
+/// at every kernel.
+Case many_kernels() {
+  Program program;
+  std::vector<Op> ops;
+  for (int i = 0; i < 200; ++i) {
+    Op op = compute_op(i % 3 == 0 ? 2e-3 : 0.3e-3);
+    if (i % 3 == 2) {
+      op.kernel_class = KernelClass::elementwise;
+      op.flops = 1e6;
+      op.bytes = 0.5e9;
+    }
+    ops.push_back(op);
+  }
+  program.streams.push_back({"compute", ops});
+  program.streams.push_back(
+      {"comm", {collective_op(CollectiveKind::all_reduce, 2e9), collective_op(CollectiveKind::all_gather, 4e9)}});
+  return Case{same_program_everywhere(4, program), uniform_star(4, 50 * kGB, 2e-6), roofline(test_compute_params(0.1)),
+              nccl()};
+}
+
 TEST_P(PowerEngine, TelemetryIsInTimeOrderPerGpuAndBoundedPerKernel) {
-  const Case c{
-      [] {
-        ParallelismSpec spec;
-        spec.pp = 1;
-        Program program;
-        std::vector<Op> ops;
-        for (int i = 0; i < 200; ++i) {
-          Op op = compute_op(i % 3 == 0 ? 2e-3 : 0.3e-3);
-          if (i % 3 == 2) {
-            op.kernel_class = KernelClass::elementwise;
-            op.flops = 1e6;
-            op.bytes = 0.5e9;
-          }
-          ops.push_back(op);
-        }
-        program.streams.push_back({"compute", ops});
-        program.streams.push_back(
-            {"comm", {collective_op(CollectiveKind::all_reduce, 2e9), collective_op(CollectiveKind::all_gather, 4e9)}});
-        return same_program_everywhere(4, program);
-      }(),
-      uniform_star(4, 50 * kGB, 2e-6), roofline(test_compute_params(0.1)), nccl()};
+  const Case c = many_kernels();
   Power capped("firmware", 4, 400.0);
   SimulationStats stats;
   const Recorder r = run(c, &capped.input, 3, &stats);
@@ -250,6 +252,34 @@ TEST_P(PowerEngine, TelemetryIsInTimeOrderPerGpuAndBoundedPerKernel) {
     EXPECT_GE(s.clock_hz, 0.2e9);
     EXPECT_LE(s.clock_hz, 1e9);
   }
+}
+
+TEST_P(PowerEngine, AnObserverThreadSeesEveryCallInTheEnginesOrder) {
+  // chopsim run's observers run on a second thread (ObserverThread): they must see what a direct observer sees, in
+  // the same order, bit for bit. Three iterations under a binding cap: thousands of events and samples, many chunks.
+  const Case c = many_kernels();
+  Power capped("firmware", 4, 400.0);
+  const Recorder direct = run(c, &capped.input, 3);
+  Recorder threaded;
+  {
+    ObserverThread concurrent(threaded);
+    (void)engine_under_test()->run(c.input(&capped.input, 3), concurrent);
+    concurrent.drain();
+  }
+  ASSERT_GT(direct.order.size(), 2 * ObserverThread::kChunkCalls);
+  EXPECT_TRUE(same_events(direct.events, threaded.events));
+  ASSERT_EQ(direct.samples.size(), threaded.samples.size());
+  for (std::size_t i = 0; i < direct.samples.size(); ++i) {
+    const GpuStateSample& a = direct.samples[i];
+    const GpuStateSample& b = threaded.samples[i];
+    ASSERT_TRUE(a.time_s == b.time_s && a.gpu == b.gpu && a.power_w == b.power_w && a.clock_hz == b.clock_hz &&
+                a.temperature_c == b.temperature_c && a.filtered_power_w == b.filtered_power_w && a.flags == b.flags)
+        << "sample " << i;
+  }
+  ASSERT_EQ(direct.order.size(), threaded.order.size());
+  for (std::size_t i = 0; i < direct.order.size(); ++i)
+    ASSERT_EQ(direct.order[i].sample, threaded.order[i].sample)
+        << "call " << i << ": events and samples interleave alike";
 }
 
 TEST_P(PowerEngine, PipelineWithPowerMatchesWithoutItAtAFixedClock) {

@@ -104,6 +104,10 @@ struct RunOptions {
   /// Simulate even a run larger than kLargestRunOps, and write a timeline larger than kLargestTimelineBytes
   /// (`chopsim run --force`).
   bool force = false;
+  /// Run the observers (breakdown, losses, power report, output writers, `observer`) on a second thread while the
+  /// engine simulates (ObserverThread): one run then uses two cores, for the same figures bit for bit. Off by
+  /// default: callers that run points in parallel (sweeps, studies, validation) keep their cores busy already.
+  bool observer_thread = false;
 };
 
 /// Ops a run may simulate (every GPU's ops per iteration x iterations) unless RunOptions::force: a bound on runaway
