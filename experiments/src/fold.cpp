@@ -60,8 +60,11 @@ FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c,
   }
   if (p.zero_stage < 3 && !inlet_c.empty()) {
     const RankLayout layout(p);
+    // The first member met of each data-parallel group (by group_id, so O(GPUs), not GPUs x dp).
+    std::vector<int> first_of_group(static_cast<std::size_t>(layout.world_size()), -1);
     for (int r = 0; r < layout.world_size(); ++r) {
-      const int first = layout.group(r, GroupRole::dp).front();
+      int& first = first_of_group[static_cast<std::size_t>(layout.group_id(r, GroupRole::dp))];
+      if (first < 0) first = r;
       if (inlet_c[static_cast<std::size_t>(r)] != inlet_c[static_cast<std::size_t>(first)]) {
         decision.limit = "data-parallel replicas drift apart: ranks " + std::to_string(first) + " and " +
                          std::to_string(r) + " have different inlet temperatures";

@@ -136,9 +136,9 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     report.fold_limit = folding.limit;
     report.micro_batches = run.training.micro_batches(run.parallelism);
     report.simulated_micro_batches = fold ? fold->simulated : report.micro_batches;
-    Workload workload = fold ? build_workload(run.model, run.parallelism, detail::folded_training(run, *fold),
-                                              kernel_facts_for(run.hardware, run.training))
-                             : build_run_workload(run);
+    const TrainingSpec& training = fold ? detail::folded_training(run, *fold) : run.training;
+    Workload workload =
+        build_workload(run.model, run.parallelism, training, kernel_facts_for(run.hardware, run.training));
     if (fold) detail::unfold_totals(workload, *fold);
     // The run's size before it starts: every GPU's ops per iteration (symmetry simulates fewer, but outputs and
     // the sizes users asked for scale with these).
