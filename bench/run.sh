@@ -67,7 +67,7 @@ done
   for threads in 1 2; do
     echo "- $(./build/bench/chopsim_sweep_throughput configs/llama3-70b-h100-3d.yaml --threads "$threads" --points 8)"
   done
-  echo "- folded (simulation.fold; micro-batch 1 and 2 fold, 4 and 8 have too few micro-batches):" \
+  echo "- folded (simulation.fold; micro-batch 1, 2 and 4 fold (64, 32 and 16 micro-batches per pipeline), 8 has too few (8; a fold needs pp + 10 = 14)):" \
        "$(./build/bench/chopsim_sweep_throughput configs/llama3-70b-h100-3d.yaml --threads 2 --points 8 --fold)"
 } >> "$tmp"
 mv "$tmp" "$results"
