@@ -245,12 +245,16 @@ std::string memory_reason(const RunReport& r) {
   return out.str();
 }
 
-/// Simulates a point whose run config loaded.
-PointResult run_point(const SweepPoint& point, const RunSpec& run, const ModelRegistries& registries) {
+/// Simulates a point whose run config loaded; `observer_thread` when the points run one at a time (one job), whose
+/// second core would otherwise idle (RunOptions::observer_thread).
+PointResult run_point(const SweepPoint& point, const RunSpec& run, const ModelRegistries& registries,
+                      bool observer_thread) {
   PointResult r;
   r.point = point;
   try {
-    const RunReport report = run_simulation(run, registries, RunOptions{});  // OOM points are not simulated
+    RunOptions options;
+    options.observer_thread = observer_thread;
+    const RunReport report = run_simulation(run, registries, options);  // OOM points are not simulated
     r.figures = figures_of(run, report);
     if (report.out_of_memory) {
       r.status = PointStatus::oom;
@@ -319,7 +323,8 @@ SweepResult run_sweep(const SweepSpec& spec, const ConfigSearchPath& search, con
         ++done;
         return;
       }
-      PointResult r = loaded.run ? run_point(points[i], *loaded.run, registries) : std::move(loaded.invalid);
+      PointResult r =
+          loaded.run ? run_point(points[i], *loaded.run, registries, options.jobs <= 1) : std::move(loaded.invalid);
       r.key = loaded.key;
       const std::lock_guard<std::mutex> lock(mutex);
       store.add(r);

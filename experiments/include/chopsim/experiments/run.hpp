@@ -106,7 +106,8 @@ struct RunOptions {
   bool force = false;
   /// Run the observers (breakdown, losses, power report, output writers, `observer`) on a second thread while the
   /// engine simulates (ObserverThread): one run then uses two cores, for the same figures bit for bit. Off by
-  /// default: callers that run points in parallel (sweeps, studies, validation) keep their cores busy already.
+  /// default: callers that run points in parallel keep their cores busy already (a sweep or study turns it on only
+  /// with one job; validation runs its cases in parallel).
   bool observer_thread = false;
 };
 
