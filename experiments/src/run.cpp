@@ -85,11 +85,15 @@ double peak_flops(const RunSpec& run) {
   return run.hardware.compute.peak_flops_per_s[static_cast<std::size_t>(run.training.precision)];
 }
 
+/// `run`'s workload with `training` in place of its own (a fold's fewer micro-batches); the hardware's KernelFacts
+/// follow the run's own training.
+Workload workload_of(const RunSpec& run, const TrainingSpec& training) {
+  return build_workload(run.model, run.parallelism, training, kernel_facts_for(run.hardware, run.training));
+}
+
 }  // namespace
 
-Workload build_run_workload(const RunSpec& run) {
-  return build_workload(run.model, run.parallelism, run.training, kernel_facts_for(run.hardware, run.training));
-}
+Workload build_run_workload(const RunSpec& run) { return workload_of(run, run.training); }
 
 std::string summary_json(const RunSpec& run, const RunReport& report) {
   std::ostringstream out;
@@ -136,9 +140,7 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
     report.fold_limit = folding.limit;
     report.micro_batches = run.training.micro_batches(run.parallelism);
     report.simulated_micro_batches = fold ? fold->simulated : report.micro_batches;
-    const TrainingSpec& training = fold ? detail::folded_training(run, *fold) : run.training;
-    Workload workload =
-        build_workload(run.model, run.parallelism, training, kernel_facts_for(run.hardware, run.training));
+    Workload workload = fold ? workload_of(run, detail::folded_training(run, *fold)) : build_run_workload(run);
     if (fold) detail::unfold_totals(workload, *fold);
     // The run's size before it starts: every GPU's ops per iteration (symmetry simulates fewer, but outputs and
     // the sizes users asked for scale with these).
