@@ -23,11 +23,6 @@ class AtomicOutput : public test::TempDirTest {
   }
 };
 
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST_F(AtomicOutput, AtomicOutputSetNothingAppearsUntilCommit) {
   const auto dir = fresh_directory("commit");
   {
@@ -39,7 +34,7 @@ TEST_F(AtomicOutput, AtomicOutputSetNothingAppearsUntilCommit) {
     EXPECT_FALSE(std::filesystem::exists(dir / "summary.json"));
     set.commit();
   }
-  EXPECT_EQ(read(dir / "summary.json"), "{}");
+  EXPECT_EQ(test::read_text(dir / "summary.json"), "{}");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
@@ -69,7 +64,7 @@ TEST_F(AtomicOutput, AtomicOutputSetCreatesTemporariesExclusivelyUnderUnpredicta
     EXPECT_TRUE(temporary.filename().string().starts_with("ops.h5.tmp." + std::to_string(::getpid()) + "."));
   }
   std::ofstream(first) << "x";
-  EXPECT_EQ(read(dir / "victim"), "keep");
+  EXPECT_EQ(test::read_text(dir / "victim"), "keep");
 }
 
 TEST_F(AtomicOutput, AnInterruptRemovesTheStagedTemporaries) {
@@ -86,14 +81,14 @@ TEST_F(AtomicOutput, AnInterruptRemovesTheStagedTemporaries) {
   }
   temporary_files::remove_tracked();
   EXPECT_FALSE(std::filesystem::exists(temporary));
-  EXPECT_EQ(read(dir / "summary.json"), "{}");
+  EXPECT_EQ(test::read_text(dir / "summary.json"), "{}");
 }
 
 TEST_F(AtomicOutput, WriteFileAtomicallyReplacesExistingContent) {
   const auto dir = fresh_directory("replace");
   write_file_atomically(dir / "a.txt", "first");
   write_file_atomically(dir / "a.txt", "second");
-  EXPECT_EQ(read(dir / "a.txt"), "second");
+  EXPECT_EQ(test::read_text(dir / "a.txt"), "second");
 }
 
 TEST(OpenForWriting, NamesTheFileWhenItCannotBeOpened) {
@@ -140,7 +135,7 @@ TEST_F(AtomicOutput, CheckOutputFileRefusesAnOutputThatIsAnInputUnderAnyName) {
     EXPECT_NE(message.find("Fix: write the output to another file"), std::string::npos) << message;
   }
   EXPECT_NO_THROW(check_output_file(dir / "store.h5", "-o", inputs));
-  EXPECT_EQ(read(dir / "trace.json"), "{}");
+  EXPECT_EQ(test::read_text(dir / "trace.json"), "{}");
 }
 
 TEST_F(AtomicOutput, CreateOutputDirectoryCreatesParentsAndRejectsAPathThroughAFile) {

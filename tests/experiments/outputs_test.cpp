@@ -26,11 +26,6 @@ std::filesystem::path fresh_directory(const std::string& name) {
   return dir;
 }
 
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Every object of an HDF5 file carries no timestamp (H5Oget_info reports 0 for untracked times): a file written a
 /// second later must have the same bytes. (A byte-compare of two runs misses this when both fall in one second.)
 void expect_no_object_timestamps(const std::filesystem::path& path) {
@@ -60,9 +55,9 @@ TEST(RunOutputs, SameInputsGiveByteIdenticalFiles) {
   (void)run_simulation(run, registries, RunOptions{first, false, nullptr, {}});
   (void)run_simulation(run, registries, RunOptions{second, false, nullptr, {}});
   for (const char* file : {"summary.json", "timeline.json", "ops.h5"}) {
-    const std::string a = read_bytes(first / file);
+    const std::string a = test::read_text(first / file);
     ASSERT_FALSE(a.empty()) << file;
-    EXPECT_TRUE(a == read_bytes(second / file)) << file << " differs between two identical runs";
+    EXPECT_TRUE(a == test::read_text(second / file)) << file << " differs between two identical runs";
   }
   expect_no_object_timestamps(first / "ops.h5");
 }
@@ -133,7 +128,7 @@ TEST(RunOutputs, OutOfMemoryRunWritesOnlyTheSummary) {
   EXPECT_GT(report.memory.total_bytes, report.memory.capacity_bytes);
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "timeline.json"));
-  EXPECT_NE(read_bytes(dir / "summary.json").find("\"status\": \"out_of_memory\""), std::string::npos);
+  EXPECT_NE(test::read_text(dir / "summary.json").find("\"status\": \"out_of_memory\""), std::string::npos);
 }
 
 }  // namespace
@@ -145,7 +140,7 @@ namespace {
 /// The "pid" of every complete event and the label of every named process in a timeline.json, read by scanning the
 /// writer's compact output (a JSON parser takes seconds on a file this size).
 std::pair<std::set<int>, std::map<int, std::string>> timeline_processes(const std::filesystem::path& file) {
-  const std::string text = read_bytes(file);
+  const std::string text = test::read_text(file);
   std::set<int> with_events;
   std::map<int, std::string> labels;
   auto number_after = [&](std::size_t at, const std::string& key) {

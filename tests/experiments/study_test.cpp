@@ -15,11 +15,6 @@
 namespace chopsim {
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(StudyCost, RentalAndOwnershipByHand) {
   // 64 GPUs in 8 nodes at 50,000 tokens/s, 600 W mean and 800 W largest 100 ms average per GPU, 1e11 tokens.
   PointResult best;
@@ -111,7 +106,7 @@ TEST_F(Study, EachCandidateIsPricedAtItsBestPoint) {
     EXPECT_EQ(c.gpus, 8);
     EXPECT_EQ(c.nodes, 1);
     // The best point is the fastest of the candidate's sweep.
-    const std::string csv = read_text(c.sweep_dir / "results.csv");
+    const std::string csv = test::read_text(c.sweep_dir / "results.csv");
     EXPECT_NE(csv.find(",ok,"), std::string::npos);
     EXPECT_DOUBLE_EQ(c.time_to_train_s, 1e9 / c.tokens_per_s);
     const double rate = c.name == "H100 node" ? 4.0 : 2.0;
@@ -120,13 +115,13 @@ TEST_F(Study, EachCandidateIsPricedAtItsBestPoint) {
   EXPECT_EQ(result.candidates[0].hardware, "H100-SXM5-80GB");
   EXPECT_EQ(result.candidates[1].hardware, "A100-SXM4-80GB");
   EXPECT_GT(result.candidates[0].tokens_per_s, result.candidates[1].tokens_per_s);  // H100 is the faster GPU
-  const std::string csv = read_text(result.results_csv);
+  const std::string csv = test::read_text(result.results_csv);
   for (const char* column :
        {"candidate", "tokens_per_s", "time_to_train_s", "energy_j", "cost_usd", "tokens_per_dollar",
         "tokens_per_s_per_kw", "racks", "facility_power_kw", "parallelism.tp", "training.micro_batch"})
     EXPECT_NE(csv.find(column), std::string::npos) << column;
   // The same bytes with one job (and a fresh folder).
-  EXPECT_EQ(read_text(run(spec, 1, "out1").results_csv), csv);
+  EXPECT_EQ(test::read_text(run(spec, 1, "out1").results_csv), csv);
 }
 
 TEST_F(Study, BadStudiesNameTheFileAndKey) {

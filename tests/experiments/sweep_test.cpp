@@ -17,11 +17,6 @@
 namespace chopsim {
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 class Sweep : public test::TempDirTest {
  protected:
   /// A sweep file over the quick-start config (Llama-3-8B FSDP, 8 MI300X), `body` after its base line.
@@ -105,7 +100,7 @@ TEST_F(Sweep, InvalidPointsSayWhyAndOutOfMemoryPointsAreNotSimulated) {
     EXPECT_NE(result.points[static_cast<std::size_t>(i)].reason.find("parallelism.dp"), std::string::npos)
         << result.points[static_cast<std::size_t>(i)].reason;
   }
-  const std::string csv = read_text(result.results_csv);
+  const std::string csv = test::read_text(result.results_csv);
   EXPECT_EQ(csv.substr(0, csv.find('\n')).find("point,key,parallelism.tp,training.micro_batch,status,reason,"), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   EXPECT_TRUE(csv.substr(0, csv.find('\n')).ends_with(",gpus,nodes,host_launch_time_s")) << csv.substr(0, 400);
@@ -116,23 +111,23 @@ TEST_F(Sweep, ARerunResumesFromTheStoreAndAnyJobCountGivesTheSameCsv) {
       load_sweep(sweep("axes:\n  training.micro_batch: [1, 2]\n  training.recompute: [none, full]\n"));
   const SweepResult first = run(spec, 1);
   for (const PointResult& r : first.points) EXPECT_FALSE(r.resumed);
-  const std::string csv = read_text(first.results_csv);
+  const std::string csv = test::read_text(first.results_csv);
   const SweepResult again = run(spec, 2);
   for (const PointResult& r : again.points) EXPECT_TRUE(r.resumed) << r.point.index;
-  EXPECT_EQ(read_text(again.results_csv), csv);
+  EXPECT_EQ(test::read_text(again.results_csv), csv);
   const SweepResult parallel = run(spec, 2, "other");
   for (const PointResult& r : parallel.points) EXPECT_FALSE(r.resumed);
-  EXPECT_EQ(read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
+  EXPECT_EQ(test::read_text(parallel.results_csv), csv);  // byte for byte, whatever the thread count
 }
 
 TEST_F(Sweep, EditingAFileTheBaseConfigReadsComputesItsPointsAgain) {
   // The quick-start run with its hardware file beside it: a rerun finds every point in the store; after the hardware
   // file's power cap changes, the rerun computes them again (before, the key hashed the base config's text only, and
   // the rerun returned the old cap's figures).
-  const std::string hardware = read_text(test::configs_dir() / "hardware" / "MI300X.yaml");
+  const std::string hardware = test::read_text(test::configs_dir() / "hardware" / "MI300X.yaml");
   ASSERT_NE(hardware.find("  tdp: 750 "), std::string::npos);
   write("MI300X.yaml", hardware);
-  std::string base = read_text(test::configs_dir() / "llama3-8b-fsdp.yaml");
+  std::string base = test::read_text(test::configs_dir() / "llama3-8b-fsdp.yaml");
   const std::string by_name = "hardware: MI300X\n";
   ASSERT_NE(base.find(by_name), std::string::npos);
   base.replace(base.find(by_name), by_name.size(), "hardware: {path: MI300X.yaml}\n");
@@ -213,7 +208,7 @@ TEST_F(Sweep, CostAndTimeObjectivesFollowTheArithmeticByHand) {
   choose_objective(spec, "cost_per_token", {"test"});
   EXPECT_EQ(better_point(spec, a, b), objective_value(spec, a.figures) < objective_value(spec, b.figures));
   // results.csv carries each point's GPU and node counts.
-  const std::string csv = read_text(result.results_csv);
+  const std::string csv = test::read_text(result.results_csv);
   EXPECT_NE(csv.substr(0, csv.find('\n')).find(",gpus,nodes"), std::string::npos);
 }
 
@@ -262,7 +257,7 @@ TEST_F(Sweep, AStoreFromBeforeTheGpuColumnsIsExtendedAndItsPointsRunAgain) {
   sqlite3_close(db);
   const SweepResult rerun = run(spec, 1, "old");
   for (const PointResult& r : rerun.points) EXPECT_FALSE(r.resumed) << r.point.index;
-  EXPECT_EQ(read_text(rerun.results_csv), read_text(fresh.results_csv));
+  EXPECT_EQ(test::read_text(rerun.results_csv), test::read_text(fresh.results_csv));
 }
 
 // Every shipped sweep loads, and every point of it is a valid run config (its memory and simulation are left to
@@ -291,7 +286,7 @@ TEST_F(Sweep, ShippedSweepsLoadAndTheirPointsAreValidConfigs) {
 TEST_F(Sweep, ShardsMergedEqualTheSingleRun) {
   const SweepSpec spec =
       load_sweep(sweep("axes:\n  training.micro_batch: [1, 2]\n  training.recompute: [none, selective, full]\n"));
-  const std::string single = read_text(run(spec, 2, "single").results_csv);
+  const std::string single = test::read_text(run(spec, 2, "single").results_csv);
   std::vector<std::filesystem::path> shards;
   for (int i = 0; i < 3; ++i) {
     SweepOptions options;
@@ -304,7 +299,7 @@ TEST_F(Sweep, ShardsMergedEqualTheSingleRun) {
     shards.push_back(options.out_dir);
   }
   const SweepResult merged = merge_sweep(spec, shards, dir_ / "merged", default_search_path(spec.base), registries_);
-  EXPECT_EQ(read_text(merged.results_csv), single);
+  EXPECT_EQ(test::read_text(merged.results_csv), single);
   EXPECT_NE(
       test::input_error([&] {
         (void)merge_sweep(spec, {shards[0], shards[2]}, dir_ / "partial", default_search_path(spec.base), registries_);

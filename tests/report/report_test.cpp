@@ -25,11 +25,6 @@
 namespace chopsim {
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// The page's chart configs (the JSON object in <script id="chopsim-charts">), parsed into `parser`.
 simdjson::dom::object chart_configs(const std::string& html, simdjson::dom::parser& parser,
                                     simdjson::padded_string& text) {
@@ -82,14 +77,14 @@ TEST_F(Report, ARunPageNamesTheBusiestExpertRanksLoad) {
   options.output_dir = dir_ / "moe";
   (void)run_simulation(run, registries, options);
   write_run_report(dir_ / "moe", dir_ / "moe.html");
-  const std::string html = read_text(dir_ / "moe.html");
+  const std::string html = test::read_text(dir_ / "moe.html");
   EXPECT_NE(html.find("busiest expert-parallel rank's load"), std::string::npos);
   EXPECT_NE(html.find(">1.30<"), std::string::npos);
 }
 
 TEST_F(Report, ARunPageIsSelfContainedWithTitledChartsThatFollowFromTheRun) {
   const RunReport run = run_quick_start();
-  const std::string html = read_text(dir_ / "report.html");
+  const std::string html = test::read_text(dir_ / "report.html");
   // Offline: no element loads anything (the only URLs are in Chart.js' licence comment).
   EXPECT_EQ(html.find("<script src"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
@@ -171,7 +166,7 @@ TEST_F(Report, TheMemoryChartHasABarPerPipelineStage) {
   write_run_report(dir_ / "run", dir_ / "report.html");
   simdjson::dom::parser parser;
   simdjson::padded_string text;
-  const simdjson::dom::object charts = chart_configs(read_text(dir_ / "report.html"), parser, text);
+  const simdjson::dom::object charts = chart_configs(test::read_text(dir_ / "report.html"), parser, text);
   simdjson::dom::array labels, datasets;
   ASSERT_EQ(charts.at_pointer("/memory/data/labels").get(labels), simdjson::SUCCESS);
   ASSERT_EQ(labels.size(), 3u);  // stage 0, stage 1, capacity
@@ -195,7 +190,7 @@ TEST_F(Report, ASweepFolderGetsTheSweepPage) {
   const SweepResult result = sweep_with_page("sweep",
                                              "set: {training.global_batch: 64}\naxes:\n  training.micro_batch: [1, 2, "
                                              "8]\n  training.recompute: [none, full]\n");
-  const std::string html = read_text(dir_ / "sweep.html");
+  const std::string html = test::read_text(dir_ / "sweep.html");
   EXPECT_NE(html.find("6 points: 5 simulated, 1 out of memory"), std::string::npos);  // micro-batch 8 without recompute
   simdjson::dom::parser parser;
   simdjson::padded_string text;
@@ -243,7 +238,7 @@ TEST_F(Report, ASweepOverTpAndPpGetsHeatMaps) {
   const SweepResult result = sweep_with_page("grid",
                                              "set: {parallelism.fsdp: no_shard, training.global_batch: 16}\n"
                                              "axes:\n  parallelism.tp: [1, 2]\n  parallelism.pp: [1, 2]\ndp: auto\n");
-  const std::string html = read_text(dir_ / "grid.html");
+  const std::string html = test::read_text(dir_ / "grid.html");
   const std::size_t heat = html.find("Best tokens/s by tp and pp");
   ASSERT_NE(heat, std::string::npos);
   EXPECT_NE(html.find("Lowest peak memory per GPU (GiB) by tp and pp"), std::string::npos);
@@ -280,7 +275,7 @@ TEST_F(Report, AStudyFolderGetsTheStudyPage) {
   ASSERT_TRUE(result.candidates[0].feasible);
   ASSERT_FALSE(result.candidates[2].feasible);
   write_report(dir_ / "study", dir_ / "study.html");
-  const std::string html = read_text(dir_ / "study.html");
+  const std::string html = test::read_text(dir_ / "study.html");
   EXPECT_NE(html.find("3 candidate systems, 2 feasible"), std::string::npos);
   EXPECT_NE(html.find("infeasible"), std::string::npos);
   simdjson::dom::parser parser;
@@ -338,13 +333,13 @@ TEST_F(Report, ValidationCsvGetsTheValidationPage) {
     std::ofstream out(dir_ / "validation.csv");
     write_validation_csv(out, results);
   }
-  const std::string csv = read_text(dir_ / "validation.csv");
+  const std::string csv = test::read_text(dir_ / "validation.csv");
   EXPECT_NE(csv.find("fast,records,tokens/s/GPU,1000,1100,0.1,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("memory,records,GiB,40,38,-0.05,"), std::string::npos) << csv;  // shown in GiB
   EXPECT_NE(csv.find("not_modelled,not modelled: multi-latent attention,\"a table, with a comma\""), std::string::npos);
 
   write_report(dir_ / "validation.csv", dir_ / "validation.html");
-  const std::string html = read_text(dir_ / "validation.html");
+  const std::string html = test::read_text(dir_ / "validation.html");
   EXPECT_NE(html.find("1 x not modelled: multi-latent attention"), std::string::npos);
   simdjson::dom::parser parser;
   simdjson::padded_string text;
@@ -385,7 +380,7 @@ TEST_F(Report, BeyondSixteenGpusTheHottestAndSlowestAreDrawn) {
   const RunReport report = run_simulation(run, registries, options);
   ASSERT_EQ(report.gpus, 32);
   write_run_report(dir_ / "run", dir_ / "report.html");
-  const std::string html = read_text(dir_ / "report.html");
+  const std::string html = test::read_text(dir_ / "report.html");
   EXPECT_NE(html.find("16 of the 32 GPUs simulated are drawn"), std::string::npos);
   simdjson::dom::parser parser;
   simdjson::padded_string text;

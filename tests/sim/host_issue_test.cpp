@@ -15,21 +15,14 @@ namespace {
 
 CHOPSIM_ENGINE_SUITE(HostIssue);
 
-struct Result {
-  SimulationStats stats;
-  RecordingObserver observer;
-};
-
-Result simulate(const Workload& workload, double host_launch_s, int iterations = 1) {
+RecordedRun simulate(const Workload& workload, double host_launch_s, int iterations = 1) {
   const Topology topology = uniform_star(static_cast<int>(workload.program_of_rank.size()), 100e9, 2e-6);
   const auto compute = roofline(test_compute_params());
   const auto collectives = nccl();
-  Result r;
   SimulationInput input = simulation_input(workload, topology, *compute, *collectives);
   input.iterations = iterations;
   input.host_launch_s = host_launch_s;
-  r.stats = engine_under_test()->run(input, r.observer);
-  return r;
+  return run_recorded(input);
 }
 
 /// Issue order = stream 0's ops, then stream 1's, ... (each op one launch, no waits).
@@ -48,7 +41,7 @@ TEST_P(HostIssue, SmallKernelsRunAtTheHostsLaunchRate) {
   program.streams.push_back({"compute", std::vector<Op>(100, compute_op(10e-6))});
   issue_in_stream_order(program);
   const Workload w = same_program_everywhere(1, program);
-  const Result host_bound = simulate(w, kLaunch);
+  const RecordedRun host_bound = simulate(w, kLaunch);
   EXPECT_NEAR(host_bound.stats.makespan_s, 100 * kLaunch + 10e-6, 1e-12);
   EXPECT_NEAR(host_bound.observer.end_of(0, 0, 41)->start_s, 42 * kLaunch, 1e-12);
   // Without a host time the kernels run back to back; without an issue order the host is not modelled.
@@ -74,7 +67,7 @@ TEST_P(HostIssue, AHostWaitDrainsTheGpuAndTheNextKernelWaitsForItsLaunch) {
   program.streams.push_back({"compute", {compute_op(1e-3), compute_op(1e-3)}});
   issue_in_stream_order(program);
   program.issue_order[0].host_waits = true;
-  const Result r = simulate(same_program_everywhere(1, program), kLaunch);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), kLaunch);
   EXPECT_NEAR(r.observer.end_of(0, 0, 1)->start_s, 1e-3 + 2 * kLaunch, 1e-12);
   EXPECT_NEAR(r.stats.makespan_s, 2e-3 + 2 * kLaunch, 1e-12);
   program.issue_order[0].host_waits = false;
@@ -88,7 +81,7 @@ TEST_P(HostIssue, AnOpOfManyLaunchesCompletesWithTheLastAndHoldsBackTheHost) {
   program.streams.push_back({"compute", {compute_op(0.1e-3), compute_op(1e-3)}});
   issue_in_stream_order(program);
   program.issue_order[0].launches = 50;
-  const Result r = simulate(same_program_everywhere(1, program), kLaunch);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), kLaunch);
   EXPECT_NEAR(r.observer.end_of(0, 0, 0)->time_s, kLaunch + 0.1e-3, 1e-12);
   EXPECT_NEAR(r.observer.end_of(0, 0, 1)->start_s, 51 * kLaunch, 1e-12);
   EXPECT_NEAR(r.stats.makespan_s, 51 * kLaunch + 1e-3, 1e-12);
@@ -101,7 +94,7 @@ TEST_P(HostIssue, OneHostIssuesEveryStreamInItsOrder) {
   program.streams.push_back({"compute", {compute_op(10e-6), compute_op(10e-6)}});
   program.streams.push_back({"side", {compute_op(10e-6)}});
   program.issue_order = {{0, 0, 1, false}, {0, 1, 1, false}, {1, 0, 1, false}};
-  const Result r = simulate(same_program_everywhere(1, program), kLaunch);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), kLaunch);
   EXPECT_NEAR(r.observer.end_of(0, 1, 0)->start_s, 2 * kLaunch, 1e-12);
   EXPECT_NEAR(r.observer.end_of(0, 0, 1)->start_s, 3 * kLaunch, 1e-12);
 }
@@ -113,7 +106,7 @@ TEST_P(HostIssue, AWaitOnOneStreamBlocksLaunchesOnEveryStream) {
   program.streams.push_back({"compute", {compute_op(1e-3)}});
   program.streams.push_back({"side", {compute_op(10e-6)}});
   program.issue_order = {{0, 0, 1, true}, {0, 1, 1, false}};
-  const Result r = simulate(same_program_everywhere(1, program), kLaunch);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), kLaunch);
   EXPECT_NEAR(r.observer.end_of(0, 1, 0)->start_s, 1e-3 + 2 * kLaunch, 1e-12);
 }
 
@@ -122,7 +115,7 @@ TEST_P(HostIssue, TheHostCarriesOnAcrossIterations) {
   Program program;
   program.streams.push_back({"compute", std::vector<Op>(10, compute_op(5e-6))});
   issue_in_stream_order(program);
-  const Result r = simulate(same_program_everywhere(1, program), kLaunch, 2);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), kLaunch, 2);
   EXPECT_NEAR(r.stats.makespan_s, 20 * kLaunch + 5e-6, 1e-12);
   EXPECT_NEAR(r.stats.iteration_end_s[0], 10 * kLaunch + 5e-6, 1e-12);
 }

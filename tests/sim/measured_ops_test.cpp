@@ -13,18 +13,11 @@ namespace {
 
 CHOPSIM_ENGINE_SUITE(MeasuredOps);
 
-struct Result {
-  SimulationStats stats;
-  RecordingObserver observer;
-};
-
-Result simulate(const Workload& workload, int gpus, double slowdown = 0.0, double bandwidth = 100e9) {
+RecordedRun simulate(const Workload& workload, int gpus, double slowdown = 0.0, double bandwidth = 100e9) {
   const Topology topology = uniform_star(gpus, bandwidth, 2e-6);
   const auto compute = roofline(test_compute_params(slowdown));
   const auto collectives = nccl();
-  Result r;
-  r.stats = engine_under_test()->run(simulation_input(workload, topology, *compute, *collectives), r.observer);
-  return r;
+  return run_recorded(simulation_input(workload, topology, *compute, *collectives));
 }
 
 Op fixed_op(double seconds, double flops = 0.0) {
@@ -65,7 +58,7 @@ TEST_P(MeasuredOps, FixedKernelsLastTheirDurationWhateverTheirWorkAndTheirNeighb
   Program program;
   program.streams.push_back({"a", {fixed_op(2e-3, 1e15), fixed_op(1e-3)}});
   program.streams.push_back({"b", {fixed_op(3e-3)}});
-  const Result r = simulate(same_program_everywhere(1, program), 1, 0.5);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), 1, 0.5);
   EXPECT_DOUBLE_EQ(r.observer.end_of(0, 0, 0)->time_s, 2e-3);
   EXPECT_DOUBLE_EQ(r.observer.end_of(0, 0, 1)->time_s, 3e-3);
   EXPECT_DOUBLE_EQ(r.observer.end_of(0, 1, 0)->time_s, 3e-3);
@@ -75,7 +68,7 @@ TEST_P(MeasuredOps, FixedKernelsLastTheirDurationWhateverTheirWorkAndTheirNeighb
   Program mixed;
   mixed.streams.push_back({"a", {compute_op(1e-3)}});
   mixed.streams.push_back({"b", {fixed_op(1e-3)}});
-  const Result m = simulate(same_program_everywhere(1, mixed), 1);
+  const RecordedRun m = simulate(same_program_everywhere(1, mixed), 1);
   EXPECT_NEAR(m.observer.end_of(0, 0, 0)->time_s, 1e-3, 1e-12);
 }
 
@@ -87,7 +80,7 @@ TEST_P(MeasuredOps, DelaysHoldTheirStreamAndChainWithDependencies) {
   program.streams.push_back({"compute", {fixed_op(1e-3)}});
   program.streams.push_back({"side", {delay_op(0.25e-3), fixed_op(0.5e-3)}});
   depend(program, 1, 0, 0, 0);
-  const Result r = simulate(same_program_everywhere(1, program), 1);
+  const RecordedRun r = simulate(same_program_everywhere(1, program), 1);
   const OpEvent* kernel = r.observer.end_of(0, 1, 1);
   ASSERT_NE(kernel, nullptr);
   EXPECT_DOUBLE_EQ(kernel->start_s, 1.25e-3);
@@ -95,7 +88,7 @@ TEST_P(MeasuredOps, DelaysHoldTheirStreamAndChainWithDependencies) {
   // A leading delay places the first kernel of a stream at its measured start.
   Program lead;
   lead.streams.push_back({"s", {delay_op(4e-3), fixed_op(1e-3)}});
-  const Result l = simulate(same_program_everywhere(1, lead), 1);
+  const RecordedRun l = simulate(same_program_everywhere(1, lead), 1);
   EXPECT_DOUBLE_EQ(l.observer.end_of(0, 0, 1)->start_s, 4e-3);
   EXPECT_DOUBLE_EQ(l.stats.makespan_s, 5e-3);
 }
@@ -111,7 +104,7 @@ TEST_P(MeasuredOps, MeasuredCollectiveWaitsForTheLastMemberThenLastsItsTime) {
   programs[3].streams.push_back({"comm", {fixed_op(1e-3)}});
   Workload w = per_rank(programs);
   w.groups = {{2, 0, 1}};
-  const Result r = simulate(w, 4);
+  const RecordedRun r = simulate(w, 4);
   for (std::uint32_t rank = 0; rank < 3; ++rank) {
     const OpEvent* end = r.observer.end_of(rank, 0, 1);
     ASSERT_NE(end, nullptr);
@@ -131,7 +124,7 @@ TEST_P(MeasuredOps, ExplicitGroupOfAllRanksSimulatesLikeTheWorldRole) {
   // A re-simulated collective over an explicit group equal to the world group takes the collective model's time.
   Program by_role;
   by_role.streams.push_back({"comm", {collective_op(CollectiveKind::all_reduce, 256e6)}});
-  const Result role = simulate(same_program_everywhere(4, by_role), 4);
+  const RecordedRun role = simulate(same_program_everywhere(4, by_role), 4);
   std::vector<Program> programs(4);
   for (auto& p : programs) {
     Op op = collective_op(CollectiveKind::all_reduce, 256e6);
@@ -140,7 +133,7 @@ TEST_P(MeasuredOps, ExplicitGroupOfAllRanksSimulatesLikeTheWorldRole) {
   }
   Workload w = per_rank(programs);
   w.groups = {{0, 1, 2, 3}};
-  const Result expl = simulate(w, 4);
+  const RecordedRun expl = simulate(w, 4);
   EXPECT_GT(role.stats.makespan_s, 2.0 * 3.0 / 4.0 * 256e6 / 100e9);  // at least the ring's bandwidth term
   EXPECT_NEAR(expl.stats.makespan_s, role.stats.makespan_s, 1e-12);
 }

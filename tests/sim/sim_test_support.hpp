@@ -163,6 +163,27 @@ class RecordingObserver final : public SimulationObserver {
   }
 };
 
+/// One run of the engine under test: its statistics and every op event, in order.
+struct RecordedRun {
+  SimulationStats stats;
+  RecordingObserver observer;
+};
+
+/// Runs `input` on the engine under test (kEngines' parameter), recording its events.
+inline RecordedRun run_recorded(const SimulationInput& input) {
+  RecordedRun r;
+  r.stats = engine_under_test()->run(input, r.observer);
+  return r;
+}
+
+/// One iteration (or `iterations`) of `workload` over `topology` with these models on the engine under test.
+inline RecordedRun run_recorded(const Workload& workload, const Topology& topology, const ComputeModel& compute,
+                                const CollectiveModel& collectives, int iterations = 1) {
+  SimulationInput input = simulation_input(workload, topology, compute, collectives);
+  input.iterations = iterations;
+  return run_recorded(input);
+}
+
 inline bool same_event(const OpEvent& a, const OpEvent& b) {
   return a.time_s == b.time_s && a.start_s == b.start_s && a.rank == b.rank && a.op == b.op &&
          a.iteration == b.iteration && a.stream == b.stream && a.is_end == b.is_end;

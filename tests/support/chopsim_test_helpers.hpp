@@ -1,5 +1,6 @@
 #pragma once
-// Helpers several test suites share: a fresh temporary folder per test, and the message of an expected InputError.
+// Helpers several test suites share: a fresh temporary folder per test, the message of an expected InputError, and
+// a file's contents.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -29,6 +31,12 @@ inline std::string input_error(const std::function<void()>& action, InputError* 
   }
   ADD_FAILURE() << "expected InputError, nothing was thrown";
   return {};
+}
+
+/// The contents of `path`, byte for byte (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// A folder of this test process's own under the temp directory, removed with everything in it when the process's

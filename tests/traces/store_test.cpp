@@ -21,11 +21,6 @@ std::filesystem::path temp_dir() {
   return dir;
 }
 
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Writes three kernels (one collective), two telemetry samples and one annotation over two sources.
 void write_sample_store(const std::filesystem::path& path, std::size_t extra_kernels = 0) {
   KernelStoreWriter writer(path);
@@ -155,7 +150,7 @@ TEST(KernelStore, SameRecordsGiveByteIdenticalFiles) {
   const auto dir = temp_dir();
   write_sample_store(dir / "one.h5", 70000);  // several 8 Ki-row chunks (traces/src/kernel_store.cpp)
   write_sample_store(dir / "two.h5", 70000);
-  EXPECT_EQ(read_bytes(dir / "one.h5"), read_bytes(dir / "two.h5"));
+  EXPECT_EQ(test::read_text(dir / "one.h5"), test::read_text(dir / "two.h5"));
   const KernelStore store = KernelStore::open(dir / "one.h5");
   EXPECT_EQ(store.kernel_count(), 70003U);
   std::size_t chunks = 0, rows = 0;
