@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
-bash scripts/build.sh
+bash scripts/build.sh --target chopsim  # what `chopsim run` needs; scripts/test.sh builds the tests
 ./build/app/chopsim run configs/llama3-8b-fsdp.yaml --out out/llama3-8b-fsdp --report
