@@ -244,16 +244,10 @@ TEST_P(EngineNetwork, LargeTransferOverLongLinkGetsFullBandwidth) {
   const int a = t.add_vertex({VertexKind::gpu, "a", 0, 0});
   const int b = t.add_vertex({VertexKind::gpu, "b", 1, 1});
   t.add_link({a, b, bw, latency, LinkClass::fabric, "long"});
-  ParallelismSpec p;
-  p.pp = 2;
-  Workload w;
-  w.layout = RankLayout(p);
-  w.names = {"x"};
   Program sender, receiver;
   sender.streams.push_back({"send", {p2p_op(OpKind::send, 1, 0, s)}});
   receiver.streams.push_back({"recv", {p2p_op(OpKind::recv, -1, 0, s)}});
-  w.programs = {sender, receiver};
-  w.program_of_rank = {0, 1};
+  const Workload w = two_stages(sender, receiver);
   const auto compute = roofline(test_compute_params());
   const auto model = nccl();
   const RecordedRun r = run_recorded(w, t, *compute, *model);

@@ -84,17 +84,11 @@ TEST_P(Engine, APipelineTransferStartsWhenBothSidesArePosted) {
   // computes 2 ms and then sends S. The receive starts when the data starts flowing, at 2 ms, and only the
   // transfer itself slows rank 1's kernel (by f): the wait is not communication.
   const double f = 0.5, bw = 50 * kGB, latency = 2e-6, s = 0.25 * kGiB, before = 2e-3, kernel = 10e-3;
-  ParallelismSpec p;
-  p.pp = 2;
-  Workload w;
-  w.layout = RankLayout(p);
-  w.names = {"x"};
   Program sender, receiver;
   sender.streams = {{"compute", {compute_op(before)}}, {"send", {p2p_op(OpKind::send, 1, 3, s)}}};
   depend(sender, 1, 0, 0, 0);
   receiver.streams = {{"compute", {compute_op(kernel)}}, {"recv", {p2p_op(OpKind::recv, -1, 3, s)}}};
-  w.programs = {sender, receiver};
-  w.program_of_rank = {0, 1};
+  const Workload w = two_stages(sender, receiver);
   const Topology t = uniform_star(2, bw, latency);
   const auto compute = roofline(test_compute_params(f));
   const auto model = nccl();
@@ -118,16 +112,10 @@ TEST_P(Engine, APipelineTransferStartsWhenBothSidesArePosted) {
 TEST_P(Engine, ASendPostedFirstWaitsForItsReceiverWithoutCommunicating) {
   // The mirror case: rank 0 posts its send at t = 0; rank 1 computes 3 ms before its receive (same stream).
   const double bw = 50 * kGB, latency = 2e-6, s = 64e6, before = 3e-3;
-  ParallelismSpec p;
-  p.pp = 2;
-  Workload w;
-  w.layout = RankLayout(p);
-  w.names = {"x"};
   Program sender, receiver;
   sender.streams = {{"compute", {compute_op(1e-3)}}, {"send", {p2p_op(OpKind::send, 1, 0, s)}}};
   receiver.streams = {{"compute", {compute_op(before), p2p_op(OpKind::recv, -1, 0, s)}}};
-  w.programs = {sender, receiver};
-  w.program_of_rank = {0, 1};
+  const Workload w = two_stages(sender, receiver);
   const Topology t = uniform_star(2, bw, latency);
   const auto compute = roofline(test_compute_params(0.5));
   const auto model = nccl();

@@ -138,6 +138,18 @@ inline Workload same_program_everywhere(int world, Program program) {
   return w;
 }
 
+/// Two pipeline stages (pp 2): rank 0 runs `first` and rank 1 `second` (a sender and its receiver).
+inline Workload two_stages(Program first, Program second) {
+  ParallelismSpec p;
+  p.pp = 2;
+  Workload w;
+  w.layout = RankLayout(p);
+  w.names = {"x"};
+  w.programs = {std::move(first), std::move(second)};
+  w.program_of_rank = {0, 1};
+  return w;
+}
+
 /// The engine's input for one run of `workload` over `topology` with these models (one iteration, no power).
 inline SimulationInput simulation_input(const Workload& workload, const Topology& topology, const ComputeModel& compute,
                                         const CollectiveModel& collectives) {
