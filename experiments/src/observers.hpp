@@ -200,9 +200,3 @@ class OpsTableWriter final : public SimulationObserver {
 [[nodiscard]] std::string format_bytes(double bytes);
 
 }  // namespace chopsim::detail
-
-namespace chopsim::detail {
-/// summary.json: the run, its predictions and the time and memory breakdowns (deterministic bytes:
-/// no wall time, no host names, no dates).
-void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& report);
-}  // namespace chopsim::detail

@@ -139,6 +139,8 @@ class SimGridEngine final : public Engine {
                         "' (valid: CM02, LV08, SMPI, IB; chopsim uses CM02, see docs/design.md)");
   }
 
+  [[nodiscard]] bool simulates_in_child_process() const override { return options_.isolate_in_child_process; }
+
   SimulationStats run(const SimulationInput& input, SimulationObserver& observer) override {
     // The reference engine simulates every micro-batch: it is what folding is checked against.
     if (input.fold.enabled()) throw EngineError("simgrid: steady-state folding is the fast engine's (simulation.fold)");

@@ -1,6 +1,6 @@
 // Steady-state folding of a run (simulation.fold; docs/design.md, "Folding") against the same run simulated in full:
-// a Llama-3-70B 1F1B pipeline (64 micro-batches, 14 simulated), the same interleaved over two chunks (28 simulated)
-// and Llama-3-8B FSDP with gradient accumulation (16 micro-batches, 8 simulated).
+// a Llama-3-70B 1F1B pipeline (64 micro-batches, 10 simulated), the same interleaved over two chunks (24 simulated)
+// and Llama-3-8B FSDP with gradient accumulation (16 micro-batches, 7 simulated).
 //
 // The bounds: the iteration time and every integral (energy, mean power and clocks, tokens/s, MFU) within 0.5 %;
 // the breakdowns' parts within 1 % of the iteration time; each GPU's peak temperature within 0.3 K (the fold moves it
@@ -15,7 +15,10 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chopsim/config/config.hpp"
@@ -194,6 +197,28 @@ TEST(FoldLimits, RunsThatCannotFoldSimulateEveryMicroBatchAndSayWhy) {
   // Off (the default): nothing to say.
   quick.fold = false;
   EXPECT_EQ(run_simulation(quick, registries).fold_limit, "");
+  EXPECT_EQ(run_simulation(quick, registries).foldable_simulated_micro_batches, 0);
+}
+
+TEST(FoldLimits, ARunThatCouldFoldSaysHowManyMicroBatchesItWouldSimulate) {
+  // Off by default, so that every figure stays within the engines' 1 %; the text report says what turning it on
+  // would simulate, which is what the folded run then does.
+  const ModelRegistries registries = ModelRegistries::with_builtins();
+  RunSpec run = load("llama3-8b-fsdp.yaml", registries);
+  run.training.global_batch = 256;  // 16 micro-batches of 2 per pipeline
+  run.fold = false;
+  const RunReport full = run_simulation(run, registries);
+  EXPECT_EQ(full.simulated_micro_batches, 16);
+  EXPECT_EQ(full.foldable_simulated_micro_batches, 7);  // pp + 6 (fold.hpp)
+  std::ostringstream text;
+  print_run_summary(text, run, full);
+  EXPECT_NE(text.str().find("--set simulation.fold=true would simulate 7 of 16 micro-batches"), std::string::npos)
+      << text.str();
+
+  run.fold = true;
+  const RunReport folded = run_simulation(run, registries);
+  EXPECT_EQ(folded.simulated_micro_batches, full.foldable_simulated_micro_batches);
+  EXPECT_EQ(folded.foldable_simulated_micro_batches, 0);
 }
 
 TEST(FoldLimits, ARunThatWritesPerOpFilesSimulatesEveryMicroBatch) {
@@ -230,6 +255,32 @@ TEST(ObserverThreadRuns, GiveTheSameSummaryBitForBit) {
   ASSERT_GT(threaded.stats.folds, 0U);
   ASSERT_GT(threaded.stats.telemetry_samples, 0U);
   EXPECT_EQ(summary_json(run, threaded), summary_json(run, direct));
+}
+
+/// Notes the thread each op event arrives on.
+class ThreadOfEvents final : public SimulationObserver {
+ public:
+  void on_op_event(const OpEvent& /*event*/) override { threads.insert(std::this_thread::get_id()); }
+  std::set<std::thread::id> threads;
+};
+
+TEST(ObserverThreadRuns, NotBesideAnEngineThatForksItsSimulation) {
+  // The SimGrid engine forks a child that runs SimGrid: a second thread alive at fork() could leave the child a lock
+  // it held, and the child would wait for ever (Engine::simulates_in_child_process). So the observers stay on the
+  // caller's thread with that engine, and move to a second one with the fast engine.
+  const ModelRegistries registries = ModelRegistries::with_builtins();
+  RunSpec run = load("llama3-8b-fsdp.yaml", registries);
+  RunOptions options;
+  options.observer_thread = true;
+  for (const char* engine : {"simgrid", "fast"}) {
+    SCOPED_TRACE(engine);
+    run.engine = engine;
+    ThreadOfEvents seen;
+    options.observer = &seen;
+    static_cast<void>(run_simulation(run, registries, options));
+    ASSERT_EQ(seen.threads.size(), 1U);
+    EXPECT_EQ(*seen.threads.begin() == std::this_thread::get_id(), std::string(engine) == "simgrid");
+  }
 }
 
 }  // namespace

@@ -107,7 +107,8 @@ struct RunOptions {
   /// Run the observers (breakdown, losses, power report, output writers, `observer`) on a second thread while the
   /// engine simulates (ObserverThread): one run then uses two cores, for the same figures bit for bit. Off by
   /// default: callers that run points in parallel keep their cores busy already (a sweep or study turns it on only
-  /// with one job; validation runs its cases in parallel).
+  /// with one job; validation runs its cases in parallel). Not with an engine that simulates in a child process
+  /// (Engine::simulates_in_child_process): the child is the second core, and it must be forked from one thread.
   bool observer_thread = false;
 };
 
@@ -157,7 +158,10 @@ struct RunReport {
   /// folded (RunSpec::fold, docs/design.md "Folding").
   int micro_batches = 0;
   int simulated_micro_batches = 0;
-  std::string fold_limit;    ///< why simulation.fold did not fold ("" when it did or was off)
+  std::string fold_limit;  ///< why simulation.fold did not fold ("" when it did or was off)
+  /// With simulation.fold off: the micro-batches per pipeline it would simulate if it were on (0: it would not fold,
+  /// or it is on). The text report suggests it.
+  int foldable_simulated_micro_batches = 0;
   double wall_time_s = 0.0;  ///< host time the whole run took
   std::vector<std::filesystem::path> files_written;
 };

@@ -149,6 +149,10 @@ class Engine {
   virtual SimulationStats run(const SimulationInput& input, SimulationObserver& observer) = 0;
   /// Whether run() carries out SimulationInput::fold (an engine that does not throws EngineError for one).
   [[nodiscard]] virtual bool folds() const { return false; }
+  /// Whether run() simulates in a child process it forks (the SimGrid engine by default). Its caller then starts no
+  /// thread of its own before run(): the child runs SimGrid, not only async-signal-safe calls, so a lock another
+  /// thread held at fork() would stay locked in the child for ever; and the child is a second core already.
+  [[nodiscard]] virtual bool simulates_in_child_process() const { return false; }
 };
 
 using EngineRegistry = Registry<Engine, const EngineOptions&>;
