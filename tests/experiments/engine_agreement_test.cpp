@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,6 +33,11 @@ struct AgreementCase {
   std::filesystem::path config;
   std::function<void(RunSpec&)> change;  ///< applied after loading (asymmetric variants)
 };
+
+/// GoogleTest names a case by this in ctest's list and its reports (by default: the struct's bytes, pointers and all).
+void PrintTo(const AgreementCase& c, std::ostream* out) {
+  *out << c.name << " (" << c.config.filename().string() << ")";
+}
 
 /// Shipped configs too large for the SimGrid engine in a test run: 16,384 GPUs take hours there (and many actors).
 /// Their fast-engine prediction is pinned by its golden (shipped_configs_test.cpp) and symmetric runs of smaller

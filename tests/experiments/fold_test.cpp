@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -40,6 +41,9 @@ struct FoldCase {
   int global_batch;  ///< 0: the config's
   bool interleaved;  ///< two chunks per stage (Megatron's interleaved schedule)
 };
+
+/// GoogleTest names a case by this in ctest's list and its reports (by default: the struct's bytes).
+void PrintTo(const FoldCase& c, std::ostream* out) { *out << c.name << " (" << c.config << ")"; }
 
 class Fold : public ::testing::TestWithParam<FoldCase> {};
 
