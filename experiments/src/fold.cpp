@@ -15,10 +15,6 @@ constexpr int kWindowMicroBatches = 4;
 }  // namespace
 
 FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c, const FoldContext& context) {
-  return run.fold ? fold_if_asked(run, inlet_c, context) : FoldDecision{};
-}
-
-FoldDecision fold_if_asked(const RunSpec& run, const std::vector<double>& inlet_c, const FoldContext& context) {
   FoldDecision decision;
   if (context.writes_files) {
     decision.limit = "the run writes per-op files (--out)";

@@ -45,19 +45,15 @@ struct FoldContext {
   const SimulationObserver* observer = nullptr;  ///< RunOptions::observer: it must fold too
 };
 
-/// How `run` folds, with `inlet_c` the GPUs' inlet temperatures (°C, per rank; empty without power dynamics): as
-/// fold_if_asked says when simulation.fold is on, not at all when it is off.
+/// How `run` would fold, with `inlet_c` the GPUs' inlet temperatures (°C, per rank; empty without power dynamics),
+/// whether or not simulation.fold asks for it (a run that does not is told what folding would simulate). It does not
+/// fold when `context` rules it out; when too few are left out to be worth it; or when its data-parallel replicas can
+/// drift apart: replicas in slots of different inlet temperatures run at different clocks, and unless they meet every
+/// micro-batch (ZeRO-3/FSDP) the faster waits for the slower at the end of the iteration for as long as the drift over
+/// every micro-batch, which a window of a few cannot show (Llama-3-8B TP2 PP2 DP8 on MI250: the data-parallel
+/// reduce-scatters' exposed time 19 % short).
 [[nodiscard]] FoldDecision decide_fold(const RunSpec& run, const std::vector<double>& inlet_c,
                                        const FoldContext& context);
-
-/// How `run` would fold if simulation.fold asked for it, whether or not it does. It does not when `context` rules
-/// it out; when too few are left out to be worth it; or when its data-parallel replicas can drift apart: replicas in
-/// slots of different inlet temperatures run at different clocks, and unless they meet every micro-batch (ZeRO-3/FSDP)
-/// the faster waits for the slower at the end of the iteration for as long as the drift over every micro-batch, which a
-/// window of a few cannot show (Llama-3-8B TP2 PP2 DP8 on MI250: the data-parallel reduce-scatters' exposed time 19 %
-/// short).
-[[nodiscard]] FoldDecision fold_if_asked(const RunSpec& run, const std::vector<double>& inlet_c,
-                                         const FoldContext& context);
 
 /// `run`'s training with the global batch of the simulated micro-batches.
 [[nodiscard]] TrainingSpec folded_training(const RunSpec& run, const FoldShape& shape);

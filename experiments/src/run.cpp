@@ -68,13 +68,12 @@ RunReport run_simulation(const RunSpec& run, const ModelRegistries& registries, 
   if (!report.out_of_memory || options.simulate_when_out_of_memory) {
     const auto engine = registries.engine.create(run.engine, run.engine_options);
     const detail::PowerSetup power = detail::make_power_setup(run, registries);
-    const detail::FoldContext fold_context{write_files, engine->folds(), options.observer};
-    const detail::FoldDecision folding = detail::decide_fold(run, power.input.inlet_c, fold_context);
-    const std::optional<detail::FoldShape>& fold = folding.shape;
-    report.fold_limit = folding.limit;
-    if (!run.fold)
-      if (const auto would = detail::fold_if_asked(run, power.input.inlet_c, fold_context).shape)
-        report.foldable_simulated_micro_batches = would->simulated;
+    // Decided whether or not simulation.fold asks for it: a run that does not is told what folding would simulate.
+    const detail::FoldDecision folding =
+        detail::decide_fold(run, power.input.inlet_c, {write_files, engine->folds(), options.observer});
+    const std::optional<detail::FoldShape> fold = run.fold ? folding.shape : std::nullopt;
+    if (run.fold) report.fold_limit = folding.limit;
+    if (!run.fold && folding.shape) report.foldable_simulated_micro_batches = folding.shape->simulated;
     report.micro_batches = run.training.micro_batches(run.parallelism);
     report.simulated_micro_batches = fold ? fold->simulated : report.micro_batches;
     Workload workload = fold ? workload_of(run, detail::folded_training(run, *fold)) : build_run_workload(run);
