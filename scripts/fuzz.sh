@@ -6,11 +6,11 @@
 # caused it is kept in build-asan/findings/. The repository's corpus is not modified.
 #
 # Two modes:
-#   scripts/fuzz.sh --ci [TARGET...]       a fixed number of executions per target (16-77 s each, at most 150 s;
-#                                          one target per core at a time) with a fixed seed (.ci/run uses this). The inputs reached
-#                                          follow the coverage feedback, which a code change alters, and so does the
-#                                          address-space layout: the same commit in another folder reached other
-#                                          inputs (a fresh clone, 2026-11-28). A CI finding is reproduced from the
+#   scripts/fuzz.sh --ci [TARGET...]       a fixed number of executions per target (16-77 s each alone, at
+#                                          most 150 s; one target per core at a time) with a fixed seed (.ci/run
+#                                          uses this). The inputs reached follow the coverage feedback, which a
+#                                          code change alters, and so does the address-space layout: the same
+#                                          commit in another folder reached other inputs (a fresh clone, 2026-11-28). A CI finding is reproduced from the
 #                                          input CI printed, not by rerunning.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]  exploratory: each target for SECONDS (default 60), seed 1. New findings
 #                                          go to build-asan/findings/; fix them and add the input to the corpus.

@@ -22,7 +22,7 @@ namespace {
 
 std::vector<ValidationCase> megatron_cases() {
   return load_validation_cases(test::shared_data_dir(), test::configs_dir(), ModelRegistries::with_builtins(),
-                               test::source_dir() / "calibration" / "profiles");
+                               test::profiles_dir());
 }
 
 /// The step time of each case predicted with every GPU's host at `host_launch_s` (uncalibrated).

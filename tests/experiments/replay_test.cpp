@@ -377,7 +377,7 @@ TEST_F(ReplayTest, TheSameModelMeasuredOnTwoGpusPredictsEachOther) {
   const fs::path h100 = store_of("qwen_h100", {"traces/kineto/tracelens_h100_qwen05b.json.gz"});
   const fs::path mi300x = store_of("qwen_mi300x", {"traces/kineto/tracelens_mi300x_qwen05b.json.gz"});
   const double h100_span = test::store_facts(h100).span_s, mi300x_span = test::store_facts(mi300x).span_s;
-  const fs::path profiles = test::source_dir() / "calibration" / "profiles";
+  const fs::path profiles = test::profiles_dir();
   for (const bool calibrated : {false, true}) {
     SCOPED_TRACE(calibrated ? "calibrated" : "hardware files");
     ReplayOptions to_amd;

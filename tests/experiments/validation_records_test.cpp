@@ -2,17 +2,11 @@
 // artifact launches them, Narayanan et al.'s FLOP count, and every Megatron-Core record a case or a reason why not.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <map>
-#include <set>
-#include <sstream>
 
-#include "chopsim/calibration/fitting.hpp"
 #include "chopsim/config/config.hpp"
 #include "chopsim/experiments/validation.hpp"
 #include "chopsim/models/memory.hpp"
@@ -22,10 +16,6 @@
 namespace chopsim {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path profiles_dir() { return test::source_dir() / "calibration" / "profiles"; }
-
 // NVIDIA's Megatron-Core tables (../shared/data/validation/published_megatron_records.yaml): every record is a case,
 // mapped by one rule; the ones chopsim cannot predict carry the reason.
 // The Megatron-LM README's A100 rows (Narayanan et al., SC'21 Table 1) print hidden size, layers and GPU count only;
@@ -33,7 +23,8 @@ fs::path profiles_dir() { return test::source_dir() / "calibration" / "profiles"
 TEST(Validation, TheReadmesA100RowsRunAsTheSc21ArtifactLaunchesThem) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
   const auto registries = ModelRegistries::with_builtins();
-  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
   std::map<std::string, const ValidationCase*> rows;
   for (const ValidationCase& c : cases)
     if (c.id.starts_with("megatronlm-readme-a100-gpt")) rows[c.id] = &c;
@@ -108,7 +99,8 @@ TEST(Validation, EveryMegatronRecordIsACaseOrSaysWhyNot) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
   const auto registries = ModelRegistries::with_builtins();
   std::map<std::string, const ValidationCase*> by_id;
-  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
   int modelled = 0;
   for (const ValidationCase& c : cases) {
     if (c.group != "megatron_records") continue;

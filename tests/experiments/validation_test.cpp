@@ -16,23 +16,19 @@
 
 #include "chopsim/calibration/fitting.hpp"
 #include "chopsim/config/config.hpp"
-#include "chopsim/models/memory.hpp"
 #include "chopsim_test_paths.hpp"
-#include "validation_internal.hpp"
 
 namespace chopsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path profiles_dir() { return test::source_dir() / "calibration" / "profiles"; }
-
 /// The validation cases `keep` selects, predicted as `chopsim validate` predicts them (one result per case, in order).
 std::vector<ValidationResult> predict(const std::function<bool(const ValidationCase&)>& keep) {
   const auto registries = ModelRegistries::with_builtins();
   std::vector<ValidationCase> chosen;
   for (ValidationCase& c :
-       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir()))
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir()))
     if (keep(c)) chosen.push_back(std::move(c));
   return run_validation(chosen, registries, 2);
 }
@@ -42,7 +38,7 @@ std::string page_with_jobs(const std::function<bool(const ValidationCase&)>& kee
   const auto registries = ModelRegistries::with_builtins();
   std::vector<ValidationCase> chosen;
   for (ValidationCase& c :
-       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir()))
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir()))
     if (keep(c)) chosen.push_back(std::move(c));
   std::ostringstream page;
   write_validation_markdown(page, run_validation(chosen, registries, jobs));
@@ -53,7 +49,7 @@ std::string page_with_jobs(const std::function<bool(const ValidationCase&)>& kee
 bool is_megatron_7b(const ValidationCase& c) { return c.group == "megatron_lm" || c.group == "megatron_lm_a100"; }
 
 TEST(Validation, ProfilesAreFoundByTheHardwareTheyWereFittedOn) {
-  const auto profiles = calibration_profiles_by_hardware(profiles_dir());
+  const auto profiles = calibration_profiles_by_hardware(test::profiles_dir());
   ASSERT_EQ(profiles.count("H100-SXM5-80GB"), 1u);
   ASSERT_EQ(profiles.count("MI300X"), 1u);
   EXPECT_EQ(profiles.at("H100-SXM5-80GB").filename(), "h100.yaml");
@@ -65,8 +61,9 @@ TEST(Validation, ProfilesAreFoundByTheHardwareTheyWereFittedOn) {
 TEST(Validation, EveryCaseOnAProfiledGpuGetsTheCalibratedRun) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/published_dev_records.yaml");
   const auto registries = ModelRegistries::with_builtins();
-  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
-  const YAML::Node h100 = YAML::LoadFile((profiles_dir() / "h100.yaml").string());
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
+  const YAML::Node h100 = YAML::LoadFile((test::profiles_dir() / "h100.yaml").string());
   std::set<std::string> groups_with_profile;
   for (const ValidationCase& c : cases) {
     const std::string& gpu = c.run.hardware.name;
@@ -187,7 +184,7 @@ TEST(Validation, BothPredictionsAreMadeAndShown) {
 TEST(Validation, SomeCasesAreSelectedAndLeaveTheirRunsSummaries) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
   const auto registries = ModelRegistries::with_builtins();
-  auto all = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  auto all = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
   EXPECT_EQ(select_validation_cases(all, "").size(), all.size());
   EXPECT_TRUE(select_validation_cases(all, "no such case,neither").empty());
   const auto chosen = select_validation_cases(all, "megatron_lm_a100,tp4_pp1_memory_speed (DGX H100)");
@@ -225,7 +222,8 @@ TEST(Validation, SomeCasesAreSelectedAndLeaveTheirRunsSummaries) {
 TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
   CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
   const auto registries = ModelRegistries::with_builtins();
-  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
   std::map<std::string, int> step_rows;
   for (const ValidationCase& c : cases) {
     if (!c.group.starts_with("megatron_lm")) continue;
@@ -258,7 +256,8 @@ TEST(Validation, EveryMegatronGoldenFileThatNamesItsMachineIsACase) {
 TEST(Validation, MerakStageRowsReadTheMeasuredPerStageTimes) {
   CHOPSIM_REQUIRE_SHARED_DATA("power/perseus_sosp24/perseus/A100");
   const auto registries = ModelRegistries::with_builtins();
-  const auto cases = load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir());
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
   std::map<std::string, double> measured;
   for (const ValidationCase& c : cases)
     if (c.metric == ValidationMetric::stage_time_s && c.group == "zeus_a100_power_limit") {
@@ -351,7 +350,7 @@ TEST(Validation, EitherEnginePredictsTheSameTable) {
   std::vector<ValidationCase> chosen;
   std::set<std::string> groups;
   for (ValidationCase& c :
-       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, profiles_dir())) {
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir())) {
     // The first case of each group that the engines run on at most 64 GPUs (SimGrid takes minutes beyond).
     if (!c.not_modelled.empty() || c.run.parallelism.world_size() > 64) continue;
     if (groups.insert(c.group).second) chosen.push_back(std::move(c));

@@ -10,6 +10,8 @@ namespace chopsim::test {
 
 inline std::filesystem::path source_dir() { return std::filesystem::path(CHOPSIM_SOURCE_DIR); }
 inline std::filesystem::path configs_dir() { return source_dir() / "configs"; }
+/// The shipped calibration profiles (calibration/profiles).
+inline std::filesystem::path profiles_dir() { return source_dir() / "calibration" / "profiles"; }
 
 inline std::filesystem::path shared_data_dir() {
   if (const char* env = std::getenv("CHOPSIM_SHARED_DATA"); env != nullptr && *env != '\0') return env;
