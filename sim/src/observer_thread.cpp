@@ -8,11 +8,10 @@ namespace chopsim {
 // A call is copied into its chunk and out again: a plain copy, as the engine's own events are.
 static_assert(std::is_trivially_copyable_v<OpEvent> && std::is_trivially_copyable_v<GpuStateSample>);
 
-ObserverThread::ObserverThread(SimulationObserver& inner) : inner_(inner), thread_([this] { serve(); }) {
-  filling_.reserve(kChunkCalls);
-}
+ObserverThread::ObserverThread(SimulationObserver& inner) : inner_(inner) { filling_.reserve(kChunkCalls); }
 
 ObserverThread::~ObserverThread() {
+  if (!thread_.joinable()) return;  // no chunk was ever handed over
   {
     const std::lock_guard lock(mutex_);
     stop_ = true;
@@ -40,6 +39,7 @@ void ObserverThread::on_fold_window_begin(double time_s) { push(FoldWindowBegin{
 void ObserverThread::on_fold(double time_s, double span_s) { push(Fold{time_s, span_s}); }
 
 void ObserverThread::hand_over() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { serve(); });
   Chunk next;
   {
     std::unique_lock lock(mutex_);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,6 +75,40 @@ std::vector<std::string> direct_calls(std::size_t count) {
   call_many(direct, count);
   EXPECT_EQ(direct.calls.size(), count);
   return direct.calls;
+}
+
+/// The threads of this process now (Linux: the "Threads:" line of /proc/self/status).
+int threads_of_this_process() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  ADD_FAILURE() << "/proc/self/status has no Threads: line";
+  return -1;
+}
+
+TEST(ObserverThread, StartsItsThreadOnlyWhenTheFirstChunkIsHandedOver) {
+  // The SimGrid engine forks its simulation at the start of run(), before its first call: the process must then
+  // have one thread (a lock another thread holds at fork() stays held in the child; observer_thread.hpp).
+  const int before = threads_of_this_process();
+  Log threaded;
+  {
+    ObserverThread concurrent(threaded);
+    EXPECT_EQ(threads_of_this_process(), before) << "constructed: no thread yet";
+    call_many(concurrent, ObserverThread::kChunkCalls - 1);
+    EXPECT_EQ(threads_of_this_process(), before) << "a chunk not yet full: still no thread";
+    call_many(concurrent, 1);  // the chunk is full: handed over
+    EXPECT_EQ(threads_of_this_process(), before + 1);
+    concurrent.drain();
+  }
+  EXPECT_EQ(threads_of_this_process(), before) << "joined";
+  EXPECT_EQ(threaded.calls.size(), ObserverThread::kChunkCalls);
+}
+
+TEST(ObserverThread, DrainWithoutCallsReturnsWithoutAThread) {
+  Log threaded;
+  ObserverThread concurrent(threaded);
+  concurrent.drain();
+  EXPECT_TRUE(threaded.calls.empty());
 }
 
 TEST(ObserverThread, EveryCallArrivesInOrderAcrossChunks) {

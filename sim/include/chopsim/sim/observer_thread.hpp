@@ -25,6 +25,12 @@ namespace chopsim {
 /// After the engine returns, drain() waits until `inner` has seen every call; only then may the caller read `inner`.
 /// An exception `inner` throws stops it: the engine's thread rethrows it at its next hand-over (stopping the run, as a
 /// direct call would) or in drain(). The destructor stops the thread without waiting for the rest (an engine error).
+///
+/// The thread starts at the first hand-over, not in the constructor: an engine that forks its simulation
+/// (Engine::simulates_in_child_process, the SimGrid engine) forks before its first call, and so forks a process of one
+/// thread. A thread alive at fork() can hold a lock (the sanitizer allocator's, a starting thread's registration) that
+/// then stays held in the child for ever: under ASan, 86 of 300 runs of an ObserverThread around the SimGrid engine
+/// hung that way (2026-12-02, after one hung the CI).
 class ObserverThread final : public SimulationObserver {
  public:
   static constexpr std::size_t kChunkCalls = 2048;
@@ -84,7 +90,7 @@ class ObserverThread final : public SimulationObserver {
   bool busy_ = false;                 ///< the observer's thread is replaying a chunk
   bool stop_ = false;
   std::exception_ptr error_;
-  std::thread thread_;  ///< last: starts once the members above exist
+  std::thread thread_;  ///< started by the first hand_over(), once the members above exist
 };
 
 }  // namespace chopsim
