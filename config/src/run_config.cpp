@@ -307,6 +307,9 @@ void decode_training(Mapping& t, TrainingSpec& train) {
          "");
   t.read_choice<MoeDispatcher>("moe_dispatcher", train.moe_dispatcher,
                                {{"alltoall", MoeDispatcher::alltoall}, {"flex", MoeDispatcher::flex}});
+  t.read("moe_router_fusion", train.moe_router_fusion);
+  t.read_choice<MoeAuxLoss>("moe_aux_loss", train.moe_aux_loss, {kMoeAuxLossNames.begin(), kMoeAuxLossNames.end()});
+  t.read("moe_expert_bias", train.moe_expert_bias);
   t.read_choice<Fp8Recipe>("fp8_recipe", train.fp8_recipe, {kFp8RecipeNames.begin(), kFp8RecipeNames.end()});
   t.read("attention", train.attention);
   t.read("deterministic", train.deterministic);

@@ -357,6 +357,13 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "attention is " +
                    (train.attention.empty() ? std::string("the hardware's fused kernel") : "'" + train.attention + "'"),
                "remove masked_softmax_fusion, or set training.attention: eager");
+  if (!model.is_moe() && (train.moe_router_fusion || train.moe_aux_loss != MoeAuxLoss::none || train.moe_expert_bias)) {
+    const char* key = train.moe_router_fusion ? "training.moe_router_fusion"
+                      : train.moe_expert_bias ? "training.moe_expert_bias"
+                                              : "training.moe_aux_loss";
+    rules.fail(key, "configures a mixture of experts' router, but model '" + model.name + "' has no experts",
+               "remove it, or use a model with experts");
+  }
   if (!train.moe_pad_to_capacity && !train.moe_capacity_factor)
     rules.fail("training.moe_pad_to_capacity",
                "moe_pad_to_capacity: false is about padding to a capacity, but moe_capacity_factor is not set "

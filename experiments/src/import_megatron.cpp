@@ -156,7 +156,8 @@ const std::set<std::string> kRead = {
     "no-check-for-nan-in-loss-and-grad", "no-gradient-accumulation-fusion", "cross-entropy-loss-fusion",
     "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
     "no-overlap-p2p-communication", "moe-token-dispatcher-type", "overlap-moe-expert-parallel-comm",
-    "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity",
+    "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity", "moe-router-fusion",
+    "moe-router-load-balancing-type", "moe-aux-loss-coeff", "moe-router-enable-expert-bias",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -300,6 +301,12 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   model["overlap_moe_expert_parallel_comm"] = is_true(args, "overlap-moe-expert-parallel-comm");
   if (args.count("moe-token-dispatcher-type"))
     model["moe_token_dispatcher_type"] = args.at("moe-token-dispatcher-type");
+  if (args.count("moe-router-fusion")) model["moe_router_fusion"] = is_true(args, "moe-router-fusion");
+  if (args.count("moe-router-enable-expert-bias"))
+    model["moe_router_enable_expert_bias"] = is_true(args, "moe-router-enable-expert-bias");
+  if (args.count("moe-router-load-balancing-type"))
+    model["moe_router_load_balancing_type"] = args.at("moe-router-load-balancing-type");
+  if (args.count("moe-aux-loss-coeff")) model["moe_aux_loss_coeff"] = args.at("moe-aux-loss-coeff");
   if (args.count("moe-expert-capacity-factor")) {
     model["moe_expert_capacity_factor"] = args.at("moe-expert-capacity-factor");
     model["moe_pad_expert_input_to_capacity"] = is_true(args, "moe-pad-expert-input-to-capacity");

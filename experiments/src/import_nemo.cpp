@@ -460,6 +460,28 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
       result.notes.push_back("model.moe_token_dispatcher_type " + dispatcher +
                              ": not modelled, imported as NCCL's all-to-all (alltoall)");
   }
+  // Megatron-Core's router (its kernels: models/src/workload_moe.cpp): fused (--moe-router-fusion), its auxiliary
+  // loss (--moe-router-load-balancing-type, on when --moe-aux-loss-coeff > 0; the type's default is aux_loss) and
+  // aux-loss-free balancing (--moe-router-enable-expert-bias).
+  if (job.integer("model.num_moe_experts", 1) > 1) {
+    if (job.flag("model.moe_router_fusion")) y << "  moe_router_fusion: true        # model.moe_router_fusion\n";
+    const std::string balancing = job.text("model.moe_router_load_balancing_type");
+    if (job.has("model.moe_aux_loss_coeff") && !job.text("model.moe_aux_loss_coeff").empty() &&
+        job.number("model.moe_aux_loss_coeff") > 0.0) {
+      const std::string type = balancing.empty() ? "aux_loss" : balancing;
+      if (type == "aux_loss" || type == "seq_aux_loss" || type == "global_aux_loss")
+        y << "  moe_aux_loss: " << type << "        # model.moe_router_load_balancing_type, moe_aux_loss_coeff\n";
+      else
+        result.notes.push_back("model.moe_router_load_balancing_type " + type +
+                               ": its kernels are not modelled (imported without an auxiliary loss)");
+    } else if (job.has("model.moe_aux_loss_coeff") && job.text("model.moe_aux_loss_coeff").empty()) {
+      result.notes.push_back(
+          "model.moe_aux_loss_coeff: a list of coefficients is not read (imported without an "
+          "auxiliary loss; set training.moe_aux_loss)");
+    }
+    if (job.flag("model.moe_router_enable_expert_bias"))
+      y << "  moe_expert_bias: true        # model.moe_router_enable_expert_bias\n";
+  }
   // Megatron-Core's expert capacity (--moe-expert-capacity-factor; unset or null: dropless), each expert padded to it
   // or not (--moe-pad-expert-input-to-capacity).
   if (job.has("model.moe_expert_capacity_factor")) {

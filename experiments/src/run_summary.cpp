@@ -187,6 +187,10 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
       json.field("moe_pad_to_capacity", run.training.moe_pad_to_capacity);
     }
     json.field("moe_load_imbalance", run.training.moe_load_imbalance);
+    json.field("moe_router_fusion", run.training.moe_router_fusion);
+    for (const auto& [name, loss] : kMoeAuxLossNames)
+      if (loss == run.training.moe_aux_loss) json.field("moe_aux_loss", name);
+    json.field("moe_expert_bias", run.training.moe_expert_bias);
   }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());

@@ -425,6 +425,22 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
         train.moe_pad_to_capacity = true;
         train.moe_dispatcher = MoeDispatcher::alltoall;
       }
+      // The routers of the MoE rows, as Megatron-Bridge configures them (their kernels: workload_moe.cpp). The
+      // performance configs fuse the router for Qwen3, DeepSeek-V3 and GPT-OSS in every release of the tables
+      // (moe_router_fusion: true in scripts/performance/configs/{qwen3,deepseek}/*.yaml at v0.1.0rc4;
+      // cfg.model.moe_router_fusion = True in configs/{qwen,qwen3,deepseek,gpt_oss}/*_llm_pretrain.py from v0.2.0 to
+      // v0.5.1) but not for Nemotron 3 (configs/nemotronh/nemotron_3_llm_pretrain.py, v0.5.1). The model bridges set
+      // the balancing: Qwen3 the auxiliary loss (qwen3_moe_bridge.py: "aux_loss", 1e-3), DeepSeek-V3 and Nemotron-H
+      // the sequence-level one with an expert bias (deepseek_v3_bridge.py, nemotron_h_bridge.py: "seq_aux_loss",
+      // moe_router_enable_expert_bias), GPT-OSS none (gpt_oss_bridge.py: "none").
+      if (!readme && run.model.is_moe()) {
+        train.moe_router_fusion = name != "nemotron-3-nano";
+        if (name.starts_with("qwen3")) train.moe_aux_loss = MoeAuxLoss::aux_loss;
+        if (name == "deepseek-v3" || name == "nemotron-3-nano") {
+          train.moe_aux_loss = MoeAuxLoss::seq_aux_loss;
+          train.moe_expert_bias = true;
+        }
+      }
       // Megatron-Core's host time per kernel launch on the node's CPU (the cluster file's, fitted on the host-bound
       // Megatron-LM functional tests: tests/experiments/megatron_host_test.cpp).
       train.host_launch_s = run.cluster.megatron_host_launch_s;

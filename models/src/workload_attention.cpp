@@ -112,14 +112,17 @@ void StageGenerator::attention_backward() {
 // reads and writes the scores once (dropout also writes its 1-byte mask), and P (and the dropped-out P) are kept
 // for backward (Korthikanti et al. 2022: 5 a s^2 b bytes per layer with dropout). Under Megatron-LM's
 // masked_softmax_fusion one kernel scales, masks and normalises the scores in a single pass (FusedScaleMaskSoftmax).
+// Queries and keys are qk_dim wide, values and outputs v_dim (both head_dim but under multi-latent attention, whose
+// heads are head_dim + qk_rope_head_dim and v_head_dim wide: Megatron-Core's unfused DotProductAttention takes them).
 void StageGenerator::eager_attention_forward() {
   const Sizes& s = sizes_;
   const double scores = s.tokens * s.sequence * s.query_heads;  // per rank: its heads, all query-key pairs
   const double e = s.activation_bytes;
-  const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V or O
+  const double qk = s.tokens * s.query_heads * s.qk_dim * e;  // one of Q or K
+  const double vo = s.tokens * s.query_heads * s.v_dim * e;   // one of V or O
   // Per head S[s x s] = Q[s x d] K^T: rows of s keys.
-  (void)compute("attention_scores", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
-                2.0 * qkv + scores * e, unaligned(s.sequence));
+  (void)compute("attention_scores", KernelClass::gemm, high_precision_, 2.0 * scores * s.qk_dim, 2.0 * qk + scores * e,
+                unaligned(s.sequence));
   if (training_.masked_softmax_fusion) {
     (void)elementwise("attention_scale_mask_softmax", scores, 2.0 + kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
   } else {
@@ -128,8 +131,8 @@ void StageGenerator::eager_attention_forward() {
     (void)elementwise("attention_softmax", scores, kSoftmaxFlops, 2.0 * e, KernelClass::reduction);
   }
   if (model_.dropout) (void)elementwise("attention_dropout", scores, 2.0, 2.0 * e + 1.0);
-  (void)compute("attention_probs_v", KernelClass::gemm, high_precision_, 2.0 * scores * s.head_dim,
-                scores * e + 2.0 * qkv, unaligned(s.head_dim));
+  (void)compute("attention_probs_v", KernelClass::gemm, high_precision_, 2.0 * scores * s.v_dim, scores * e + 2.0 * vo,
+                unaligned(s.v_dim));
 }
 
 void StageGenerator::eager_attention_backward() {
@@ -143,13 +146,13 @@ void StageGenerator::eager_attention_backward() {
   const Sizes& s = sizes_;
   const double scores = s.tokens * s.sequence * s.query_heads;
   const double e = s.activation_bytes;
-  const double qkv = s.tokens * s.query_heads * s.head_dim * e;  // one of Q, K, V, O or their gradients
-  const double gemm_flops = 2.0 * scores * s.head_dim;
+  const double qk = s.tokens * s.query_heads * s.qk_dim * e;  // one of Q, K or their gradients
+  const double vo = s.tokens * s.query_heads * s.v_dim * e;   // one of V, O or their gradients
   // dV = P^T dO and dP = dO V^T (writes the scores-sized dP).
-  (void)compute("attention_probs_v_wgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
-                unaligned(s.head_dim));
-  (void)compute("attention_probs_v_dgrad", KernelClass::gemm, high_precision_, gemm_flops, 2.0 * qkv + scores * e,
-                unaligned(s.sequence));
+  (void)compute("attention_probs_v_wgrad", KernelClass::gemm, high_precision_, 2.0 * scores * s.v_dim,
+                scores * e + 2.0 * vo, unaligned(s.v_dim));
+  (void)compute("attention_probs_v_dgrad", KernelClass::gemm, high_precision_, 2.0 * scores * s.v_dim,
+                2.0 * vo + scores * e, unaligned(s.sequence));
   if (model_.dropout) (void)elementwise("attention_dropout_bwd", scores, 1.0, 2.0 * e + 1.0);
   // dS = P * (dP - sum(dP * P)): reads P and dP, writes dS; the fused kernel also applies the mask and the scale
   // (scaled_upper_triang_masked_softmax_backward), which are otherwise a pass each.
@@ -161,10 +164,10 @@ void StageGenerator::eager_attention_backward() {
     (void)elementwise("attention_scale_bwd", scores, 1.0, 2.0 * e);
   }
   // dQ = dS K and dK = dS^T Q.
-  (void)compute("attention_scores_dgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
-                unaligned(s.head_dim));
-  (void)compute("attention_scores_wgrad", KernelClass::gemm, high_precision_, gemm_flops, scores * e + 2.0 * qkv,
-                unaligned(s.head_dim));
+  (void)compute("attention_scores_dgrad", KernelClass::gemm, high_precision_, 2.0 * scores * s.qk_dim,
+                scores * e + 2.0 * qk, unaligned(s.qk_dim));
+  (void)compute("attention_scores_wgrad", KernelClass::gemm, high_precision_, 2.0 * scores * s.qk_dim,
+                scores * e + 2.0 * qk, unaligned(s.qk_dim));
 }
 
 }  // namespace chopsim::detail

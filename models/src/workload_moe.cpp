@@ -18,6 +18,78 @@ namespace chopsim::detail {
 // imbalance gives the busiest expert-parallel rank more rows than the mean; every rank is timed as that one, which
 // the others wait for at the combine (Sizes::received_tokens).
 
+// --- the router's and the dispatcher's small kernels, launch by launch --------------------------------------
+// Megatron-Core launches many small kernels around the expert GEMMs and all-to-alls, each costing the host a launch
+// (training.host_launch_us) however little GPU work it does. Counted in the code of Megatron-Core core_v0.17.0
+// (NVIDIA/Megatron-LM, megatron/core/transformer/moe/: router.py TopKRouter, moe_utils.py, token_dispatcher.py;
+// Transformer Engine's fused permutation), one launch per CUDA kernel, collective or device-to-host copy:
+//  * top-k routing (topk_routing_with_score_function): fused, Transformer Engine's fused_topk_with_score_function (1);
+//    unfused, the score and torch.topk (2, softmax), the dense probabilities (zeros_like, scatter) and routing map
+//    (zeros_like, int, scatter, bool): 8. With an expert bias (sigmoid scores plus the bias, the chosen scores
+//    gathered and renormalised: 5 more unfused) the router also counts each expert's tokens for the bias update
+//    (_apply_expert_bias: sum, add: 2).
+//  * the auxiliary loss (compute_routing_scores_for_aux_loss, get_tokens_per_expert_and_token_count,
+//    switch_load_balancing_loss_func, attach_and_log_load_balancing_loss): fused, the scores, the token counts, the
+//    loss, its division by the coefficient and the layer's slot in the loss tracker (5); unfused, softmax, topk, the
+//    routing map (4), the counts, the probabilities' sum, product, sum and scale, the division and the tracker (13).
+//    The sequence-level loss divides by the batch once more (1); over tp x cp > 1 ranks the counts are all-reduced
+//    (1). Backward: fused, the loss's and the scores' backward, MoEAuxLossAutoScaler's ones_like and scale, and the
+//    sum of the two gradients of the logits (5); unfused 8.
+//  * top-k backward: fused 1; unfused, the probabilities' gather, the score's backward and the top-k's scatter (4),
+//    with an expert bias 4 more (the renormalisation and the gather).
+//  * the all-to-all dispatcher (MoEAlltoAllTokenDispatcher.preprocess and _maybe_dtoh_and_synchronize, dropless): the
+//    tokens per expert (sum, long), the input splits (sum), the counts' all-gather over the expert-parallel group, the
+//    local experts' slice and three sums, then four device-to-host copies of the splits (12); its permutation
+//    (Transformer Engine's moe_permute_with_probs: three Triton kernels for the row map and the permutation) and the
+//    probabilities' own all-to-all beside the tokens' (5 with the permutation, 2 backward); with several local
+//    experts the received rows sorted by expert and back (sort_chunks_by_idxs, fused: 2 each way, 1 backward). With
+//    experts padded to their capacity the counts are one torch.full and the sorts a contiguous copy each.
+//  * the flex dispatcher (MoEFlexTokenDispatcher with DeepEP, _DeepepManager): the top-k of the probabilities,
+//    DeepEP's dispatch layout and notification, then _indices_to_multihot (zeros twice, the mask, the masked
+//    indices, arange, the mask's sum, repeat_interleave, two index_puts, the masked probabilities and the cast: 14)
+//    and the permutation's output size (sum, item): 19; the permutation 4 (1 + the row map); backward 2.
+// Not counted: the benchmark's random logits (--moe-router-force-load-balancing: clone, normal_), the experts'
+// activation weighted by the probabilities (one fused kernel, already the activation's).
+StageGenerator::MoeRouterLaunches StageGenerator::moe_router_launches() const {
+  const bool fused = training_.moe_router_fusion;
+  const bool bias = training_.moe_expert_bias;
+  const bool padded = training_.moe_capacity_factor.has_value() && training_.moe_pad_to_capacity;
+  const bool several_local_experts = model_.experts / parallelism_.ep > 1;
+  MoeRouterLaunches n;
+  n.topk_forward = fused ? (bias ? 3 : 1) : (bias ? 15 : 8);
+  n.topk_backward = fused ? 1 : (bias ? 8 : 4);
+  if (training_.moe_aux_loss != MoeAuxLoss::none) {
+    n.aux_forward = fused ? 5 : 13;
+    if (training_.moe_aux_loss == MoeAuxLoss::seq_aux_loss) n.aux_forward += 1;
+    if (parallelism_.tp * parallelism_.cp > 1) n.aux_forward += 1;
+    n.aux_backward = fused ? 5 : 8;
+  }
+  if (training_.moe_dispatcher == MoeDispatcher::flex) {
+    n.counts_forward = 19;
+    n.permute_forward = 4;
+    n.permute_backward = 2;
+  } else {
+    n.counts_forward = padded ? 1 : 12;
+    n.permute_forward = 5;
+    n.permute_backward = 2;
+    if (several_local_experts) {
+      n.sort_forward = 2;
+      n.sort_backward = 1;
+    }
+  }
+  return n;
+}
+
+// The all-to-all dispatcher's received rows (and their fp32 probabilities) reordered by local expert, or back: a
+// read and a write of each; nothing with one local expert or the flex dispatcher (launches 0).
+void StageGenerator::sort_chunks(std::string_view name, std::uint16_t launches) {
+  if (launches == 0) return;
+  const Sizes& s = sizes_;
+  const OpRef sort = compute(std::string(name), KernelClass::memcpy, Precision::fp32, 0.0,
+                             2.0 * s.expert_tokens * (s.hidden * s.activation_bytes + 4.0));
+  builder_.set_host_issue(sort, launches, false);
+}
+
 void StageGenerator::moe_forward() {
   const Sizes& s = sizes_;
   const double experts = model_.experts;
@@ -28,8 +100,21 @@ void StageGenerator::moe_forward() {
   const double routed_bytes = s.received_tokens * s.hidden * s.activation_bytes;
   const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
   (void)gemm("router", {.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false});
-  (void)elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
-                    KernelClass::reduction);
+  const MoeRouterLaunches launches = moe_router_launches();
+  const OpRef topk = elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
+                                 KernelClass::reduction);
+  builder_.set_host_issue(topk, launches.topk_forward, false);
+  if (launches.aux_forward > 0) {
+    // The loss's scores over every (token, expert) pair in fp32, its token counts and the loss itself.
+    const OpRef aux = elementwise("router_aux_loss", s.norm_tokens * experts, kSoftmaxFlops,
+                                  (training_.moe_router_fusion ? 1.0 : 5.0) * 4.0, KernelClass::reduction);
+    builder_.set_host_issue(aux, launches.aux_forward, false);
+  }
+  // The dispatcher's token counts (per expert and rank, their exchange, the copies of the splits to the host): a
+  // pass over the [tokens, experts] routing map, the rest a few hundred bytes.
+  const OpRef counts = compute("moe_token_counts", KernelClass::reduction, Precision::fp32, s.norm_tokens * experts,
+                               s.norm_tokens * experts);
+  builder_.set_host_issue(counts, launches.counts_forward, false);
   const OpRef permute = compute("moe_permute", KernelClass::memcpy, Precision::fp32, 0.0,
                                 (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
   // NCCL's all-to-all takes its split sizes on the host: Megatron-Core's all-to-all dispatcher copies the router's
@@ -44,7 +129,7 @@ void StageGenerator::moe_forward() {
   // host and returns before any device-to-host copy (cuda_sync_point stays "no_sync").
   const bool drop_and_pad = training_.moe_capacity_factor.has_value() && training_.moe_pad_to_capacity;
   const bool host_waits = training_.moe_dispatcher == MoeDispatcher::flex || !drop_and_pad;
-  builder_.set_host_issue(permute, 1, host_waits);
+  builder_.set_host_issue(permute, launches.permute_forward, host_waits);
   cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
@@ -53,10 +138,12 @@ void StageGenerator::moe_forward() {
     await(communicate(
         training_.overlap.tp, kTpStream,
         {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  sort_chunks("moe_sort_chunks", launches.sort_forward);
   (void)gemm("expert_fc1", {s.expert_tokens, (swiglu ? 2.0 : 1.0) * s.expert_ffn_local, s.hidden, local_experts});
   expert_activation_forward();
   (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
   expert_fc2_bias_forward();
+  sort_chunks("moe_unsort_chunks", launches.sort_forward);
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
                       {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::expert_tp, CommCategory::tp,
@@ -147,6 +234,7 @@ void StageGenerator::moe_backward() {
   const bool swiglu = model_.mlp == MlpKind::swiglu;
   const double routed_bytes = s.received_tokens * s.hidden * s.activation_bytes;  // the busiest rank's, as forward
   const double expert_bytes = s.expert_tokens * s.hidden * s.activation_bytes;
+  const MoeRouterLaunches launches = moe_router_launches();
   (void)compute("moe_unpermute_bwd", KernelClass::elementwise, Precision::fp32, 2.0 * s.routed_tokens * s.hidden,
                 (s.routed_tokens + s.norm_tokens) * s.hidden * s.activation_bytes + 4.0 * s.routed_tokens);
   // Backward of the combine all-to-all sends the output gradients back to the experts.
@@ -158,6 +246,7 @@ void StageGenerator::moe_backward() {
     await(communicate(
         training_.overlap.tp, kTpStream,
         {"moe_tp_all_gather", CollectiveKind::all_gather, GroupRole::expert_tp, CommCategory::tp, expert_bytes}));
+  sort_chunks("moe_unsort_chunks_bwd", launches.sort_backward);
   expert_fc2_bias_backward();
   const Gemm fc2{s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts};
   (void)gemm_dgrad("expert_fc2_dgrad", fc2);
@@ -184,16 +273,28 @@ void StageGenerator::moe_backward() {
                                                         {"moe_tp_all_reduce", CollectiveKind::all_reduce,
                                                          GroupRole::expert_tp, CommCategory::tp, expert_bytes});
   if (!frozen_base()) gradient_ready(local_experts * fc1_width * s.hidden, true, gemm_wgrad("expert_fc1_wgrad", fc1));
+  sort_chunks("moe_sort_chunks_bwd", launches.sort_backward);
   await(reduce);
   cut_issue();
   await(communicate(
       training_.overlap.ep, kEpStream,
       {"ep_all_to_all_dispatch", CollectiveKind::all_to_all, GroupRole::ep, CommCategory::ep, routed_bytes}));
-  (void)compute("moe_permute_bwd", KernelClass::memcpy, Precision::fp32, s.routed_tokens * s.hidden,
-                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
-  (void)elementwise("router_topk_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
-                    s.activation_bytes + 8.0, KernelClass::reduction);
+  const OpRef permute = compute("moe_permute_bwd", KernelClass::memcpy, Precision::fp32, s.routed_tokens * s.hidden,
+                                (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
+  builder_.set_host_issue(permute, launches.permute_backward, false);
+  if (launches.aux_backward > 0) {
+    const OpRef aux = elementwise("router_aux_loss_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
+                                  (training_.moe_router_fusion ? 2.0 : 6.0) * 4.0, KernelClass::reduction);
+    builder_.set_host_issue(aux, launches.aux_backward, false);
+  }
+  const OpRef topk = elementwise("router_topk_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
+                                 s.activation_bytes + 8.0, KernelClass::reduction);
+  builder_.set_host_issue(topk, launches.topk_backward, false);
   const Gemm router{.m = s.norm_tokens, .n = experts, .k = s.hidden, .transformer_engine = false};
+  // Megatron-Core's RouterGatingLinearFunction computes both gradients in the router's fp32: its backward casts the
+  // saved bf16 input and weight up, and the two fp32 gradients back down (4 casts, 6 bytes per element each).
+  const OpRef casts = elementwise("router_gating_casts_bwd", 2.0 * (s.norm_tokens + experts) * s.hidden, 1.0, 6.0);
+  builder_.set_host_issue(casts, 4, false);
   (void)gemm_dgrad("router_dgrad", router);
   if (!frozen_base()) gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
 }

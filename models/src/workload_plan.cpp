@@ -89,8 +89,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (training.recompute_layers > 0 && training.recompute != RecomputePolicy::full)
     fail("recompute_layers=" + str(training.recompute_layers) +
          " needs recompute: full (it says how many layers of each chunk are recomputed)");
-  if (model.is_mla() && (training.attention == kEagerAttention || training.framework == Framework::pytorch_eager))
-    fail("multi-latent attention is modelled with Megatron-Core's layers and a fused attention kernel (not eager)");
+  if (model.is_mla() && training.framework == Framework::pytorch_eager)
+    fail("multi-latent attention is modelled with Megatron-Core's layers (framework megatron-te)");
   if (model.mtp_layers > 0 && training.framework == Framework::pytorch_eager)
     fail("multi-token prediction (mtp_layers) is modelled with Megatron-Core's modules (framework megatron-te)");
   if (training.attention == kEagerAttention && p.cp > 1)

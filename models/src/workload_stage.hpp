@@ -257,6 +257,21 @@ class StageGenerator {
   /// The scan's input kernels that the backward runs again (workload_mamba.cpp, MambaScanInput), named `name`.
   enum class MambaScanInput { conv1d, chunk_cumsum, chunk_state, state_passing, bmm_chunk };
   void mamba_scan_input(MambaScanInput kernel, const char* name);
+  /// Host launches of Megatron-Core's router and token-dispatcher kernels in one MoE layer (workload_moe.cpp says
+  /// where each count comes from); 0 where an op is not launched.
+  struct MoeRouterLaunches {
+    std::uint16_t topk_forward = 1;
+    std::uint16_t topk_backward = 1;
+    std::uint16_t aux_forward = 0;
+    std::uint16_t aux_backward = 0;
+    std::uint16_t counts_forward = 1;
+    std::uint16_t permute_forward = 1;
+    std::uint16_t permute_backward = 1;
+    std::uint16_t sort_forward = 0;
+    std::uint16_t sort_backward = 0;
+  };
+  [[nodiscard]] MoeRouterLaunches moe_router_launches() const;
+  void sort_chunks(std::string_view name, std::uint16_t launches);
   void moe_forward();
   void moe_backward();
   /// A mixture-of-experts sublayer's forward: the routed experts (moe_forward) and the shared ones added to them.

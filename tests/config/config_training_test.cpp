@@ -141,6 +141,31 @@ TEST_F(ConfigTest, MoeDispatcherNamesMegatronsTokenDispatcher) {
                   {"bad.yaml:", "training.moe_dispatcher", "expected one of alltoall, flex, found 'deepep'"});
 }
 
+TEST_F(ConfigTest, MoeRouterKeysNameMegatronsRouterSettings) {
+  const auto run_with = [&](const std::string& file, const std::string& training) {
+    return write(file, small_run("mixtral-8x7b", "  dp: 8\n  ep: 8\n", "  global_batch: 8\n" + training));
+  };
+  // Megatron-Core's defaults: unfused, no auxiliary loss (coefficient 0), no expert bias.
+  const RunSpec plain = load(run_with("plain.yaml", ""));
+  EXPECT_FALSE(plain.training.moe_router_fusion);
+  EXPECT_EQ(plain.training.moe_aux_loss, MoeAuxLoss::none);
+  EXPECT_FALSE(plain.training.moe_expert_bias);
+  const RunSpec set =
+      load(run_with("set.yaml", "  moe_router_fusion: true\n  moe_aux_loss: seq_aux_loss\n  moe_expert_bias: true\n"));
+  EXPECT_TRUE(set.training.moe_router_fusion);
+  EXPECT_EQ(set.training.moe_aux_loss, MoeAuxLoss::seq_aux_loss);
+  EXPECT_TRUE(set.training.moe_expert_bias);
+  expect_contains(input_error([&] { (void)load(run_with("bad.yaml", "  moe_aux_loss: z_loss\n")); }),
+                  {"bad.yaml:", "training.moe_aux_loss",
+                   "expected one of none, aux_loss, seq_aux_loss, global_aux_loss, found 'z_loss'"});
+  expect_contains(input_error([&] {
+                    (void)load(write("dense.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                             "  global_batch: 8\n  moe_router_fusion: true\n")));
+                  }),
+                  {"dense.yaml:", "training.moe_router_fusion", "model 'llama3-8b' has no experts",
+                   "Fix: remove it, or use a model with experts"});
+}
+
 TEST_F(ConfigTest, MoeLoadImbalanceIsTheBusiestRanksLoadOfADroplessRun) {
   // Mixtral: 8 experts, top 2. Unset: balanced and dropless.
   const auto run_with = [&](const std::string& file, const std::string& parallelism, const std::string& training) {

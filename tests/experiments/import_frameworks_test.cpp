@@ -322,6 +322,46 @@ TEST_F(Import, MoeDispatcherAndBatchLevelOverlapAreImported) {
   EXPECT_EQ(from_bridge.training.moe_capacity_factor.value_or(0.0), 1.0);
 }
 
+// The router's settings (its kernels: models/src/workload_moe.cpp): Megatron-LM's --moe-router-fusion,
+// --moe-router-load-balancing-type with --moe-aux-loss-coeff, --moe-router-enable-expert-bias, and Bridge's model keys
+// of the same names. The loss is on only with a coefficient above 0 (Megatron's default coefficient is 0).
+TEST_F(Import, MoeRouterSettingsAreImported) {
+  const ImportOptions options = dgx_h100(2);
+  const auto run_of = [&](const std::string& name, const ImportResult& result) {
+    return load_run_config(write(name, result.yaml), options.search, registries_);
+  };
+  const std::string shape =
+      "--num-layers 48 --hidden-size 2048 --ffn-hidden-size 768 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 4 --num-experts 128 --moe-router-topk 8 --seq-length 4096 --global-batch-size 64 "
+      "--micro-batch-size 1 --bf16 --expert-model-parallel-size 16";
+  const RunSpec plain = run_of("p.yaml", import_megatron(write("p.args", shape + "\n"), options));
+  EXPECT_FALSE(plain.training.moe_router_fusion);
+  EXPECT_EQ(plain.training.moe_aux_loss, MoeAuxLoss::none);
+  EXPECT_FALSE(plain.training.moe_expert_bias);
+  const RunSpec set =
+      run_of("s.yaml", import_megatron(write("s.args", shape + " --moe-router-fusion --moe-router-load-balancing-type "
+                                                               "seq_aux_loss --moe-aux-loss-coeff 1e-4 "
+                                                               "--moe-router-enable-expert-bias\n"),
+                                       options));
+  EXPECT_TRUE(set.training.moe_router_fusion);
+  EXPECT_EQ(set.training.moe_aux_loss, MoeAuxLoss::seq_aux_loss);
+  EXPECT_TRUE(set.training.moe_expert_bias);
+  // A coefficient alone: Megatron's default type, the Switch Transformer loss.
+  const RunSpec coefficient =
+      run_of("c.yaml", import_megatron(write("c.args", shape + " --moe-aux-loss-coeff 1e-3\n"), options));
+  EXPECT_EQ(coefficient.training.moe_aux_loss, MoeAuxLoss::aux_loss);
+
+  const std::string bridge =
+      "model:\n  expert_model_parallel_size: 16\n  num_layers: 48\n  hidden_size: 2048\n  ffn_hidden_size: 768\n"
+      "  num_attention_heads: 32\n  num_query_groups: 4\n  num_moe_experts: 128\n  moe_router_topk: 8\n"
+      "  moe_router_fusion: true\n  moe_router_load_balancing_type: aux_loss\n  moe_aux_loss_coeff: 0.001\n"
+      "train: {global_batch_size: 64, micro_batch_size: 1}\ndataset: {seq_length: 4096}\n";
+  const RunSpec from_bridge = run_of("b.yaml", import_bridge(write("b_in.yaml", bridge), options));
+  EXPECT_TRUE(from_bridge.training.moe_router_fusion);
+  EXPECT_EQ(from_bridge.training.moe_aux_loss, MoeAuxLoss::aux_loss);
+  EXPECT_FALSE(from_bridge.training.moe_expert_bias);
+}
+
 TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {
   const fs::path perf = bridge_fixture("llama3_70b_llm_pretrain.yaml");
   ImportOptions a100 = dgx_h100(8);

@@ -69,5 +69,25 @@ TEST(MlaUpProjRecompute, TheAttentionKernelsQueriesKeysAndValuesAreNotKept) {
   EXPECT_DOUBLE_EQ(saved, (kLayers - 1) * per_layer);
 }
 
+// Megatron-Core's unfused DotProductAttention takes multi-latent attention's heads as they are (the functional test
+// gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed runs MLA with --attention-backend unfused): the scores' GEMM is over
+// the 48-wide query/key heads, the probabilities' over the 32-wide value heads.
+TEST(MlaEagerAttention, TheScoresUseTheQueryKeyWidthAndTheOutputTheValueWidth) {
+  test::TinyRun r = mla_run(false);
+  r.training.attention = std::string(kEagerAttention);
+  const Workload workload = build_workload(r.model, r.parallelism, r.training);
+  EXPECT_NO_THROW(check_workload_completes(workload));
+  const double scores = 256.0 * 256.0 * 8.0;  // every (query, key) pair of the 8 heads
+  double scores_flops = 0.0, probs_v_flops = 0.0;
+  for (const Stream& stream : workload.program(0).streams)
+    for (const Op& op : stream.ops) {
+      if (op.pass != Pass::forward) continue;
+      if (workload.name(op) == "attention_scores") scores_flops += op.flops;
+      if (workload.name(op) == "attention_probs_v") probs_v_flops += op.flops;
+    }
+  EXPECT_DOUBLE_EQ(scores_flops, kLayers * 2.0 * scores * 48.0);
+  EXPECT_DOUBLE_EQ(probs_v_flops, kLayers * 2.0 * scores * 32.0);
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -101,6 +101,21 @@ struct OverlapSpec {
 /// GEMMs, and the probabilities are kept for backward.
 inline constexpr std::string_view kEagerAttention = "eager";
 
+/// The auxiliary load-balancing loss a Megatron-Core router computes in training (--moe-router-load-balancing-type
+/// with --moe-aux-loss-coeff > 0; the coefficient's default 0 turns it off).
+enum class MoeAuxLoss : std::uint8_t {
+  none,             ///< no auxiliary loss (Megatron's default coefficient 0, or "none")
+  aux_loss,         ///< the Switch Transformer loss over the micro-batch
+  seq_aux_loss,     ///< the same per sequence (DeepSeek-V3)
+  global_aux_loss,  ///< the same over the global batch
+};
+inline constexpr std::array<std::pair<std::string_view, MoeAuxLoss>, 4> kMoeAuxLossNames{{
+    {"none", MoeAuxLoss::none},
+    {"aux_loss", MoeAuxLoss::aux_loss},
+    {"seq_aux_loss", MoeAuxLoss::seq_aux_loss},
+    {"global_aux_loss", MoeAuxLoss::global_aux_loss},
+}};
+
 /// A mixture of experts' token dispatcher (Megatron-Core's --moe-token-dispatcher-type).
 enum class MoeDispatcher : std::uint8_t {
   /// NCCL all-to-all (MoEAlltoAllTokenDispatcher): every routed copy of a token is a row of the exchange, so a token
@@ -350,6 +365,14 @@ struct TrainingSpec {
   }
   /// How a mixture of experts moves its tokens to the experts and back (Megatron-Core --moe-token-dispatcher-type).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// Megatron-Core's fused router (--moe-router-fusion: Transformer Engine's fused top-k with the score function, and
+  /// with an auxiliary loss its fused scores and loss): one kernel where the unfused router launches several.
+  bool moe_router_fusion = false;
+  /// The router's auxiliary load-balancing loss (its kernels forward and backward, one more launch each).
+  MoeAuxLoss moe_aux_loss = MoeAuxLoss::none;
+  /// Aux-loss-free balancing (--moe-router-enable-expert-bias: DeepSeek-V3, Nemotron-H): the router adds a per-expert
+  /// bias to the scores it ranks and counts each expert's tokens for the bias update.
+  bool moe_expert_bias = false;
   /// How FP8 GEMM operands are scaled (precision fp8 only).
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
