@@ -310,6 +310,13 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("moe_router_fusion", train.moe_router_fusion);
   t.read_choice<MoeAuxLoss>("moe_aux_loss", train.moe_aux_loss, {kMoeAuxLossNames.begin(), kMoeAuxLossNames.end()});
   t.read("moe_expert_bias", train.moe_expert_bias);
+  if (t.has("cuda_graph_scope"))
+    for (const auto scope :
+         read_name_list(t, "cuda_graph_scope", kCudaGraphScopeNames, "expected a list of scope names",
+                        "is not a CUDA graph scope chopsim models",
+                        "list Megatron's --cuda-graph-scope names chopsim models: moe_router, moe_preprocess (attn, "
+                        "mamba and the others are not modelled: leave them out)"))
+      train.cuda_graph_scope.*scope = true;
   t.read_choice<Fp8Recipe>("fp8_recipe", train.fp8_recipe, {kFp8RecipeNames.begin(), kFp8RecipeNames.end()});
   t.read("attention", train.attention);
   t.read("deterministic", train.deterministic);

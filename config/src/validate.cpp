@@ -357,6 +357,14 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "attention is " +
                    (train.attention.empty() ? std::string("the hardware's fused kernel") : "'" + train.attention + "'"),
                "remove masked_softmax_fusion, or set training.attention: eager");
+  if (train.cuda_graph_scope.moe_preprocess && !train.cuda_graph_scope.moe_router)
+    rules.fail("training.cuda_graph_scope",
+               "moe_preprocess captures the dispatcher's preprocessing with the router, but moe_router is not listed",
+               "list moe_router too (Megatron-Core captures them together: [moe_router, moe_preprocess])");
+  if (!model.is_moe() && train.cuda_graph_scope.moe_router)
+    rules.fail("training.cuda_graph_scope",
+               "moe_router captures a mixture of experts' router, but model '" + model.name + "' has no experts",
+               "remove it, or use a model with experts");
   if (!model.is_moe() && (train.moe_router_fusion || train.moe_aux_loss != MoeAuxLoss::none || train.moe_expert_bias)) {
     const char* key = train.moe_router_fusion ? "training.moe_router_fusion"
                       : train.moe_expert_bias ? "training.moe_expert_bias"

@@ -191,6 +191,10 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     for (const auto& [name, loss] : kMoeAuxLossNames)
       if (loss == run.training.moe_aux_loss) json.field("moe_aux_loss", name);
     json.field("moe_expert_bias", run.training.moe_expert_bias);
+    json.key("cuda_graph_scope").begin_array();
+    for (const auto& [name, scope] : kCudaGraphScopeNames)
+      if (run.training.cuda_graph_scope.*scope) json.value(name);
+    json.end_array();
   }
   json.field("micro_batches_per_pipeline", run.training.micro_batches(run.parallelism));
   json.field("tokens_per_iteration", run.training.tokens_per_iteration());

@@ -493,6 +493,16 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // recomputes [mla_up_proj, mlp].
       const bool deepseek_b200_ep32 = name == "deepseek-v3" && machine == "B200" && par.ep == 32 && vp == 2;
       if (deepseek_b200_ep32) recipe_modules.mlp = true;
+      // The MoE rows whose performance config captures the router and the dispatcher's preprocessing in CUDA graphs
+      // (cuda_graph_impl "transformer_engine", cuda_graph_scope with moe_router and moe_preprocess, in
+      // scripts/performance/configs/{qwen3,qwen}/*workload_base_configs.py and deepseek/, nemotronh/ at each tag):
+      // Qwen3-30B-A3B on B200 from v0.2.0 (25.11) to v0.4.x (26.04.01), every precision inheriting the BF16 preset;
+      // DeepSeek-V3's B200 FP8_MX_V2 (the pp 8 x vp 2, ep 32 layout) and Nemotron 3 Nano on B200 (v0.4.x). Their
+      // attention (and Nemotron's Mamba) graphs are not modelled. The 25.09 YAML's cuda_graphs: true (v0.1.0rc4)
+      // names no scope and is left out.
+      if (!readme && machine == "B200" && release >= std::vector<int>{25, 11} &&
+          (name == "qwen3-30b-a3b" || deepseek_b200_ep32 || name == "nemotron-3-nano"))
+        train.cuda_graph_scope.moe_router = train.cuda_graph_scope.moe_preprocess = true;
       if (name == "gpt-oss-120b" && (machine == "H100" || machine == "B200"))
         recipe_modules.layernorm = recipe_modules.moe_act = true;
       if (name == "nemotron-3-nano" && machine == "H100" && train.precision == Precision::fp8)

@@ -48,6 +48,11 @@ namespace chopsim::detail {
 //    DeepEP's dispatch layout and notification, then _indices_to_multihot (zeros twice, the mask, the masked
 //    indices, arange, the mask's sum, repeat_interleave, two index_puts, the masked probabilities and the cast: 14)
 //    and the permutation's output size (sum, item): 19; the permutation 4 (1 + the row map); backward 2.
+// Captured in CUDA graphs (training.cuda_graph_scope, Megatron's --cuda-graph-scope moe_router [moe_preprocess] with
+// Transformer Engine's graphs: MoELayer.route and .preprocess, maybe_skip_or_early_return_by_cudagraph), the router
+// and with moe_preprocess the dispatcher's preprocessing (its counts and, for the all-to-all dispatcher, the
+// permutation; the copies of the splits to the host move after it, to "before_ep_alltoall") are one graph launch
+// forward and one backward, counted on the gating GEMM and on the top-k's backward.
 // Not counted: the benchmark's random logits (--moe-router-force-load-balancing: clone, normal_), the experts'
 // activation weighted by the probabilities (one fused kernel, already the activation's).
 StageGenerator::MoeRouterLaunches StageGenerator::moe_router_launches() const {
@@ -75,6 +80,25 @@ StageGenerator::MoeRouterLaunches StageGenerator::moe_router_launches() const {
     if (several_local_experts) {
       n.sort_forward = 2;
       n.sort_backward = 1;
+    }
+  }
+  const CudaGraphScope& graphs = training_.cuda_graph_scope;
+  if (graphs.moe_router) {
+    // The graphs' launches: forward on the gating GEMM (which stays 1), backward on the top-k's backward.
+    n.topk_forward = 0;
+    n.aux_forward = 0;
+    n.topk_backward = 1;
+    n.aux_backward = 0;
+    n.gating_casts_backward = 0;
+    n.router_gemms_backward = 0;
+  }
+  if (graphs.moe_router && graphs.moe_preprocess) {
+    if (training_.moe_dispatcher == MoeDispatcher::flex) {
+      n.counts_forward -= 1;  // the probabilities' top-k (setup_metadata) is captured; DeepEP's calls are not
+    } else {
+      n.counts_forward = padded ? 0 : 4;  // only the copies of the splits to the host stay outside
+      n.permute_forward = 1;              // the probabilities' all-to-all; the permutation is captured
+      n.permute_backward = 1;
     }
   }
   return n;
@@ -294,9 +318,13 @@ void StageGenerator::moe_backward() {
   // Megatron-Core's RouterGatingLinearFunction computes both gradients in the router's fp32: its backward casts the
   // saved bf16 input and weight up, and the two fp32 gradients back down (4 casts, 6 bytes per element each).
   const OpRef casts = elementwise("router_gating_casts_bwd", 2.0 * (s.norm_tokens + experts) * s.hidden, 1.0, 6.0);
-  builder_.set_host_issue(casts, 4, false);
-  (void)gemm_dgrad("router_dgrad", router);
-  if (!frozen_base()) gradient_ready(local_.router, false, gemm_wgrad("router_wgrad", router));
+  builder_.set_host_issue(casts, launches.gating_casts_backward, false);
+  builder_.set_host_issue(gemm_dgrad("router_dgrad", router), launches.router_gemms_backward, false);
+  if (!frozen_base()) {
+    const OpRef wgrad = gemm_wgrad("router_wgrad", router);
+    builder_.set_host_issue(wgrad, launches.router_gemms_backward, false);
+    gradient_ready(local_.router, false, wgrad);
+  }
 }
 
 }  // namespace chopsim::detail

@@ -86,7 +86,8 @@ std::string describe(const RunSpec& run) {
       << t.fill_uninitialized_memory << t.attention_mask_in_dataloader << t.check_for_nan_in_grad << ' '
       << t.host_launch_s << ' ' << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank
       << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << ' '
-      << t.moe_router_fusion << static_cast<int>(t.moe_aux_loss) << t.moe_expert_bias << '\n';
+      << t.moe_router_fusion << static_cast<int>(t.moe_aux_loss) << t.moe_expert_bias << t.cuda_graph_scope.moe_router
+      << t.cuda_graph_scope.moe_preprocess << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '

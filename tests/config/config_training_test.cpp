@@ -164,6 +164,15 @@ TEST_F(ConfigTest, MoeRouterKeysNameMegatronsRouterSettings) {
                   }),
                   {"dense.yaml:", "training.moe_router_fusion", "model 'llama3-8b' has no experts",
                    "Fix: remove it, or use a model with experts"});
+  // Megatron's --cuda-graph-scope, the MoE scopes only.
+  const RunSpec graphed = load(run_with("graphed.yaml", "  cuda_graph_scope: [moe_router, moe_preprocess]\n"));
+  EXPECT_TRUE(graphed.training.cuda_graph_scope.moe_router);
+  EXPECT_TRUE(graphed.training.cuda_graph_scope.moe_preprocess);
+  expect_contains(input_error([&] { (void)load(run_with("attn.yaml", "  cuda_graph_scope: [attn, moe_router]\n")); }),
+                  {"attn.yaml:", "training.cuda_graph_scope", "'attn' is not a CUDA graph scope chopsim models",
+                   "moe_router, moe_preprocess"});
+  expect_contains(input_error([&] { (void)load(run_with("alone.yaml", "  cuda_graph_scope: [moe_preprocess]\n")); }),
+                  {"alone.yaml:", "training.cuda_graph_scope", "moe_router is not listed", "Fix: list moe_router too"});
 }
 
 TEST_F(ConfigTest, MoeLoadImbalanceIsTheBusiestRanksLoadOfADroplessRun) {

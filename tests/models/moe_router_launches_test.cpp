@@ -154,5 +154,29 @@ TEST(MoeRouterLaunches, ExpertsPaddedToTheirCapacityNeedNoTokenCounts) {
   EXPECT_DOUBLE_EQ(launches(build(r), Pass::forward, "moe_token_counts"), kLayers * 1.0);
 }
 
+TEST(MoeRouterLaunches, ARouterCapturedInACudaGraphIsOneLaunchEachWay) {
+  test::TinyRun r = moe_run();
+  r.training.moe_aux_loss = MoeAuxLoss::aux_loss;
+  const Workload eager = build(r);
+  r.training.cuda_graph_scope.moe_router = true;
+  const Workload graphed = build(r);
+  // The router's top-k (8) and auxiliary loss (13) are replayed by the gating GEMM's graph launch; backward the
+  // graph's one launch replaces the top-k's (4), the loss's (8), the casts (4) and the two gating GEMMs.
+  EXPECT_DOUBLE_EQ(launches(graphed, Pass::forward, "router_topk"), 0.0);
+  EXPECT_DOUBLE_EQ(launches(graphed, Pass::forward, "router"), kLayers * 1.0);
+  EXPECT_DOUBLE_EQ(launches(eager, Pass::forward) - launches(graphed, Pass::forward), kLayers * (8.0 + 13.0));
+  EXPECT_DOUBLE_EQ(launches(eager, Pass::backward) - launches(graphed, Pass::backward),
+                   kLayers * (4.0 + 8.0 + 4.0 - 1.0));
+  EXPECT_DOUBLE_EQ(
+      launches(graphed, Pass::backward, "router_dgrad") + launches(graphed, Pass::backward, "router_wgrad"), 0.0);
+  // With the dispatcher's preprocessing captured too, its counts and the permutation are in the graph: only the
+  // four copies of the splits to the host and the probabilities' all-to-all stay outside.
+  r.training.cuda_graph_scope.moe_preprocess = true;
+  const Workload preprocess = build(r);
+  EXPECT_DOUBLE_EQ(launches(preprocess, Pass::forward, "moe_token_counts"), kLayers * 4.0);
+  EXPECT_DOUBLE_EQ(launches(preprocess, Pass::forward, "moe_permute"), kLayers * 1.0);
+  EXPECT_DOUBLE_EQ(launches(preprocess, Pass::backward, "moe_permute_bwd"), kLayers * 1.0);
+}
+
 }  // namespace
 }  // namespace chopsim

@@ -116,6 +116,18 @@ inline constexpr std::array<std::pair<std::string_view, MoeAuxLoss>, 4> kMoeAuxL
     {"global_aux_loss", MoeAuxLoss::global_aux_loss},
 }};
 
+/// The parts of a step Megatron-Core captures in CUDA graphs (--cuda-graph-impl transformer_engine with
+/// --cuda-graph-scope): each captured region's kernels are replayed by one graph launch forward and one backward,
+/// so the host launches the region once instead of kernel by kernel. Only the MoE scopes are modelled.
+struct CudaGraphScope {
+  bool moe_router = false;      ///< the router (gating GEMM, top-k, auxiliary loss)
+  bool moe_preprocess = false;  ///< with moe_router: the token dispatcher's preprocessing too (counts, permutation)
+};
+inline constexpr std::array<std::pair<std::string_view, bool CudaGraphScope::*>, 2> kCudaGraphScopeNames{{
+    {"moe_router", &CudaGraphScope::moe_router},
+    {"moe_preprocess", &CudaGraphScope::moe_preprocess},
+}};
+
 /// A mixture of experts' token dispatcher (Megatron-Core's --moe-token-dispatcher-type).
 enum class MoeDispatcher : std::uint8_t {
   /// NCCL all-to-all (MoEAlltoAllTokenDispatcher): every routed copy of a token is a row of the exchange, so a token
@@ -373,6 +385,8 @@ struct TrainingSpec {
   /// Aux-loss-free balancing (--moe-router-enable-expert-bias: DeepSeek-V3, Nemotron-H): the router adds a per-expert
   /// bias to the scores it ranks and counts each expert's tokens for the bias update.
   bool moe_expert_bias = false;
+  /// Regions captured in CUDA graphs (Megatron-Core's --cuda-graph-scope; only the MoE scopes are modelled).
+  CudaGraphScope cuda_graph_scope;
   /// How FP8 GEMM operands are scaled (precision fp8 only).
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// Attention kernel implementation: a key of the hardware's kernels.attention_implementations ("cudnn",
