@@ -129,7 +129,7 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
 
   // ConfigContainer.model's fields are Megatron-Core's TransformerConfig names: most are NeMo's model keys as they are,
   // a few are renamed; cross_entropy_fusion_impl and the TE op fuser choose among fused kernels chopsim models as one.
-  static constexpr std::array<std::string_view, 37> kSameName = {"tensor_model_parallel_size",
+  static constexpr std::array<std::string_view, 39> kSameName = {"tensor_model_parallel_size",
                                                                  "pipeline_model_parallel_size",
                                                                  "context_parallel_size",
                                                                  "virtual_pipeline_model_parallel_size",
@@ -165,7 +165,9 @@ ImportResult import_bridge(const fs::path& file, const ImportOptions& options) {
                                                                  "moe_router_fusion",
                                                                  "moe_router_load_balancing_type",
                                                                  "moe_aux_loss_coeff",
-                                                                 "moe_router_enable_expert_bias"};
+                                                                 "moe_router_enable_expert_bias",
+                                                                 "cuda_graph_impl",
+                                                                 "cuda_graph_scope"};
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kRenamed = {{
       {"seq_length", "encoder_seq_length"},
       {"recompute_granularity", "activations_checkpoint_granularity"},

@@ -99,6 +99,9 @@ Arguments parse_argument_text(const std::string& text) {
       args[name.substr(0, equals)] = name.substr(equals + 1);
     } else if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
       args[name] = words[++i];
+      // Arguments that take several values (nargs='+'): the words up to the next --name, space-separated.
+      if (name == "cuda-graph-scope")
+        while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) args[name] += " " + words[++i];
     } else {
       args[name] = "true";
     }
@@ -157,7 +160,8 @@ const std::set<std::string> kRead = {
     "log-num-zeros-in-grad", "log-params-norm", "clip-grad", "ddp-bucket-size", "swiglu", "use-mcore-models",
     "no-overlap-p2p-communication", "moe-token-dispatcher-type", "overlap-moe-expert-parallel-comm",
     "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity", "moe-router-fusion",
-    "moe-router-load-balancing-type", "moe-aux-loss-coeff", "moe-router-enable-expert-bias",
+    "moe-router-load-balancing-type", "moe-aux-loss-coeff", "moe-router-enable-expert-bias", "cuda-graph-impl",
+    "cuda-graph-scope",
     // The model's shape beyond what selects the model file: the matched file
     // (configs/models) states them.
     "vocab-size", "untie-embeddings-and-output-weights", "normalization", "position-embedding-type",
@@ -307,6 +311,8 @@ ImportResult import_megatron(const fs::path& file, const ImportOptions& options)
   if (args.count("moe-router-load-balancing-type"))
     model["moe_router_load_balancing_type"] = args.at("moe-router-load-balancing-type");
   if (args.count("moe-aux-loss-coeff")) model["moe_aux_loss_coeff"] = args.at("moe-aux-loss-coeff");
+  if (args.count("cuda-graph-impl")) model["cuda_graph_impl"] = args.at("cuda-graph-impl");
+  if (args.count("cuda-graph-scope")) model["cuda_graph_scope"] = args.at("cuda-graph-scope");
   if (args.count("moe-expert-capacity-factor")) {
     model["moe_expert_capacity_factor"] = args.at("moe-expert-capacity-factor");
     model["moe_pad_expert_input_to_capacity"] = is_true(args, "moe-pad-expert-input-to-capacity");

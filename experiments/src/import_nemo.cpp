@@ -482,6 +482,41 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     if (job.flag("model.moe_router_enable_expert_bias"))
       y << "  moe_expert_bias: true        # model.moe_router_enable_expert_bias\n";
   }
+  // Megatron-Core's CUDA graphs (--cuda-graph-impl, --cuda-graph-scope): Transformer Engine's graphs of the MoE router
+  // and the dispatcher's preprocessing are modelled (training.cuda_graph_scope); other scopes, Megatron's own
+  // graphs and whole-layer capture (no scope) are notes.
+  if (const std::string impl = job.text("model.cuda_graph_impl"); !impl.empty() && impl != "none") {
+    std::vector<std::string> scopes;
+    if (job.has("model.cuda_graph_scope")) {
+      const YAML::Node node = job.at("model.cuda_graph_scope");
+      std::string names;
+      if (node.IsSequence())
+        for (const YAML::Node& entry : node) names += (entry.IsScalar() ? entry.Scalar() : std::string()) + " ";
+      else
+        names = node.Scalar();  // one name, or Megatron-LM's space-separated list
+      std::istringstream words(names);
+      for (std::string word; words >> word;) scopes.push_back(word);
+    }
+    const auto listed = [&](const char* scope) {
+      return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
+    };
+    const bool router =
+        impl == "transformer_engine" && listed("moe_router") && job.integer("model.num_moe_experts", 1) > 1;
+    if (router)
+      y << "  cuda_graph_scope: [moe_router" << (listed("moe_preprocess") ? ", moe_preprocess" : "")
+        << "]        # model.cuda_graph_impl, cuda_graph_scope\n";
+    std::string others;
+    for (const std::string& scope : scopes)
+      if (!router || (scope != "moe_router" && scope != "moe_preprocess"))
+        others += (others.empty() ? "" : ", ") + scope;
+    if (scopes.empty())
+      result.notes.push_back("model.cuda_graph_impl " + impl +
+                             " without a scope (every layer in a graph): not modelled");
+    else if (!others.empty())
+      result.notes.push_back("model.cuda_graph_scope " + others + " (cuda_graph_impl " + impl +
+                             "): not modelled (only Transformer Engine's graphs of a mixture of experts' router and "
+                             "preprocessing are)");
+  }
   // Megatron-Core's expert capacity (--moe-expert-capacity-factor; unset or null: dropless), each expert padded to it
   // or not (--moe-pad-expert-input-to-capacity).
   if (job.has("model.moe_expert_capacity_factor")) {

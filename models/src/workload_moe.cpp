@@ -43,7 +43,8 @@ namespace chopsim::detail {
 //    (Transformer Engine's moe_permute_with_probs: three Triton kernels for the row map and the permutation) and the
 //    probabilities' own all-to-all beside the tokens' (5 with the permutation, 2 backward); with several local
 //    experts the received rows sorted by expert and back (sort_chunks_by_idxs, fused: 2 each way, 1 backward). With
-//    experts padded to their capacity the counts are one torch.full and the sorts a contiguous copy each.
+//    experts padded to their capacity the counts are one torch.full and the sorts transposed copies (.contiguous():
+//    the tokens and the probabilities, 2, and back, 1; 1 each backward).
 //  * the flex dispatcher (MoEFlexTokenDispatcher with DeepEP, _DeepepManager): the top-k of the probabilities,
 //    DeepEP's dispatch layout and notification, then _indices_to_multihot (zeros twice, the mask, the masked
 //    indices, arange, the mask's sum, repeat_interleave, two index_puts, the masked probabilities and the cast: 14)
@@ -79,6 +80,7 @@ StageGenerator::MoeRouterLaunches StageGenerator::moe_router_launches() const {
     n.permute_backward = 2;
     if (several_local_experts) {
       n.sort_forward = 2;
+      n.unsort_forward = padded ? 1 : 2;
       n.sort_backward = 1;
     }
   }
@@ -167,7 +169,7 @@ void StageGenerator::moe_forward() {
   expert_activation_forward();
   (void)gemm("expert_fc2", {s.expert_tokens, s.hidden, s.expert_ffn_local, local_experts});
   expert_fc2_bias_forward();
-  sort_chunks("moe_unsort_chunks", launches.sort_forward);
+  sort_chunks("moe_unsort_chunks", launches.unsort_forward);
   if (parallelism_.sequence_parallel) {
     await(communicate(training_.overlap.tp, kTpStream,
                       {"moe_tp_reduce_scatter", CollectiveKind::reduce_scatter, GroupRole::expert_tp, CommCategory::tp,

@@ -268,6 +268,7 @@ class StageGenerator {
     std::uint16_t permute_forward = 1;
     std::uint16_t permute_backward = 1;
     std::uint16_t sort_forward = 0;
+    std::uint16_t unsort_forward = 0;
     std::uint16_t sort_backward = 0;
     std::uint16_t gating_casts_backward = 4;
     std::uint16_t router_gemms_backward = 1;  ///< each of the gating's dgrad and wgrad

@@ -360,6 +360,27 @@ TEST_F(Import, MoeRouterSettingsAreImported) {
   EXPECT_TRUE(from_bridge.training.moe_router_fusion);
   EXPECT_EQ(from_bridge.training.moe_aux_loss, MoeAuxLoss::aux_loss);
   EXPECT_FALSE(from_bridge.training.moe_expert_bias);
+
+  // Transformer Engine's CUDA graphs of the router and the dispatcher's preprocessing (--cuda-graph-scope takes
+  // several names); the attention graph is a note.
+  const ImportResult graphed = import_megatron(
+      write("g.args", shape + " --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
+                              "moe_preprocess --moe-router-fusion\n"),
+      options);
+  const RunSpec from_graphed = run_of("g.yaml", graphed);
+  EXPECT_TRUE(from_graphed.training.cuda_graph_scope.moe_router);
+  EXPECT_TRUE(from_graphed.training.cuda_graph_scope.moe_preprocess);
+  EXPECT_TRUE(from_graphed.training.moe_router_fusion);  // the argument after the list is still read
+  EXPECT_TRUE(std::any_of(graphed.notes.begin(), graphed.notes.end(), [](const std::string& note) {
+    return note.find("model.cuda_graph_scope attn") != std::string::npos &&
+           note.find("not modelled") != std::string::npos;
+  }));
+  std::string bridge_graphed = bridge;
+  bridge_graphed.insert(bridge_graphed.find("model:\n") + 7,
+                        "  cuda_graph_impl: transformer_engine\n  cuda_graph_scope: [moe_router]\n");
+  const RunSpec router_only = run_of("bg.yaml", import_bridge(write("bg_in.yaml", bridge_graphed), options));
+  EXPECT_TRUE(router_only.training.cuda_graph_scope.moe_router);
+  EXPECT_FALSE(router_only.training.cuda_graph_scope.moe_preprocess);
 }
 
 TEST_F(Import, BridgeErrorsNameTheEntryAndTheChoices) {

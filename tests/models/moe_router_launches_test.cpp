@@ -150,8 +150,12 @@ TEST(MoeRouterLaunches, ExpertsPaddedToTheirCapacityNeedNoTokenCounts) {
   test::TinyRun r = moe_run();
   r.training.moe_capacity_factor = 1.0;
   r.training.moe_pad_to_capacity = true;
-  // The splits are known on the host: one torch.full on the device, no counting and no copies back.
-  EXPECT_DOUBLE_EQ(launches(build(r), Pass::forward, "moe_token_counts"), kLayers * 1.0);
+  // The splits are known on the host: one torch.full on the device, no counting and no copies back; the rows are
+  // reordered by transposed copies (tokens and probabilities, then the output back).
+  const Workload padded = build(r);
+  EXPECT_DOUBLE_EQ(launches(padded, Pass::forward, "moe_token_counts"), kLayers * 1.0);
+  EXPECT_DOUBLE_EQ(launches(padded, Pass::forward, "moe_sort_chunks"), kLayers * 2.0);
+  EXPECT_DOUBLE_EQ(launches(padded, Pass::forward, "moe_unsort_chunks"), kLayers * 1.0);
 }
 
 TEST(MoeRouterLaunches, ARouterCapturedInACudaGraphIsOneLaunchEachWay) {
