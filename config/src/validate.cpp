@@ -361,16 +361,15 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
     rules.fail("training.cuda_graph_scope",
                "moe_preprocess captures the dispatcher's preprocessing with the router, but moe_router is not listed",
                "list moe_router too (Megatron-Core captures them together: [moe_router, moe_preprocess])");
-  if (!model.is_moe() && train.cuda_graph_scope.moe_router)
-    rules.fail("training.cuda_graph_scope",
-               "moe_router captures a mixture of experts' router, but model '" + model.name + "' has no experts",
-               "remove it, or use a model with experts");
-  if (!model.is_moe() && (train.moe_router_fusion || train.moe_aux_loss != MoeAuxLoss::none || train.moe_expert_bias)) {
-    const char* key = train.moe_router_fusion ? "training.moe_router_fusion"
-                      : train.moe_expert_bias ? "training.moe_expert_bias"
-                                              : "training.moe_aux_loss";
-    rules.fail(key, "configures a mixture of experts' router, but model '" + model.name + "' has no experts",
-               "remove it, or use a model with experts");
+  if (!model.is_moe()) {
+    const char* key = train.moe_router_fusion                  ? "training.moe_router_fusion"
+                      : train.moe_expert_bias                  ? "training.moe_expert_bias"
+                      : train.moe_aux_loss != MoeAuxLoss::none ? "training.moe_aux_loss"
+                      : train.cuda_graph_scope.moe_router      ? "training.cuda_graph_scope"
+                                                               : nullptr;
+    if (key != nullptr)
+      rules.fail(key, "configures a mixture of experts' router, but model '" + model.name + "' has no experts",
+                 "remove it, or use a model with experts");
   }
   if (!train.moe_pad_to_capacity && !train.moe_capacity_factor)
     rules.fail("training.moe_pad_to_capacity",

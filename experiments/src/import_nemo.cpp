@@ -463,18 +463,20 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
   // Megatron-Core's router (its kernels: models/src/workload_moe.cpp): fused (--moe-router-fusion), its auxiliary
   // loss (--moe-router-load-balancing-type, on when --moe-aux-loss-coeff > 0; the type's default is aux_loss) and
   // aux-loss-free balancing (--moe-router-enable-expert-bias).
-  if (job.integer("model.num_moe_experts", 1) > 1) {
+  const bool moe = job.integer("model.num_moe_experts", 1) > 1;
+  if (moe) {
     if (job.flag("model.moe_router_fusion")) y << "  moe_router_fusion: true        # model.moe_router_fusion\n";
     const std::string balancing = job.text("model.moe_router_load_balancing_type");
-    if (job.has("model.moe_aux_loss_coeff") && !job.text("model.moe_aux_loss_coeff").empty() &&
-        job.number("model.moe_aux_loss_coeff") > 0.0) {
+    const bool coefficient = job.has("model.moe_aux_loss_coeff");
+    const bool listed_coefficients = coefficient && job.text("model.moe_aux_loss_coeff").empty();
+    if (coefficient && !listed_coefficients && job.number("model.moe_aux_loss_coeff") > 0.0) {
       const std::string type = balancing.empty() ? "aux_loss" : balancing;
       if (type == "aux_loss" || type == "seq_aux_loss" || type == "global_aux_loss")
         y << "  moe_aux_loss: " << type << "        # model.moe_router_load_balancing_type, moe_aux_loss_coeff\n";
       else
         result.notes.push_back("model.moe_router_load_balancing_type " + type +
                                ": its kernels are not modelled (imported without an auxiliary loss)");
-    } else if (job.has("model.moe_aux_loss_coeff") && job.text("model.moe_aux_loss_coeff").empty()) {
+    } else if (listed_coefficients) {
       result.notes.push_back(
           "model.moe_aux_loss_coeff: a list of coefficients is not read (imported without an "
           "auxiliary loss; set training.moe_aux_loss)");
@@ -500,8 +502,7 @@ ImportResult import_megatron_core(const std::string& file, const YAML::Node& roo
     const auto listed = [&](const char* scope) {
       return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
     };
-    const bool router =
-        impl == "transformer_engine" && listed("moe_router") && job.integer("model.num_moe_experts", 1) > 1;
+    const bool router = impl == "transformer_engine" && listed("moe_router") && moe;
     if (router)
       y << "  cuda_graph_scope: [moe_router" << (listed("moe_preprocess") ? ", moe_preprocess" : "")
         << "]        # model.cuda_graph_impl, cuda_graph_scope\n";

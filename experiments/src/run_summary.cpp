@@ -188,8 +188,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     }
     json.field("moe_load_imbalance", run.training.moe_load_imbalance);
     json.field("moe_router_fusion", run.training.moe_router_fusion);
-    for (const auto& [name, loss] : kMoeAuxLossNames)
-      if (loss == run.training.moe_aux_loss) json.field("moe_aux_loss", name);
+    json.field("moe_aux_loss", to_string(run.training.moe_aux_loss));
     json.field("moe_expert_bias", run.training.moe_expert_bias);
     json.key("cuda_graph_scope").begin_array();
     for (const auto& [name, scope] : kCudaGraphScopeNames)

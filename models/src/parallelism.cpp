@@ -41,6 +41,7 @@ std::string_view name_in(const std::array<std::pair<std::string_view, Enum>, N>&
 }  // namespace
 
 std::string_view to_string(Fp8Recipe recipe) { return name_in(kFp8RecipeNames, recipe); }
+std::string_view to_string(MoeAuxLoss loss) { return name_in(kMoeAuxLossNames, loss); }
 std::string_view to_string(FsdpImplementation implementation) {
   return name_in(kFsdpImplementationNames, implementation);
 }

@@ -130,7 +130,9 @@ void StageGenerator::moe_forward() {
   const OpRef topk = elementwise("router_topk", s.norm_tokens * experts, kSoftmaxFlops, s.activation_bytes + 4.0,
                                  KernelClass::reduction);
   builder_.set_host_issue(topk, launches.topk_forward, false);
-  if (launches.aux_forward > 0) {
+  // A graphed router (cuda_graph_scope) still runs the loss's kernels: only their launches are the graph's.
+  const bool aux_loss = training_.moe_aux_loss != MoeAuxLoss::none;
+  if (aux_loss) {
     // The loss's scores over every (token, expert) pair in fp32, its token counts and the loss itself.
     const OpRef aux = elementwise("router_aux_loss", s.norm_tokens * experts, kSoftmaxFlops,
                                   (training_.moe_router_fusion ? 1.0 : 5.0) * 4.0, KernelClass::reduction);
@@ -308,7 +310,7 @@ void StageGenerator::moe_backward() {
   const OpRef permute = compute("moe_permute_bwd", KernelClass::memcpy, Precision::fp32, s.routed_tokens * s.hidden,
                                 (s.norm_tokens * s.hidden + s.routed_tokens * s.hidden) * s.activation_bytes);
   builder_.set_host_issue(permute, launches.permute_backward, false);
-  if (launches.aux_backward > 0) {
+  if (training_.moe_aux_loss != MoeAuxLoss::none) {
     const OpRef aux = elementwise("router_aux_loss_bwd", s.norm_tokens * experts, kBackwardFlopRatio * kSoftmaxFlops,
                                   (training_.moe_router_fusion ? 2.0 : 6.0) * 4.0, KernelClass::reduction);
     builder_.set_host_issue(aux, launches.aux_backward, false);

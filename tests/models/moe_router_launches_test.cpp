@@ -167,6 +167,10 @@ TEST(MoeRouterLaunches, ARouterCapturedInACudaGraphIsOneLaunchEachWay) {
   // The router's top-k (8) and auxiliary loss (13) are replayed by the gating GEMM's graph launch; backward the
   // graph's one launch replaces the top-k's (4), the loss's (8), the casts (4) and the two gating GEMMs.
   EXPECT_DOUBLE_EQ(launches(graphed, Pass::forward, "router_topk"), 0.0);
+  // The graph still runs the loss's kernels on the GPU: only their launches are the graph's.
+  EXPECT_GT(bytes(graphed, "router_aux_loss"), 0.0);
+  EXPECT_DOUBLE_EQ(bytes(graphed, "router_aux_loss"), bytes(eager, "router_aux_loss"));
+  EXPECT_DOUBLE_EQ(bytes(graphed, "router_aux_loss_bwd"), bytes(eager, "router_aux_loss_bwd"));
   EXPECT_DOUBLE_EQ(launches(graphed, Pass::forward, "router"), kLayers * 1.0);
   EXPECT_DOUBLE_EQ(launches(eager, Pass::forward) - launches(graphed, Pass::forward), kLayers * (8.0 + 13.0));
   EXPECT_DOUBLE_EQ(launches(eager, Pass::backward) - launches(graphed, Pass::backward),

@@ -115,6 +115,7 @@ inline constexpr std::array<std::pair<std::string_view, MoeAuxLoss>, 4> kMoeAuxL
     {"seq_aux_loss", MoeAuxLoss::seq_aux_loss},
     {"global_aux_loss", MoeAuxLoss::global_aux_loss},
 }};
+[[nodiscard]] std::string_view to_string(MoeAuxLoss loss);
 
 /// The parts of a step Megatron-Core captures in CUDA graphs (--cuda-graph-impl transformer_engine with
 /// --cuda-graph-scope): each captured region's kernels are replayed by one graph launch forward and one backward,
