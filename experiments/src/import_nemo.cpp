@@ -17,160 +17,14 @@
 #include "chopsim/config/detail/yaml.hpp"
 #include "chopsim/experiments/import.hpp"
 #include "import_internal.hpp"
+#include "import_nemo_job.hpp"
 
 namespace chopsim {
 
 namespace fs = std::filesystem;
+using import_detail::NemoJob;
 
 namespace {
-
-/// A NeMo config being read: values by dotted path, errors at the key's line.
-class Job {
- public:
-  Job(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
-
-  /// The node at `path`, with OmegaConf's interpolations followed (NeMo's own YAMLs use them:
-  /// `max_position_embeddings: ${.encoder_seq_length}`, `seq_length: ${model.encoder_seq_length}`): an absolute
-  /// `${a.b}`, or relative to the key's mapping, `${.b}` (a sibling) and `${..b}` (one level up).
-  YAML::Node at(const std::string& path) const {
-    read_.insert(path);
-    std::string current = path;
-    YAML::Node node = import_detail::at_path(root_, current);
-    for (int hops = 0; hops < 16 && node.IsDefined() && node.IsScalar(); ++hops) {
-      const std::string value = node.Scalar();
-      if (value.size() < 4 || value.rfind("${", 0) != 0 || value.back() != '}') return node;
-      std::string target = value.substr(2, value.size() - 3);
-      if (target.front() == '.') {
-        std::string base = current.substr(0, current.rfind('.') == std::string::npos ? 0 : current.rfind('.'));
-        std::size_t dots = 0;
-        while (dots < target.size() && target[dots] == '.') ++dots;
-        for (std::size_t up = 1; up < dots; ++up)
-          base = base.substr(0, base.rfind('.') == std::string::npos ? 0 : base.rfind('.'));
-        target = (base.empty() ? "" : base + ".") + target.substr(dots);
-      }
-      const YAML::Node next = import_detail::at_path(root_, target);
-      if (!next.IsDefined())
-        fail(path, "'" + value + "' refers to " + target + ", which the file does not set", "set " + target);
-      current = target;
-      node.reset(next);
-    }
-    return node;
-  }
-  /// The job's model. and trainer. settings the mapping never asked for, but those that set nothing a step's time
-  /// depends on (data, tokenizer, logging, checkpoints, the optimizer's hyper-parameters, initialisation).
-  std::vector<std::string> unread() const {
-    std::vector<std::string> keys;
-    for (const char* section : {"model", "trainer"}) collect(root_[section], section, keys);
-    return keys;
-  }
-  bool has(const std::string& path) const {
-    const YAML::Node n = at(path);
-    return n.IsDefined() && !n.IsNull();
-  }
-  [[noreturn]] void fail(const std::string& path, const std::string& problem, const std::string& fix) const {
-    const YAML::Node n = import_detail::at_path(root_, path);  // the key's own line, not an interpolation's target
-    throw InputError(n.IsDefined() ? config_detail::location_of(n, file_) : SourceLocation{file_}, path, problem, fix);
-  }
-  int integer(const std::string& path, std::optional<int> fallback = std::nullopt) const {
-    if (!has(path)) {
-      if (fallback) return *fallback;
-      fail(path, "the job has no " + path, "a NeMo training config sets it (megatron_gpt_config.yaml)");
-    }
-    try {
-      return at(path).as<int>();
-    } catch (const YAML::Exception&) {
-      fail(path, "'" + at(path).Scalar() + "' is not an integer", "fix the job config");
-    }
-  }
-  double number(const std::string& path) const {
-    try {
-      return at(path).as<double>();
-    } catch (const YAML::Exception&) {
-      fail(path, "'" + at(path).Scalar() + "' is not a number", "fix the job config");
-    }
-  }
-  bool flag(const std::string& path) const {
-    if (!has(path)) return false;
-    try {
-      return at(path).as<bool>();
-    } catch (const YAML::Exception&) {
-      fail(path, "'" + at(path).Scalar() + "' is not true or false", "fix the job config");
-    }
-  }
-  std::string text(const std::string& path) const { return has(path) ? at(path).Scalar() : std::string(); }
-  const std::string& file() const { return file_; }
-
- private:
-  void collect(const YAML::Node& node, const std::string& path, std::vector<std::string>& keys) const {
-    if (!node.IsDefined() || read_.count(path) || timeless(path)) return;
-    if (node.IsMap()) {
-      for (const auto& entry : node) collect(entry.second, path + "." + entry.first.as<std::string>(""), keys);
-      return;
-    }
-    if (!node.IsNull()) keys.push_back(path);
-  }
-  static bool timeless(const std::string& path) {
-    static const char* const kPrefixes[] = {"model.data",
-                                            "model.tokenizer",
-                                            "model.optim.lr",
-                                            "model.optim.sched",
-                                            "model.optim.betas",
-                                            "model.optim.weight_decay",
-                                            "model.optim.eps",
-                                            "model.nsys_profile",
-                                            "model.seed",
-                                            "model.init_method_std",
-                                            "model.use_scaled_init_method",
-                                            "model.restore_from_path",
-                                            "model.resume_from_checkpoint",
-                                            "model.make_vocab_size_divisible_by",
-                                            "model.max_position_embeddings",
-                                            "model.rotary_base",
-                                            "model.rotary_percentage",
-                                            "model.seq_len_interpolation_factor",
-                                            "model.layernorm_epsilon",
-                                            "model.normalization",
-                                            "model.activation",
-                                            "model.position_embedding_type",
-                                            "model.share_embeddings_and_output_weights",
-                                            "model.apex_transformer_log_level",
-                                            "model.mcore_gpt",
-                                            "model.megatron_amp_O2",
-                                            "model.rampup_batch_size",
-                                            "model.hysteresis",
-                                            "model.native_amp_init_scale",
-                                            "model.native_amp_growth_interval",
-                                            "model.use_cpu_initialization",
-                                            "model.onnx_safe",
-                                            "model.gradient_as_bucket_view",
-                                            "model.sync_batch_comm",
-                                            "trainer.devices",
-                                            "trainer.accelerator",
-                                            "trainer.logger",
-                                            "trainer.enable_checkpointing",
-                                            "trainer.max_steps",
-                                            "trainer.max_epochs",
-                                            "trainer.max_time",
-                                            "trainer.log_every_n_steps",
-                                            "trainer.val_check_interval",
-                                            "trainer.limit_val_batches",
-                                            "trainer.limit_test_batches",
-                                            "trainer.accumulate_grad_batches",
-                                            "trainer.benchmark",
-                                            "trainer.enable_model_summary",
-                                            "trainer.use_distributed_sampler",
-                                            "trainer.num_sanity_val_steps"};
-    for (const char* prefix : kPrefixes) {
-      const std::string p(prefix);
-      if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "_", 0) == 0) return true;
-    }
-    return false;
-  }
-
-  std::string file_;
-  YAML::Node root_;
-  mutable std::set<std::string> read_;  ///< the dotted paths the mapping asked for
-};
 
 /// The leading dense layers of Megatron-Core's moe_layer_freq: 1 (every layer MoE) gives 0, a pattern
 /// "([0]*k+[1]*n)" gives k; -1 for any other pattern (dense layers among the MoE ones, which chopsim does not model).
@@ -192,7 +46,7 @@ int leading_dense_layers(const std::string& frequency) {
 
 /// The shipped model with the job's shape, or "". Megatron-Core's MoE models give the experts' width apart
 /// (moe_ffn_hidden_size; ffn_hidden_size is then the dense layers'), shared experts and the dense first layers.
-std::string matching_model(const Job& job, const ConfigSearchPath& search) {
+std::string matching_model(const NemoJob& job, const ConfigSearchPath& search) {
   const int heads = job.integer("model.num_attention_heads");
   const int experts = job.integer("model.num_moe_experts", 1);
   const int ffn = job.integer("model.ffn_hidden_size");
@@ -265,7 +119,7 @@ namespace {
 
 /// training.lora from NeMo's model.peft.lora_tuning: its adapter_dim and target_modules (NeMo's names; absent, NeMo's
 /// default: the fused QKV only, megatron_gpt_finetuning_config.yaml and NeMo 1's LoraKQVAdapter).
-void write_lora(const Job& job, std::ostringstream& y) {
+void write_lora(const NemoJob& job, std::ostringstream& y) {
   y << "  lora:\n    rank: " << job.integer("model.peft.lora_tuning.adapter_dim", 32)
     << "        # model.peft.lora_tuning.adapter_dim\n";
   // NeMo's module names and the linears each stands for.
@@ -314,7 +168,7 @@ namespace import_detail {
 
 ImportResult import_megatron_core(const std::string& file, const YAML::Node& root, const ImportOptions& options,
                                   const std::string& format) {
-  const Job job(file, root);
+  const NemoJob job(file, root);
   ImportResult result;
   result.format = format;
   if (job.has("inference"))

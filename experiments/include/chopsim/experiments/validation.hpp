@@ -42,6 +42,9 @@ struct ValidationCase {
   bool flops_count_recompute = false;
   std::string notes;
   RunSpec run;
+  /// Micro-batches to predict `run` with when the source does not print its own (a published throughput table shows
+  /// tuned runs): the fastest counts and the prediction's notes name it. Empty: run.training.micro_batch alone.
+  std::vector<int> micro_batch_choices;
   /// Why chopsim cannot predict this measured case (a model it cannot describe, a field the record lacks); empty when
   /// it can. Such a case is listed with the reason and not run.
   std::string not_modelled;
