@@ -42,6 +42,7 @@ TEST(Validation, TheReadmesA100RowsRunAsTheSc21ArtifactLaunchesThem) {
     // Every GPU in the layout, with the README's global batch; 2021's Megatron-LM: fp16, every layer recomputed,
     // no distributed optimizer or sequence parallelism, attention over materialised scores with the fused softmax.
     EXPECT_EQ(run.parallelism.world_size(), run.cluster.gpu_count()) << id;
+    EXPECT_TRUE(c->micro_batch_choices.empty()) << id;  // the artifact's micro-batch, not a choice
     EXPECT_EQ(run.training.precision, Precision::fp16) << id;
     EXPECT_NE(
         std::find(c->categories.begin(), c->categories.end(), std::pair<std::string, std::string>{"precision", "fp16"}),
