@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string_view>
 #include <vector>
