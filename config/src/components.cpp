@@ -16,6 +16,7 @@ namespace {
 using units::kGiB;
 using units::kGiga;
 using units::kMega;
+using units::kMiB;
 using units::kMicrosecond;
 using units::kTera;
 
@@ -150,6 +151,9 @@ void apply_hardware(Mapping& m, HardwareSpec& hw, Need need) {
   section(m, "memory", Need::optional, "", [&](Mapping& memory) {
     memory.read("reserved_gib", hw.memory_reserved_bytes, kGiB, kNonNegativeReal, "GiB");
     memory.read("fragmentation_fraction", hw.memory_fragmentation_fraction, 1.0, kFractionBelowOne, "");
+    memory.read("cublas_workspace_mib", hw.cublas_workspace_bytes, kMiB, kNonNegativeReal, "MiB");
+    memory.read("transformer_engine_workspace_mib", hw.transformer_engine_workspace_bytes, kMiB, kNonNegativeReal,
+                "MiB");
   });
 
   section(m, "kernels", need, "a mapping with 'launch_overhead_us', 'comm_compute_slowdown' and 'efficiency'",

@@ -234,6 +234,33 @@ std::vector<Value> read_name_list(Mapping& m, std::string_view key,
   return values;
 }
 
+/// The bytes of PyTorch's cuBLAS workspace that CUBLAS_WORKSPACE_CONFIG `text` sets: the sum of SIZE KiB x COUNT
+/// over its ":SIZE:COUNT" pairs, as PyTorch parses it (aten/src/ATen/cuda/CublasHandlePool.cpp,
+/// parseChosenWorkspaceSize).
+double parse_cublas_workspace_config(const Mapping& t, const std::string& text) {
+  const auto bad = [&] {
+    t.fail("cublas_workspace_config", "'" + text + "' is not a CUBLAS_WORKSPACE_CONFIG value",
+           "write it as the environment variable, one or more :SIZE:COUNT pairs with SIZE in KiB, e.g. \":4096:8\" "
+           "(32 MiB) or \":16:8\"");
+  };
+  double bytes = 0.0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::array<long long, 2> numbers{};
+    for (long long& number : numbers) {
+      if (at >= text.size() || text[at] != ':') bad();
+      ++at;
+      const std::size_t digits = at;
+      while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - digits < 9) ++at;
+      if (at == digits || (at < text.size() && text[at] != ':')) bad();
+      number = std::stoll(text.substr(digits, at - digits));
+    }
+    bytes += static_cast<double>(numbers[0]) * 1024.0 * static_cast<double>(numbers[1]);
+  }
+  if (bytes <= 0.0) bad();
+  return bytes;
+}
+
 void decode_training(Mapping& t, TrainingSpec& train) {
   t.read_choice<Framework>("framework", train.framework,
                            {{"megatron-te", Framework::megatron_te}, {"pytorch-eager", Framework::pytorch_eager}});
@@ -321,6 +348,8 @@ void decode_training(Mapping& t, TrainingSpec& train) {
   t.read("attention", train.attention);
   t.read("deterministic", train.deterministic);
   t.read("fill_uninitialized_memory", train.fill_uninitialized_memory);
+  if (std::string workspace; t.read("cublas_workspace_config", workspace))
+    train.cublas_workspace_bytes = parse_cublas_workspace_config(t, workspace);
   t.read("attention_mask_in_dataloader", train.attention_mask_in_dataloader);
   t.read("check_for_nan_in_grad", train.check_for_nan_in_grad);
   t.read("gradient_accumulation_fusion", train.gradient_accumulation_fusion);

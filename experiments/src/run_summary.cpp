@@ -230,6 +230,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("optimizer", m.optimizer_bytes);
     json.field("activations", m.activations_bytes);
     json.field("transient", m.transient_bytes);
+    json.field("workspaces", m.workspace_bytes);
     json.field("reserved", m.reserved_bytes);
     json.field("fragmentation", m.fragmentation_bytes);
     json.end_object();
@@ -358,8 +359,8 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       << (m.fits() ? "" : "  -> OUT OF MEMORY") << "\n";
   out << "    weights " << gib(m.weights_bytes + m.gathered_weights_bytes) << ", gradients " << gib(m.gradients_bytes)
       << ", optimizer " << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << ", transient "
-      << gib(m.transient_bytes) << ", reserved+fragmentation " << gib(m.reserved_bytes + m.fragmentation_bytes)
-      << " GiB (stage " << m.pp_stage << ")\n";
+      << gib(m.transient_bytes) << ", workspaces " << gib(m.workspace_bytes) << ", reserved+fragmentation "
+      << gib(m.reserved_bytes + m.fragmentation_bytes) << " GiB (stage " << m.pp_stage << ")\n";
   if (!report.simulated) {
     out << "\n  not simulated: the run does not fit in GPU memory (pass --simulate-oom to simulate it anyway)\n";
     return;

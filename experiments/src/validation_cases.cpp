@@ -67,13 +67,22 @@ struct MegatronMachine {
   const char* config_suffix;  ///< configs/validation/<case>SUFFIX.yaml
   const char* system;         ///< as the row names it
   const char* group_suffix;   ///< megatron_lm<model>SUFFIX
+  /// Transformer Engine ran its unfused attention (UnfusedDotProductAttention: baddbmm, the fused scale-mask-softmax,
+  /// dropout, bmm) on this machine rather than flash-attn 2. Inferred, not recorded: the dracooci clusters' lts peaks
+  /// exceed the same branch's on DGX A100 by 1.83 GiB (tp 1, 12 layers of 8 heads) and 0.46 GiB (tp 2 pp 2, 6 layers
+  /// of 4 heads) at the same resident memory after the step (0.514 and 0.449 GiB on both), which is what the unfused
+  /// path keeps per layer for its backward: the softmax output, the dropout mask and its output, 5 bytes per score
+  /// (tests/experiments/validation_test.cpp, TheDracoociPeaksAreTheUnfusedAttentionsScores). Under --deterministic-mode
+  /// TE falls back to it on A100 when no flash-attn it accepts is installed (cuDNN's attention backward is not
+  /// deterministic there).
+  bool unfused_attention = false;
 };
 constexpr std::array<MegatronMachine, 5> kMegatronMachines = {{
-    {"dgx_h100", "", "DGX H100", ""},
-    {"dgx_a100", "-a100", "DGX A100", "_a100"},
-    {"dgxa100_dracooci", "-a100", "DGX A100 dracooci", "_a100"},
-    {"dgxa100_dracooci-ord", "-a100", "DGX A100 dracooci-ord", "_a100"},
-    {"dgx_gb200", "-gb200", "GB200", "_gb200"},
+    {"dgx_h100", "", "DGX H100", "", false},
+    {"dgx_a100", "-a100", "DGX A100", "_a100", false},
+    {"dgxa100_dracooci", "-a100", "DGX A100 dracooci", "_a100", true},
+    {"dgxa100_dracooci-ord", "-a100", "DGX A100 dracooci-ord", "_a100", true},
+    {"dgx_gb200", "-gb200", "GB200", "_gb200", false},
 }};
 
 /// The Megatron-LM functional tests in ../shared/data/validation/megatron_lm (NVIDIA/Megatron-LM @ d98e8a6,
@@ -121,7 +130,11 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
       const auto config =
           configs_dir / "validation" / (std::string(entry.config_stem) + machine->config_suffix + ".yaml");
       if (times.empty() || !std::filesystem::exists(config)) continue;
-      const RunSpec run = load_run_config(config, default_search_path(config), registries);
+      RunSpec run = load_run_config(config, default_search_path(config), registries);
+      if (machine->unfused_attention) {
+        run.training.attention = std::string(kEagerAttention);
+        run.training.masked_softmax_fusion = true;
+      }
 
       std::string qualifier = machine->system;
       if (branch != "dev") qualifier += ", " + branch;
@@ -136,6 +149,9 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
       step_time.notes = times.size() > 2
                             ? "median of the logged steps' iteration-time (first, warm-up step included as logged)"
                             : "mean of the " + std::to_string(times.size()) + " logged iteration-time values";
+      const std::string unfused =
+          machine->unfused_attention ? "; Transformer Engine's unfused attention (inferred from the peaks)" : "";
+      step_time.notes += unfused;
       step_time.run = run;
       cases.push_back(step_time);
 
@@ -147,7 +163,8 @@ void add_megatron_cases(const std::filesystem::path& data_dir, const std::filesy
       memory.id = std::string(entry.directory) + " peak allocated (" + qualifier + ")";
       memory.metric = ValidationMetric::peak_memory_bytes;
       memory.measured = *std::max_element(peaks.begin(), peaks.end());
-      memory.notes = "max over steps of mem-max-allocated-bytes (the last rank, which logs it: last pipeline stage)";
+      memory.notes =
+          "max over steps of mem-max-allocated-bytes (the last rank, which logs it: last pipeline stage)" + unfused;
       cases.push_back(memory);
     }
   }

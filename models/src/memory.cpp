@@ -170,10 +170,27 @@ LayerActivations layer_activations(const TransformerSpec& model, const Paralleli
   return result;
 }
 
-/// Adds the hardware's allocator fragmentation allowance and runtime reserve to the allocated parts, and the total.
-MemoryBreakdown with_allowances(MemoryBreakdown m, const HardwareSpec& hardware) {
+/// The GEMM libraries' workspaces, which PyTorch's caching allocator hands out (so max_memory_allocated counts
+/// them). PyTorch keeps one cuBLAS workspace per (handle, stream) and one handle per thread (DeviceThreadHandlePool,
+/// aten/src/ATen/cuda/CublasHandlePool.cpp): the forward's GEMMs run on the Python thread, the backward's on
+/// autograd's device thread, both on the compute stream, so two. Transformer Engine allocates one of its own
+/// (transformer_engine/pytorch/module/base.py, get_workspace). Checked on Megatron-LM's functional tests
+/// (tests/models/memory_test.cpp): after a step the same job holds 28 MiB + 1 KiB more on DGX H100 and GB200 than on
+/// DGX A100, TE's 32 MiB + 1 KiB against 4 MiB.
+double library_workspace_bytes(const TrainingSpec& training, const HardwareSpec& hardware) {
+  const double cublas =
+      training.cublas_workspace_bytes > 0.0 ? training.cublas_workspace_bytes : hardware.cublas_workspace_bytes;
+  const double transformer_engine =
+      training.framework == Framework::megatron_te ? hardware.transformer_engine_workspace_bytes : 0.0;
+  return 2.0 * cublas + transformer_engine;
+}
+
+/// Adds the GEMM libraries' workspaces to the allocated parts, then the hardware's allocator fragmentation allowance
+/// and runtime reserve, and the total.
+MemoryBreakdown with_allowances(MemoryBreakdown m, const TrainingSpec& training, const HardwareSpec& hardware) {
+  m.workspace_bytes = library_workspace_bytes(training, hardware);
   const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
-                           m.activations_bytes + m.transient_bytes;
+                           m.activations_bytes + m.transient_bytes + m.workspace_bytes;
   m.fragmentation_bytes = hardware.memory_fragmentation_fraction * allocated;
   m.reserved_bytes = hardware.memory_reserved_bytes;
   m.total_bytes = allocated + m.fragmentation_bytes + m.reserved_bytes;
@@ -245,7 +262,7 @@ MemoryBreakdown eager_stage_memory(const TransformerSpec& model, const Paralleli
     m.gradients_bytes = gradients;
     m.gathered_weights_bytes = 0.0;  // freed by then: every linear's backward has run
   }
-  return with_allowances(m, hardware);
+  return with_allowances(m, training, hardware);
 }
 
 }  // namespace
@@ -365,7 +382,7 @@ MemoryBreakdown estimate_stage_memory(const TransformerSpec& model, const Parall
     m.transient_bytes = std::max(m.transient_bytes, workspace);
   }
 
-  return with_allowances(m, hardware);
+  return with_allowances(m, training, hardware);
 }
 
 std::vector<MemoryBreakdown> estimate_memory_by_stage(const TransformerSpec& model, const ParallelismSpec& parallelism,

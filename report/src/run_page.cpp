@@ -266,8 +266,8 @@ Chart waterfall_chart(const Summary& s) {
 }
 
 Chart memory_chart(const Summary& s) {
-  constexpr const char* kParts[] = {"weights",     "gathered_weights", "gradients", "optimizer",
-                                    "activations", "transient",        "reserved",  "fragmentation"};
+  constexpr const char* kParts[] = {"weights",   "gathered_weights", "gradients", "optimizer",    "activations",
+                                    "transient", "workspaces",       "reserved",  "fragmentation"};
   // One bar per pipeline stage (summary.json's memory.stages), else the largest stage alone (older summaries).
   std::vector<std::vector<std::pair<std::string, double>>> stages = s.stage_breakdowns();
   const int peak_stage = static_cast<int>(s.value({"memory", "peak_stage"}));

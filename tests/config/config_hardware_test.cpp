@@ -244,6 +244,22 @@ TEST_F(ConfigTest, DeterministicAttentionCostsComeFromTheHardwareFile) {
                                                            "  global_batch: 8\n  deterministic: true\n"
                                                            "  fill_uninitialized_memory: false\n"));
   EXPECT_FALSE(load(no_fill).training.fill_uninitialized_memory);
+  // CUBLAS_WORKSPACE_CONFIG as the environment variable writes it: SIZE KiB x COUNT, summed over the pairs.
+  EXPECT_DOUBLE_EQ(load(run).training.cublas_workspace_bytes, 0.0);  // not set: the GPU's default
+  const auto workspace = [&](const std::string& value) {
+    return load(write("ws.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                           "  global_batch: 8\n  cublas_workspace_config: \"" + value + "\"\n")))
+        .training.cublas_workspace_bytes;
+  };
+  EXPECT_DOUBLE_EQ(workspace(":4096:8"), 32.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(workspace(":4096:2:16:8"), 8.0 * 1024 * 1024 + 128.0 * 1024);
+  for (const char* bad : {"4096:8", ":4096", ":4096:8:", ":0:8", ":40x6:8"}) {
+    SCOPED_TRACE(bad);
+    expect_contains(input_error([&] { (void)workspace(bad); }),
+                    {"key 'training.cublas_workspace_config'", "CUBLAS_WORKSPACE_CONFIG", ":4096:8"});
+  }
+  EXPECT_DOUBLE_EQ(h100.cublas_workspace_bytes, 32.0 * 1024 * 1024);  // PyTorch's default on compute capability 9.0
+  EXPECT_DOUBLE_EQ(h100.transformer_engine_workspace_bytes, 32.0 * 1024 * 1024 + 1024);
   const fs::path bad_fill = write(
       "bad_fill.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  fill_uninitialized_memory: 0\n"));
   expect_contains(input_error([&] { (void)load(bad_fill); }), {"key 'training.fill_uninitialized_memory'"});
@@ -368,7 +384,7 @@ TEST_F(ConfigTest, ClusterMegatronHostLaunchTimeIsMicrosecondsAndBounded) {
   };
   EXPECT_DOUBLE_EQ(shipped("dgx-h100.yaml"), 65e-6);
   EXPECT_DOUBLE_EQ(shipped("dgx-b200.yaml"), shipped("dgx-h100.yaml"));  // assumed: no host-bound run on DGX B200
-  EXPECT_DOUBLE_EQ(shipped("dgx-a100.yaml"), 125e-6);
+  EXPECT_DOUBLE_EQ(shipped("dgx-a100.yaml"), 113e-6);
   EXPECT_DOUBLE_EQ(shipped("mi300x.yaml"), 0.0);  // no Megatron-Core run measured on it
 }
 

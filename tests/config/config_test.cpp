@@ -61,7 +61,7 @@ std::string describe(const RunSpec& run) {
       << h.intra_node_link_latency_s << ' ' << h.pcie_bandwidth_bytes_per_s << ' ' << h.nic_bandwidth_bytes_per_s << ' '
       << h.nic_latency_s << ' ' << h.dies_per_package << ' ' << h.in_package_link_bandwidth_bytes_per_s << ' '
       << h.memory_reserved_bytes << ' ' << h.memory_fragmentation_fraction << ' ' << h.intra_node_link_efficiency << ' '
-      << h.nic_efficiency << '\n';
+      << h.nic_efficiency << ' ' << h.cublas_workspace_bytes << ' ' << h.transformer_engine_workspace_bytes << '\n';
   for (const auto& [name, impl] : h.attention_implementations)
     out << name << ' ' << impl.efficiency.compute << ' ' << impl.efficiency.memory << ' '
         << impl.efficiency.half_efficiency_flops << ' ' << impl.deterministic.backward_slowdown << ' '
@@ -87,7 +87,7 @@ std::string describe(const RunSpec& run) {
       << t.host_launch_s << ' ' << to_string(t.moe_dispatcher) << ' ' << to_string(t.fp8_recipe) << ' ' << t.lora.rank
       << t.lora.qkv << t.lora.proj << t.lora.fc1 << t.lora.fc2 << ' ' << to_string(t.fsdp_runtime()) << ' '
       << t.moe_router_fusion << static_cast<int>(t.moe_aux_loss) << t.moe_expert_bias << t.cuda_graph_scope.moe_router
-      << t.cuda_graph_scope.moe_preprocess << '\n';
+      << t.cuda_graph_scope.moe_preprocess << ' ' << t.cublas_workspace_bytes << '\n';
   out << run.compute_model << ' ' << run.collective_model << ' ' << run.collectives.all_reduce << ' '
       << run.collectives.all_gather << ' ' << run.collectives.reduce_scatter << ' ' << run.collectives.all_to_all << ' '
       << run.collectives.step_latency_s << ' ' << run.collectives.mesh_channels << ' '

@@ -13,9 +13,11 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "chopsim/calibration/fitting.hpp"
 #include "chopsim/config/config.hpp"
+#include "chopsim/models/memory.hpp"
 #include "chopsim_test_paths.hpp"
 
 namespace chopsim {
@@ -337,6 +339,91 @@ TEST(Validation, MegatronRunsStayWithinTheirReportedErrors) {
       EXPECT_LT(error, 0.0);
       EXPECT_GE(error, -0.15);
     }
+  }
+}
+
+// Issue 15's memory target: every Megatron-LM golden peak (mem-max-allocated-bytes of the last rank) within 5 %, on
+// every machine and branch. Before the GEMM libraries' workspaces were counted the tiny GPT's rows were 4.5-9.2 %
+// low, and the dracooci clusters' rows 31-45 % low (their unfused attention, validation_cases.cpp).
+TEST(Validation, EveryMegatronGoldenPeakIsWithinFivePercent) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto results = predict([](const ValidationCase& c) {
+    return c.group.starts_with("megatron_lm") && c.metric == ValidationMetric::peak_memory_bytes;
+  });
+  ASSERT_EQ(results.size(), 22u);  // 6 rows of the 7B runs, 16 of the tiny GPT
+  int unfused = 0;
+  for (const ValidationResult& r : results) {
+    SCOPED_TRACE(r.validation_case.id);
+    ASSERT_TRUE(r.uncalibrated.ok) << r.uncalibrated.failure;
+    EXPECT_LE(std::abs(r.uncalibrated.relative_error), 0.05);
+    if (r.validation_case.id.find("dracooci") != std::string::npos) {
+      ++unfused;
+      EXPECT_EQ(r.validation_case.run.training.attention, "eager");
+      EXPECT_GT(r.validation_case.measured, 1.3 * 1.3e9);  // the unfused path's scores: far above the flash rows
+    }
+  }
+  EXPECT_EQ(unfused, 4);
+}
+
+// Why the dracooci clusters' rows run TE's unfused attention (validation_cases.cpp): their lts peaks exceed the same
+// branch's on DGX A100 by what the unfused path keeps for its backward beyond flash-attn's (softmax output, dropout
+// mask and output: 5 bytes per score, every layer in flight), for both tests: the memory model's difference between
+// the two attention paths matches the measured one within 5 %.
+TEST(Validation, TheDracoociPeaksAreTheUnfusedAttentionsScores) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto registries = ModelRegistries::with_builtins();
+  const auto cases =
+      load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir());
+  const auto find = [&](const std::string& id) -> const ValidationCase& {
+    for (const ValidationCase& c : cases)
+      if (c.id == id) return c;
+    throw std::runtime_error("no case " + id);
+  };
+  for (const std::string test : {"gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer",
+                                 "gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader"}) {
+    SCOPED_TRACE(test);
+    const ValidationCase& unfused = find(test + " peak allocated (DGX A100 dracooci, lts)");
+    const ValidationCase& flash = find(test + " peak allocated (DGX A100, lts)");
+    EXPECT_EQ(flash.run.training.attention, "flash2");
+    const auto allocated = [](const RunSpec& run) {
+      return estimate_memory_by_stage(run.model, run.parallelism, run.training, run.hardware).back().allocated_bytes();
+    };
+    const double predicted = allocated(unfused.run) - allocated(flash.run);
+    const double measured = unfused.measured - flash.measured;
+    EXPECT_GT(measured, 0.4e9);
+    EXPECT_NEAR(predicted, measured, 0.05 * measured);
+  }
+}
+
+// PyTorch's allocator hands out Transformer Engine's cuBLAS workspace: 32 MiB + 1 KiB from compute capability 9 on,
+// 4 MiB before (transformer_engine/pytorch/module/base.py), so the same job holds 28 MiB + 1 KiB more after a step on
+// DGX H100 (and GB200) than on DGX A100. The golden values show exactly that (mem-allocated-bytes, the resident memory
+// after the step) for the tiny GPT's two tests and the 7B tp4_pp1 test; the hardware files' workspaces give the
+// same difference. (7B tp1_pp4 holds 284 MiB more on H100: this 28 MiB and 256 MiB not explained.)
+TEST(Validation, TransformerEnginesWorkspaceIsTheResidentDifferenceBetweenHopperAndAmpere) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/megatron_lm");
+  const auto resident = [](const std::string& test, const std::string& machine) {
+    const YAML::Node golden = YAML::LoadFile(
+        (test::shared_data_dir() / "validation" / "megatron_lm" / test / ("golden_values_dev_" + machine + ".json"))
+            .string());
+    double value = 0.0;
+    for (const auto& step : golden["mem-allocated-bytes"]["values"])
+      if (step.second.as<std::string>() != "nan") value = step.second.as<double>();
+    return value;
+  };
+  const HardwareSpec h100 = load_hardware_config(test::configs_dir() / "hardware" / "H100-SXM5-80GB.yaml");
+  const HardwareSpec a100 = load_hardware_config(test::configs_dir() / "hardware" / "A100-SXM4-80GB.yaml");
+  const HardwareSpec gb200 = load_hardware_config(test::configs_dir() / "hardware" / "GB200.yaml");
+  const double predicted = h100.transformer_engine_workspace_bytes - a100.transformer_engine_workspace_bytes;
+  EXPECT_DOUBLE_EQ(predicted, 28.0 * 1024 * 1024 + 1024);
+  EXPECT_DOUBLE_EQ(gb200.transformer_engine_workspace_bytes, h100.transformer_engine_workspace_bytes);
+  for (const char* test : {"gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer",
+                           "gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader",
+                           "gpt3_7b_tp4_pp1_memory_speed"}) {
+    SCOPED_TRACE(test);
+    EXPECT_NEAR(resident(test, "dgx_h100") - resident(test, "dgx_a100"), predicted, 0.1 * 1024 * 1024);
+    // GB200 (compute capability 10.0) holds what H100 holds: to 0.05 MiB, 2.4 MiB less in tp2_pp2.
+    EXPECT_NEAR(resident(test, "dgx_gb200"), resident(test, "dgx_h100"), 3.0 * 1024 * 1024);
   }
 }
 

@@ -333,10 +333,35 @@ TEST(Memory, AddsReservedMemoryAndFragmentation) {
   const MemoryBreakdown m =
       estimate_stage_memory(llama3_8b(), data_parallel(8, 3), one_sequence_per_rank(8, 2048), hardware, 0);
   const double allocated = m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
-                           m.activations_bytes + m.transient_bytes;
+                           m.activations_bytes + m.transient_bytes + m.workspace_bytes;
   EXPECT_NEAR(m.fragmentation_bytes, 0.1 * allocated, 1.0);
   EXPECT_NEAR(m.total_bytes, 1.1 * allocated + 3e9, 1.0);
   EXPECT_DOUBLE_EQ(m.reserved_bytes, 3e9);
+}
+
+// The GEMM libraries' workspaces come from PyTorch's allocator (so max_memory_allocated counts them): PyTorch keeps
+// one cuBLAS workspace per (handle, stream) and a handle per thread, and the forward's GEMMs run on the Python thread,
+// the backward's on autograd's device thread: two. Transformer Engine adds one of its own in Megatron runs.
+// CUBLAS_WORKSPACE_CONFIG (training.cublas_workspace_bytes) replaces the GPU's default size.
+TEST(Memory, GemmWorkspacesAreTwoOfPyTorchsAndTransformerEngines) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  HardwareSpec hardware = gpu(80e9);
+  hardware.cublas_workspace_bytes = 8.125 * kMiB;  // PyTorch's default below compute capability 9.0
+  hardware.transformer_engine_workspace_bytes = 4.0 * kMiB;
+  TrainingSpec training = one_sequence_per_rank(8, 2048);
+  const auto workspace = [&] {
+    return estimate_stage_memory(llama3_8b(), data_parallel(8, 1), training, hardware, 0).workspace_bytes;
+  };
+  EXPECT_DOUBLE_EQ(workspace(), 2.0 * 8.125 * kMiB + 4.0 * kMiB);
+  training.cublas_workspace_bytes = 4096.0 * 1024.0 * 8.0;  // CUBLAS_WORKSPACE_CONFIG=:4096:8
+  EXPECT_DOUBLE_EQ(workspace(), 2.0 * 32.0 * kMiB + 4.0 * kMiB);
+  training.framework = Framework::pytorch_eager;  // no Transformer Engine
+  EXPECT_DOUBLE_EQ(workspace(), 2.0 * 32.0 * kMiB);
+  const MemoryBreakdown m = estimate_stage_memory(llama3_8b(), data_parallel(8, 1), training, hardware, 0);
+  EXPECT_NEAR(m.allocated_bytes(),
+              m.weights_bytes + m.gathered_weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes +
+                  m.transient_bytes + 64.0 * kMiB,
+              1.0);
 }
 
 // Eager attention keeps the probabilities of every (query, key) pair: with dropout 5 bytes per score (P, the mask

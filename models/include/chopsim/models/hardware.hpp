@@ -132,6 +132,12 @@ struct HardwareSpec {
   double memory_reserved_bytes = 0.0;
   /// Allocator fragmentation as a fraction of the allocated total (the brief: a stated allowance).
   double memory_fragmentation_fraction = 0.0;
+  /// GEMM library workspaces that PyTorch's caching allocator hands out, so torch.cuda.max_memory_allocated counts
+  /// them (bytes; 0 = not known for this GPU). PyTorch's cuBLAS workspace, one per (cuBLAS handle, stream), when
+  /// CUBLAS_WORKSPACE_CONFIG is not set (a run's training.cublas_workspace_bytes overrides it); and Transformer
+  /// Engine's one cuBLAS workspace (Framework::megatron_te runs).
+  double cublas_workspace_bytes = 0.0;
+  double transformer_engine_workspace_bytes = 0.0;
   /// Power, thermal and DVFS parameters (power.hpp, thermal.hpp, governor.hpp), per die.
   PowerParams power;
   ThermalParams thermal;

@@ -19,9 +19,11 @@ struct MemoryBreakdown {
   /// autocast casts of the fp32 weights, kept from the forward until their backward.
   double gathered_weights_bytes = 0.0;
   double gradients_bytes = 0.0;
-  double optimizer_bytes = 0.0;      ///< fp32 master weights + Adam moments
-  double activations_bytes = 0.0;    ///< stored for backward, all in-flight micro-batches
-  double transient_bytes = 0.0;      ///< largest temporary buffer (logits, attention workspace)
+  double optimizer_bytes = 0.0;    ///< fp32 master weights + Adam moments
+  double activations_bytes = 0.0;  ///< stored for backward, all in-flight micro-batches
+  double transient_bytes = 0.0;    ///< largest temporary buffer (logits, attention workspace)
+  /// GEMM library workspaces from the framework's allocator: PyTorch's cuBLAS workspaces, Transformer Engine's.
+  double workspace_bytes = 0.0;
   double reserved_bytes = 0.0;       ///< runtime context and communicator buffers (hardware file)
   double fragmentation_bytes = 0.0;  ///< allocator allowance (hardware file fraction of the rest)
   double total_bytes = 0.0;

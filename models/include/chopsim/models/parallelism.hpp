@@ -403,6 +403,10 @@ struct TrainingSpec {
   /// each of its GEMM, norm and attention outputs, and the deterministic attention workspace, is written once more
   /// (a fill op before the kernel). False: the run turned the setting off.
   bool fill_uninitialized_memory = true;
+  /// PyTorch's cuBLAS workspace per (handle, stream) as CUBLAS_WORKSPACE_CONFIG sets it (bytes; Megatron's
+  /// --deterministic-mode requires ":4096:8", 32 MiB); 0 = not set: the hardware's default
+  /// (HardwareSpec::cublas_workspace_bytes).
+  double cublas_workspace_bytes = 0.0;
   /// Megatron's gradient-accumulation fusion (default on; --no-gradient-accumulation-fusion turns it off): the
   /// weight-gradient GEMM accumulates into the fp32 main_grad in its epilogue. Off: the GEMM writes a bf16
   /// gradient and a separate kernel adds it to main_grad (reads 4 + 2 bytes, writes 4 per parameter). Applies to
