@@ -238,6 +238,32 @@ TEST(MaxAchievableMatmulFlops, Fp8GemmEfficiencyRatioIsTheMeasuredFp8ShareOverTh
         << gpu;
 }
 
+// flash-attn 2 on Blackwell (what Transformer Engine runs for deterministic training with dropout there): its
+// Ampere-style kernels taken at H100's measured rate per SM and clock (132 SMs at 1830 MHz; 148 on B200 and GB200 at
+// their rated clocks), with H100's measured deterministic backward. Not a measurement: this pins the derivation.
+TEST(BlackwellFlashAttention2, RunsAtHoppersRatePerSmAndClock) {
+  const auto load = [](const char* gpu) {
+    return load_hardware_config(test::configs_dir() / "hardware" / (std::string(gpu) + ".yaml"));
+  };
+  const HardwareSpec h100 = load("H100-SXM5-80GB");
+  const auto per_sm_and_clock = [](const HardwareSpec& hw, double sms) {
+    const AttentionImplementation& flash2 = hw.attention_implementations.at("flash2");
+    return flash2.efficiency.compute * hw.compute.peak_flops_per_s[static_cast<std::size_t>(Precision::bf16)] /
+           (sms * hw.compute.rated_clock_hz);
+  };
+  const double hopper = per_sm_and_clock(h100, 132.0);
+  for (const char* gpu : {"B200", "GB200"}) {
+    SCOPED_TRACE(gpu);
+    const HardwareSpec blackwell = load(gpu);
+    EXPECT_NEAR(per_sm_and_clock(blackwell, 148.0) / hopper, 1.0, 0.005);
+    EXPECT_DOUBLE_EQ(blackwell.attention_implementations.at("flash2").deterministic.backward_slowdown,
+                     h100.attention_implementations.at("flash2").deterministic.backward_slowdown);
+    // Half of the peak share cuDNN's kernel gets there: the tensor-core path flash-attn 2 does not use.
+    EXPECT_LT(blackwell.attention_implementations.at("flash2").efficiency.compute,
+              0.5 * blackwell.compute.efficiency[static_cast<std::size_t>(KernelClass::attention)].compute);
+  }
+}
+
 TEST(VidurH100Gemms, MegatronSizeGemmsRunWithinTheMeasuredSpreadUnderThePowerLimit) {
   // Vidur's Llama-2-70B op profile on H100 (../shared/data/kernels/vidur_llama2_70b_ops/h100.csv): its 254 MLP
   // projections of 1.0-3.8 TFLOP (2048-4096 tokens, TP 1-2, fp16) ran at 0.60-0.75 of the 989.4 TFLOP/s dense peak,
