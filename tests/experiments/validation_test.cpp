@@ -359,7 +359,8 @@ TEST(Validation, EveryMegatronGoldenPeakIsWithinFivePercent) {
     if (r.validation_case.id.find("dracooci") != std::string::npos) {
       ++unfused;
       EXPECT_EQ(r.validation_case.run.training.attention, "eager");
-      EXPECT_GT(r.validation_case.measured, 1.3 * 1.3e9);  // the unfused path's scores: far above the flash rows
+      // The unfused path's scores: above every flash-attn peak of the tiny GPT but tp 1 pp 1's (at most 1.43e9).
+      EXPECT_GT(r.validation_case.measured, 1.69e9);
     }
   }
   EXPECT_EQ(unfused, 4);
