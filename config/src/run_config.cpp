@@ -277,6 +277,7 @@ void decode_training(Mapping& t, TrainingSpec& train) {
       "recompute", train.recompute,
       {{"none", RecomputePolicy::none}, {"selective", RecomputePolicy::selective}, {"full", RecomputePolicy::full}});
   t.read("recompute_layers", train.recompute_layers, kNonNegativeInt);
+  t.read("recompute_early_stop", train.recompute_early_stop);
   if (t.has("lora")) {
     Mapping l = t.child("lora");
     l.read("rank", train.lora.rank, kPositiveInt, Need::required);

@@ -391,6 +391,12 @@ void validate_run_at(const RunSpec& run, const Locator& locate) {
                "recompute_modules lists what selective recomputation re-runs, but recompute is " +
                    std::string(train.recompute == RecomputePolicy::full ? "full" : "none"),
                "set recompute: selective (Megatron --recompute-granularity selective), or remove recompute_modules");
+  if (train.recompute_early_stop && train.recompute != RecomputePolicy::full)
+    rules.fail("training.recompute_early_stop",
+               "recompute_early_stop says where a recomputed layer's forward stops, but recompute is " +
+                   std::string(train.recompute == RecomputePolicy::selective ? "selective" : "none"),
+               "set recompute: full (PyTorch's non-reentrant activation checkpointing of whole layers), or remove "
+               "recompute_early_stop");
   if (train.recompute_modules.mla_up_proj && !run.model.is_mla())
     rules.fail("training.recompute_modules",
                "mla_up_proj recomputes multi-latent attention's up projections, but model '" + run.model.name +

@@ -140,7 +140,15 @@ ImportResult import_foundry(const fs::path& file, const ImportOptions& options) 
                                   : "bf16")
     << "        # precision " << (precision.empty() ? "(absent)" : precision) << "\n";
   const std::string checkpointing = job.text("fsdp_config.activation_checkpointing");
-  y << "  recompute: " << (checkpointing == "true" || checkpointing == "True" ? "full" : "none") << "\n";
+  const bool recompute = checkpointing == "true" || checkpointing == "True";
+  y << "  recompute: " << (recompute ? "full" : "none") << "\n";
+  // Composer wraps each checkpointed block in PyTorch's checkpoint_wrapper, non-reentrant where the YAML sets
+  // activation_checkpointing_reentrant: false (Composer's default is reentrant: dist_strategy.py set_fsdp_default in
+  // 0.16, ParallelismConfig in later releases), and PyTorch's non-reentrant checkpoint stops a recomputed forward
+  // early (on by default from PyTorch 2.1, which llm-foundry requires from v0.4).
+  const std::string reentrant = job.text("fsdp_config.activation_checkpointing_reentrant");
+  if (recompute && (reentrant == "false" || reentrant == "False"))
+    y << "  recompute_early_stop: true        # fsdp_config.activation_checkpointing_reentrant false\n";
   // attn_impl: llm-foundry's own Triton FlashAttention (its default in the benchmark sweeps), flash-attn 2, or torch.
   const std::string attention = job.text("model.attn_config.attn_impl");
   if (attention == "triton" || attention.empty())

@@ -234,6 +234,7 @@ bool read_or_timeless(const std::string& key) {
                                       "parallelism.disable_loss_parallel",
                                       "activation_checkpoint.mode",
                                       "activation_checkpoint.selective_ac_option",
+                                      "activation_checkpoint.early_stop",
                                       "compile.enable",
                                       "compile.components",
                                       "float8.enable_fsdp_float8_all_gather",
@@ -481,6 +482,15 @@ ImportResult import_torchtitan(const fs::path& file, const ImportOptions& option
   } else {
     job.fail("activation_checkpoint.mode", "'" + mode + "' is not none, selective or full", "fix the job config");
   }
+  // Whole blocks are checkpointed with PyTorch's non-reentrant checkpoint (ptd_checkpoint_wrapper), whose early stop
+  // torchtitan sets from activation_checkpoint.early_stop (pytorch/torchtitan#1580, 2025-08-29; default false).
+  const bool whole_blocks = mode == "full" || (mode == "selective" && option != "op");
+  if (whole_blocks && job.flag("activation_checkpoint.early_stop"))
+    y << "  recompute_early_stop: true        # activation_checkpoint.early_stop true\n";
+  else if (whole_blocks && !job.has("activation_checkpoint.early_stop"))
+    result.notes.push_back(
+        "activation_checkpoint.early_stop absent: recomputed blocks run whole (torchtitan's default since "
+        "2025-08-29; releases before it kept PyTorch's early stop, which leaves each block's last projection out)");
   y << "  grad_clip: " << (job.number("training.max_norm", 1.0) > 0 ? "true" : "false")
     << "        # training.max_norm " << job.text("training.max_norm", "1.0 (default)") << "\n";
   // Async TP (torch's micro-pipelined all-gather/reduce-scatter matmuls) overlaps the TP collectives with GEMMs.

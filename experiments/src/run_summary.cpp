@@ -167,6 +167,7 @@ void write_summary_json(std::ostream& out, const RunSpec& run, const RunReport& 
     json.field("fp8_recipe", to_string(run.training.fp8_recipe));
   json.field("recompute", recompute_name(run.training.recompute));
   if (run.training.recompute_layers > 0) json.field("recompute_layers", run.training.recompute_layers);
+  if (run.training.recompute_early_stop) json.field("recompute_early_stop", true);  // other runs keep their bytes
   if (run.training.recompute_modules.any()) {  // only when listed: other runs keep their bytes
     json.key("recompute_modules").begin_array();
     for (const std::string& name : recompute_module_names(run.training.recompute_modules)) json.value(name);
@@ -336,7 +337,8 @@ void print_run_summary(std::ostream& out, const RunSpec& run, const RunReport& r
       << to_string(run.training.precision) << ", recompute " << recompute_name(run.training.recompute)
       << (run.training.recompute_layers > 0
               ? " (" + std::to_string(run.training.recompute_layers) + " layers of each chunk)"
-              : std::string());
+              : std::string())
+      << (run.training.recompute_early_stop ? ", stopping early" : "");
   if (run.training.recompute_modules.any()) {
     std::string names;
     for (const std::string& name : recompute_module_names(run.training.recompute_modules))

@@ -240,6 +240,11 @@ void add_llm_foundry_cases(const std::filesystem::path& data_dir, const std::fil
       const std::string recompute = record["recompute"].as<std::string>();
       run.training.recompute =
           recompute.find("full") != std::string::npos ? RecomputePolicy::full : RecomputePolicy::none;
+      // The mpt-*.yaml fsdp_config sets activation_checkpointing_reentrant: false (b2a43a1 and 5e85bd6), so
+      // Composer wraps each block in PyTorch's non-reentrant checkpoint, which in the runs' PyTorch 2.1
+      // (mosaicml/pytorch:2.1.0 in sweep.sh; torch>=2.1,<2.1.1 in setup.py at 5e85bd6) stops a recomputed forward
+      // once the block's saved tensors are rebuilt: before the MLP's down_proj GEMM and the residual add.
+      run.training.recompute_early_stop = run.training.recompute == RecomputePolicy::full;
       c.categories = {{"source", "llm-foundry"},
                       {"GPU", "H100"},
                       {"model", "dense"},

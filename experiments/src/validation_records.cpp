@@ -405,7 +405,7 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       // each recipe sets moe_flex_dispatcher_backend and calls apply_flex_dispatcher_backend, which keeps it on
       // Hopper and Blackwell (src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py, training/flex_dispatcher_backend.py).
       if (!readme) train.moe_dispatcher = MoeDispatcher::flex;
-      // Except the Qwen3 runs whose release's performance config leaves the flex backend unset or asks for NCCL's
+      // Except the runs whose release's performance config leaves the flex backend unset or asks for NCCL's
       // all-to-all (scripts/performance/configs/qwen3*/ at each tag; the container of a table and the Megatron-Bridge
       // release of its time: 25.09 v0.1.0rc4, 25.11 v0.2.0, 26.02 v0.3.0, 26.02.01 v0.3.1, 26.04 v0.4.x, 26.06 v0.5.x):
       //  * Qwen3-235B-A22B in every release: v0.1.0rc4's YAML and v0.2.0/v0.3.0's base configs set no flex backend
@@ -413,11 +413,17 @@ void add_megatron_record_cases(const std::filesystem::path& data_dir, const std:
       //    stays; from v0.3.1 qwen3_235b_a22b_pretrain_config_h100/_b200 set moe_token_dispatcher_type = "alltoall".
       //  * Qwen3-30B-A3B in 25.09 and 25.11 (no backend set), and on B200 in 26.02 (v0.3.0's base config has none);
       //    from v0.3.0 on H100 (deepep) and v0.3.1 on B200 it runs the flex dispatcher.
+      //  * GPT-OSS 120B in every release: no GPT-OSS workload base config for H100 or B200 sets
+      //    moe_flex_dispatcher_backend (scripts/performance/configs/gpt_oss/, v0.2.0 to v0.5.1; only B300's V2 sets
+      //    hybridep), so the model's "alltoall" stays (GPTOSSProvider in v0.2.0 and v0.3.0, gpt_oss_bridge.py from
+      //    v0.3.1; the recipe's moe_flex_dispatcher_backend "deepep" is read only by a "flex" dispatcher), and from
+      //    v0.4.0 set_workload_base_configs sets moe_token_dispatcher_type = "alltoall" outright when the base config
+      //    names no backend (scripts/performance/utils/overrides.py).
       const std::vector<int> release = release_order(release_of(record));
       const bool before_26_02 = release < std::vector<int>{26, 2};
       const bool in_26_02 = release == std::vector<int>{26, 2};
-      if (!readme &&
-          (name == "qwen3-235b-a22b" || (name == "qwen3-30b-a3b" && (before_26_02 || (in_26_02 && machine == "B200")))))
+      if (!readme && (name == "qwen3-235b-a22b" || name == "gpt-oss-120b" ||
+                      (name == "qwen3-30b-a3b" && (before_26_02 || (in_26_02 && machine == "B200")))))
         train.moe_dispatcher = MoeDispatcher::alltoall;
       // The 25.09 table's "(tokendrop)" runs: that release's performance script (v0.1.0rc4,
       // scripts/performance/run_script.py) calls apply_moe_token_drop (src/megatron/bridge/training/utils/

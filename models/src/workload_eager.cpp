@@ -197,6 +197,12 @@ void StageGenerator::eager_layer_forward(int layer) {
     (void)eager_linear("fc1", {.m = s.tokens, .n = s.ffn_local, .k = s.hidden}, true);
     (void)eager_elementwise("gelu", s.tokens * s.ffn_local, kUnaryHalfBytes, kVectorized);
   }
+  // Under PyTorch's early stop a recomputed layer ends once down_proj's GEMM has saved its inputs: autocast's
+  // weight cast runs, the GEMM and the residual add do not (recompute_skips_fc2).
+  if (recompute_skips_fc2()) {
+    (void)eager_elementwise("down_proj_weight_cast", s.ffn_local * s.hidden, kCastBytes, kVectorized);
+    return;
+  }
   (void)eager_linear("down_proj", {.m = s.tokens, .n = s.hidden, .k = s.ffn_local}, false);
   (void)eager_elementwise("mlp_residual", residual, 4.0 + 2.0 + 4.0, kUnrolled);
 }

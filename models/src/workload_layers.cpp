@@ -175,10 +175,18 @@ void StageGenerator::layer_forward(int layer) {
   // Megatron's fused bias-dropout-add: reads the branch output and the residual, writes the sum and,
   // with dropout, the 1-byte mask kept for backward.
   const double residual_bytes = 3.0 * s.activation_bytes + (model_.dropout ? 1.0 : 0.0);
+  // The residual add after a layer's last sublayer saves nothing, so a recomputed forward under PyTorch's early stop
+  // ends before it (recompute_stops_early); with dropout the fused dropout-add keeps its mask and stays.
+  const bool last_sublayer_is_mamba = !kind.attention && !kind.mlp && !kind.moe;
+  const bool last_sublayer_is_attention = !kind.mlp && !kind.moe;
+  const auto residual_add = [&](std::string_view name, bool last_sublayer) {
+    if (last_sublayer && recompute_stops_early() && !model_.dropout) return;
+    (void)elementwise(name, residual_elements, 1.0, residual_bytes);
+  };
   if (kind.mamba) {
     (void)norm("input_norm", false);
     mamba_forward();
-    (void)elementwise("mamba_residual", residual_elements, 1.0, residual_bytes);
+    residual_add("mamba_residual", last_sublayer_is_mamba);
   }
   if (kind.attention) {
     (void)norm("input_norm", false);
@@ -197,7 +205,7 @@ void StageGenerator::layer_forward(int layer) {
     const Gemm out_proj{s.tokens, s.hidden, s.query_heads * s.v_dim};
     (void)row_parallel_gemm("out_proj", out_proj);
     if (training_.lora.proj) lora_forward("out_proj_lora", out_proj, false);
-    (void)elementwise("attention_residual", residual_elements, 1.0, residual_bytes);
+    residual_add("attention_residual", last_sublayer_is_attention);
   }
   if (!kind.mlp && !kind.moe) return;
   (void)norm(kind.attention ? "post_attention_norm" : "input_norm", false);
@@ -206,7 +214,7 @@ void StageGenerator::layer_forward(int layer) {
   } else {
     mlp_forward("mlp", s.ffn_local);
   }
-  (void)elementwise("mlp_residual", residual_elements, 1.0, residual_bytes);
+  residual_add("mlp_residual", true);
 }
 
 void StageGenerator::layer_backward(int layer) {
@@ -327,6 +335,8 @@ void StageGenerator::mlp_forward(std::string_view name, double ffn_local) {
   } else {
     (void)elementwise(activation, s.tokens * ffn_local, activation_flops(), 2.0 * s.activation_bytes);
   }
+  // Under PyTorch's early stop a recomputed layer ends before its dense MLP's fc2 (recompute_skips_fc2).
+  if (name == "mlp" && recompute_skips_fc2()) return;
   const Gemm fc2{s.tokens, s.hidden, ffn_local};
   (void)row_parallel_gemm(prefix + "_fc2", fc2);
   if (training_.lora.fc2) lora_forward(prefix + "_fc2_lora", fc2, false);

@@ -89,6 +89,8 @@ void validate_training_setup(const TransformerSpec& model, const ParallelismSpec
   if (training.recompute_layers > 0 && training.recompute != RecomputePolicy::full)
     fail("recompute_layers=" + str(training.recompute_layers) +
          " needs recompute: full (it says how many layers of each chunk are recomputed)");
+  if (training.recompute_early_stop && training.recompute != RecomputePolicy::full)
+    fail("recompute_early_stop needs recompute: full (it says where a recomputed layer's forward stops)");
   if (model.is_mla() && training.framework == Framework::pytorch_eager)
     fail("multi-latent attention is modelled with Megatron-Core's layers (framework megatron-te)");
   if (model.mtp_layers > 0 && training.framework == Framework::pytorch_eager)

@@ -210,6 +210,17 @@ class StageGenerator {
   // --- LoRA adapters (TrainingSpec::lora; workload_lora.cpp) -------------------------------------
   /// Whether the base weights are frozen (LoRA): no weight gradients, nothing reduced or stepped but the adapters.
   [[nodiscard]] bool frozen_base() const { return training_.lora.enabled(); }
+  /// A recomputed layer's forward under PyTorch's early stop (TrainingSpec::recompute_early_stop) leaves out the
+  /// layer's tail: the ops after the last one that saves a tensor for the backward.
+  [[nodiscard]] bool recompute_stops_early() const {
+    return pass_ == Pass::recompute && training_.recompute_early_stop;
+  }
+  /// Under early stop, whether the dense MLP's fc2 GEMM is part of that tail: it saves its input and weight before
+  /// it runs and nothing saves its output, unless a residual dropout after it keeps its mask or an fc2 adapter runs
+  /// after it.
+  [[nodiscard]] bool recompute_skips_fc2() const {
+    return recompute_stops_early() && !model_.dropout && !(frozen_base() && training_.lora.fc2);
+  }
   /// The adapter beside the base linear `base` (its GEMM on this rank), column-parallel (QKV, fc1) or row-parallel
   /// (output projection, fc2): its forward after the base GEMM, its backward before the base's.
   void lora_forward(std::string_view name, const Gemm& base, bool column_parallel);

@@ -398,5 +398,25 @@ TEST_F(ConfigTest, RecomputeModulesDecodeAndNeedSelectiveRecomputation) {
                   {"key 'training.recompute_modules'", "model 'llama3-8b' has no latent attention"});
 }
 
+// PyTorch's early stop of a recomputed forward decodes as a bool and belongs to full recomputation only.
+TEST_F(ConfigTest, RecomputeEarlyStopNeedsFullRecomputation) {
+  const fs::path ok = write("early.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                    "  global_batch: 8\n  recompute: full\n"
+                                                    "  recompute_early_stop: true\n"));
+  EXPECT_TRUE(load(ok).training.recompute_early_stop);
+  const fs::path absent =
+      write("absent.yaml", small_run("llama3-8b", "  dp: 8\n", "  global_batch: 8\n  recompute: full\n"));
+  EXPECT_FALSE(load(absent).training.recompute_early_stop);
+  const fs::path selective = write("selective.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                               "  global_batch: 8\n  recompute: selective\n"
+                                                               "  recompute_early_stop: true\n"));
+  expect_contains(input_error([&] { (void)load(selective); }),
+                  {"key 'training.recompute_early_stop'", "recompute is selective", "set recompute: full"});
+  const fs::path not_bool = write("word.yaml", small_run("llama3-8b", "  dp: 8\n",
+                                                         "  global_batch: 8\n  recompute: full\n"
+                                                         "  recompute_early_stop: sometimes\n"));
+  expect_contains(input_error([&] { (void)load(not_bool); }), {"key 'training.recompute_early_stop'"});
+}
+
 }  // namespace
 }  // namespace chopsim

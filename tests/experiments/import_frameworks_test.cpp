@@ -61,6 +61,20 @@ TEST_F(Import, AnLlmFoundryYamlPredictsAsItsValidationRecord) {
                       dgx_h100(1).search, registries_);
   EXPECT_EQ(with_flash.training.attention, "flash2");
   EXPECT_TRUE(with_flash.training.unpad_attention);
+  // Checkpointed blocks: Composer's default reentrant checkpoint re-runs a whole block; the mpt-*.yaml's
+  // activation_checkpointing_reentrant: false gives PyTorch's non-reentrant checkpoint, which stops early.
+  const auto checkpointed = [&](const std::string& reentrant) {
+    std::string yaml_text = test::read_text(yaml);
+    yaml_text.replace(yaml_text.find("activation_checkpointing: false"), 31,
+                      "activation_checkpointing: true" + reentrant);
+    return load_run_config(write("ac.yaml", import_foundry(write("ac_in.yaml", yaml_text), dgx_h100(1)).yaml),
+                           dgx_h100(1).search, registries_)
+        .training;
+  };
+  EXPECT_EQ(checkpointed("").recompute, RecomputePolicy::full);
+  EXPECT_FALSE(checkpointed("").recompute_early_stop);
+  EXPECT_FALSE(checkpointed("\n  activation_checkpointing_reentrant: true").recompute_early_stop);
+  EXPECT_TRUE(checkpointed("\n  activation_checkpointing_reentrant: false").recompute_early_stop);
   // Composer's run-time micro-batch is refused with the fix.
   std::string text = test::read_text(yaml);
   text.replace(text.find("device_train_microbatch_size: 6"), 31, "device_train_microbatch_size: auto");
@@ -105,6 +119,31 @@ TEST_F(Import, TorchtitanTomlMapsToTheRunAHandWrittenConfigDescribes) {
                                    [](const std::string& n) { return n.rfind("not imported:", 0) == 0; });
   ASSERT_NE(unread, result.notes.end());
   EXPECT_EQ(*unread, "not imported: experimental_future.custom_sharding");
+}
+
+TEST_F(Import, TorchtitanFullCheckpointingStopsEarlyOnlyWhereTheJobSaysSo) {
+  // torchtitan wraps whole blocks in PyTorch's non-reentrant checkpoint with early_stop from its config
+  // (activation_checkpoint.early_stop, default false since pytorch/torchtitan#1580).
+  const auto imported = [&](const std::string& section) {
+    std::string text = test::read_text(torchtitan_fixture("llama3_8b.toml"));
+    text.replace(text.find("mode = \"selective\""), 18, section);
+    const ImportResult result = import_torchtitan(write("ac.toml", text), dgx_h100(1));
+    return std::make_pair(load_run_config(write("ac.yaml", result.yaml), dgx_h100(1).search, registries_).training,
+                          result.notes);
+  };
+  const auto [stopping, stopping_notes] = imported("mode = \"full\"\nearly_stop = true");
+  EXPECT_EQ(stopping.recompute, RecomputePolicy::full);
+  EXPECT_TRUE(stopping.recompute_early_stop);
+  const auto [whole, whole_notes] = imported("mode = \"full\"\nearly_stop = false");
+  EXPECT_FALSE(whole.recompute_early_stop);
+  const auto [absent, absent_notes] = imported("mode = \"full\"");
+  EXPECT_FALSE(absent.recompute_early_stop);
+  EXPECT_TRUE(std::any_of(absent_notes.begin(), absent_notes.end(), [](const std::string& note) {
+    return note.rfind("activation_checkpoint.early_stop absent", 0) == 0;
+  }));
+  EXPECT_FALSE(std::any_of(whole_notes.begin(), whole_notes.end(), [](const std::string& note) {
+    return note.rfind("activation_checkpoint.early_stop absent", 0) == 0;
+  }));
 }
 
 TEST_F(Import, TorchtitanTensorPipelineAndHybridShardingAreCarriedOver) {

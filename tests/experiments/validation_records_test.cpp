@@ -26,6 +26,27 @@ std::map<std::string, ValidationCase> readme_rows(const std::string& prefix) {
   return rows;
 }
 
+// The MoE dispatcher each Megatron-Bridge run used, from its release's performance scripts: GPT-OSS and Qwen3-235B
+// never name a flex backend for H100 or B200, so they run NCCL's all-to-all; DeepSeek-V3 and Nemotron 3 Nano always
+// do (HybridEP or DeepEP).
+TEST(Validation, EachMegatronBridgeMoeRunDispatchesAsItsReleaseConfigured) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/published_megatron_records.yaml");
+  int checked = 0;
+  for (const auto& [id, c] : readme_rows("mbridge-")) {
+    if (!c.not_modelled.empty() || !c.run.model.is_moe()) continue;
+    const std::string& model = c.run.model.name;
+    if (model == "gpt-oss-120b" || model == "qwen3-235b-a22b") {
+      EXPECT_EQ(c.run.training.moe_dispatcher, MoeDispatcher::alltoall) << id;
+      ++checked;
+    } else if (model == "deepseek-v3" || model == "nemotron-3-nano") {
+      const bool token_drop = c.run.training.moe_capacity_factor.has_value();  // 25.09's (tokendrop) runs
+      EXPECT_EQ(c.run.training.moe_dispatcher, token_drop ? MoeDispatcher::alltoall : MoeDispatcher::flex) << id;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
 // NVIDIA's Megatron-Core tables (../shared/data/validation/published_megatron_records.yaml): every record is a case,
 // mapped by one rule; the ones chopsim cannot predict carry the reason.
 // The Megatron-LM README's A100 rows (Narayanan et al., SC'21 Table 1) print hidden size, layers and GPU count only;

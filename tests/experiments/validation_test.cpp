@@ -94,6 +94,24 @@ TEST(Validation, EveryCaseOnAProfiledGpuGetsTheCalibratedRun) {
   EXPECT_EQ(groups_with_profile.count("perseus_a100"), 0u);
 }
 
+// llm-foundry's benchmark YAMLs checkpoint blocks with PyTorch 2.1's non-reentrant checkpoint
+// (activation_checkpointing_reentrant: false), which stops each recomputed forward early: every row that recomputes
+// says so, and no other.
+TEST(Validation, LlmFoundrysCheckpointedRowsStopTheirRecomputationEarly) {
+  CHOPSIM_REQUIRE_SHARED_DATA("validation/published_dev_records.yaml");
+  const auto registries = ModelRegistries::with_builtins();
+  int recomputing = 0, plain = 0;
+  for (const ValidationCase& c :
+       load_validation_cases(test::shared_data_dir(), test::configs_dir(), registries, test::profiles_dir())) {
+    if (c.group != "llm_foundry") continue;
+    const bool full = c.run.training.recompute == RecomputePolicy::full;
+    (full ? recomputing : plain) += 1;
+    EXPECT_EQ(c.run.training.recompute_early_stop, full) << c.id;
+  }
+  EXPECT_GE(recomputing, 15);  // the 13B large-scale rows and the long-sequence rows on 8 GPUs
+  EXPECT_GE(plain, 40);
+}
+
 // `chopsim validate --jobs N` writes the same page byte for byte whatever N (issue 16): cases are predicted in
 // parallel, the table is written in case order.
 TEST(Validation, ThePageIsByteIdenticalWhateverTheJobCount) {

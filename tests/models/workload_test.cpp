@@ -492,6 +492,50 @@ TEST(Workload, RecomputationIsMarkedAndSelectiveCostsNothingWithFlashAttention) 
   EXPECT_GT(full.executed_flops_per_iteration(), none);
 }
 
+TEST(Workload, EarlyStopLeavesTheLastProjectionAndTheResidualOutOfTheRecomputation) {
+  // PyTorch's non-reentrant checkpoint (2.1+) stops a recomputed forward once every tensor the backward reads is
+  // rebuilt; the MLP's fc2 saves its input and weight before it runs, so its GEMM (2 t f h FLOPs per layer and
+  // micro-batch) and the residual add after it are left out, and nothing else changes.
+  RunSetup s = setup("early_stop", 2, 2, 2, 4);  // tp 2 over two stages, four micro-batches
+  s.training.recompute = RecomputePolicy::full;
+  const auto built = [&](bool early_stop, bool dropout) {
+    RunSetup run = s;
+    run.training.recompute_early_stop = early_stop;
+    run.model.dropout = dropout;
+    return build_workload(run.model, run.parallelism, run.training);
+  };
+  const Workload whole = built(false, false), stopped = built(true, false);
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  const double fc2_forward = 2.0 * tokens * s.model.ffn_hidden * s.model.hidden * s.model.layers;
+  EXPECT_NEAR(summed_flops(whole, KernelClass::gemm, Pass::recompute) -
+                  summed_flops(stopped, KernelClass::gemm, Pass::recompute),
+              fc2_forward, fc2_forward * 1e-12);
+  EXPECT_DOUBLE_EQ(summed_flops(stopped, KernelClass::gemm, Pass::forward),
+                   summed_flops(whole, KernelClass::gemm, Pass::forward));
+  EXPECT_DOUBLE_EQ(summed_flops(stopped, KernelClass::gemm, Pass::backward),
+                   summed_flops(whole, KernelClass::gemm, Pass::backward));
+  const int layers_per_rank = s.model.layers / 2, micro_batches = 4;
+  EXPECT_EQ(count_of(whole, 0, "mlp_residual", Pass::recompute), layers_per_rank * micro_batches);
+  EXPECT_EQ(count_of(stopped, 0, "mlp_residual", Pass::recompute), 0);
+  EXPECT_EQ(count_of(stopped, 0, "mlp_fc2", Pass::recompute), 0);
+  EXPECT_EQ(count_of(stopped, 0, "attention_residual", Pass::recompute), layers_per_rank * micro_batches);
+  // A residual dropout after fc2 keeps its mask, so fc2 and the fused dropout-add run again.
+  EXPECT_DOUBLE_EQ(summed_flops(built(true, true), KernelClass::gemm, Pass::recompute),
+                   summed_flops(built(false, true), KernelClass::gemm, Pass::recompute));
+  EXPECT_EQ(count_of(built(true, true), 0, "mlp_residual", Pass::recompute), layers_per_rank * micro_batches);
+  // Eager PyTorch's layer: down_proj's GEMM and the residual add are left out, autocast's weight cast is not.
+  RunSetup eager = setup("eager_early_stop", 2, 1, 1, 4);  // eager PyTorch: data parallelism only
+  eager.training.framework = Framework::pytorch_eager;
+  eager.training.recompute = RecomputePolicy::full;
+  eager.training.recompute_early_stop = true;
+  const Workload eager_stopped = build_workload(eager.model, eager.parallelism, eager.training);
+  const int layers = eager.model.layers;
+  EXPECT_EQ(count_of(eager_stopped, 0, "down_proj", Pass::recompute), 0);
+  EXPECT_EQ(count_of(eager_stopped, 0, "down_proj_weight_cast", Pass::recompute), layers * micro_batches);
+  EXPECT_EQ(count_of(eager_stopped, 0, "mlp_residual", Pass::recompute), 0);
+  EXPECT_EQ(count_of(eager_stopped, 0, "down_proj", Pass::forward), layers * micro_batches);
+}
+
 TEST(Workload, RejectsSetupsItCannotLayOut) {
   RunSetup s = setup("bad", 2);
   s.model.layers = 6;

@@ -323,6 +323,13 @@ struct TrainingSpec {
   int recompute_layers = 0;
   /// With recompute: selective, the modules recomputed (Megatron's --recompute-modules); none: the attention internals.
   RecomputeModules recompute_modules;
+  /// With full recompute: the recomputed forward stops once it has rebuilt every tensor the layer's backward reads,
+  /// as PyTorch's non-reentrant checkpoint does from 2.1 (torch.utils.checkpoint, early stop on by default since
+  /// pytorch/pytorch#96866; torch.utils.checkpoint.set_checkpoint_early_stop): autograd saves an op's inputs before
+  /// the op runs, so the layer's last projection (the MLP's fc2 GEMM, which saves its input and weight and whose
+  /// output nothing keeps) and the residual add after it are not run again. Megatron's recompute (its own
+  /// CheckpointFunction) and PyTorch's reentrant checkpoint re-run the whole layer: false.
+  bool recompute_early_stop = false;
   /// The modules a pass recomputes: recompute_modules under selective recomputation, none otherwise.
   [[nodiscard]] RecomputeModules recomputed_modules() const {
     return recompute == RecomputePolicy::selective ? recompute_modules : RecomputeModules{};
